@@ -1,0 +1,91 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/strata-io/strata/log"
+)
+
+// This file is the contract protocol codes against. In the foundation the
+// metadata "quorum" and every partition "group" have one voter (this
+// broker) and commit at once; the Raft issue replaces the insides (metadata
+// Raft group, one Raft group per partition whose LogStore is the partition's
+// segments) without changing these signatures.
+
+var (
+	ErrUnknownTopicOrPartition  = errors.New("replication: unknown topic or partition")   // UNKNOWN_TOPIC_OR_PARTITION
+	ErrUnknownTopicID           = errors.New("replication: unknown topic id")             // UNKNOWN_TOPIC_ID
+	ErrTopicExists              = errors.New("replication: topic already exists")         // TOPIC_ALREADY_EXISTS
+	ErrInvalidTopic             = errors.New("replication: invalid topic name")           // INVALID_TOPIC_EXCEPTION
+	ErrInvalidPartitions        = errors.New("replication: invalid number of partitions") // INVALID_PARTITIONS
+	ErrInvalidReplicationFactor = errors.New("replication: invalid replication factor")   // INVALID_REPLICATION_FACTOR
+	ErrInvalidConfig            = errors.New("replication: invalid config")               // INVALID_CONFIG
+	ErrNotLeader                = errors.New("replication: not leader for partition")     // NOT_LEADER_OR_FOLLOWER
+	ErrNotController            = errors.New("replication: not controller")               // NOT_CONTROLLER
+	ErrTopicDeletionDisabled    = errors.New("replication: topic deletion disabled")      // TOPIC_DELETION_DISABLED
+	ErrShuttingDown             = errors.New("replication: broker shutting down")         // (connection closed)
+)
+
+// BrokerInfo is one registered broker.
+type BrokerInfo struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string // "" = none
+}
+
+// PartitionInfo is one partition's placement.
+type PartitionInfo struct {
+	Partition   int32
+	Leader      int32 // -1 when leaderless
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+}
+
+// TopicInfo is an immutable snapshot of one topic's metadata.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte // the topic ID (a random UUID, never all zero)
+	Internal   bool
+	Partitions []PartitionInfo
+	// Configs holds only the topic-level overrides, by Kafka name.
+	Configs map[string]string
+}
+
+// BrokerConfig is this broker's static configuration, filled by cmd from
+// flags, environment and server.properties.
+type BrokerConfig struct {
+	NodeID                   int32
+	AdvertisedHost           string
+	AdvertisedPort           int32
+	Rack                     string
+	DataDir                  string
+	NumPartitions            int32 // num.partitions, for auto-created topics and CreateTopics with -1
+	DefaultReplicationFactor int16 // default.replication.factor
+	AutoCreateTopics         bool  // auto.create.topics.enable
+	DeleteTopicEnable        bool  // delete.topic.enable
+	// BrokerProps are the broker-level settings that give topic config
+	// defaults (log.segment.bytes, log.roll.ms, message.max.bytes, ...), by
+	// Kafka name, as given (only those set explicitly).
+	BrokerProps map[string]string
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// CreateTopicRequest is one topic of a CreateTopics request.
+type CreateTopicRequest struct {
+	Name              string
+	NumPartitions     int32 // -1 = num.partitions
+	ReplicationFactor int16 // -1 = default.replication.factor
+	// Assignment, when non-nil, gives the replicas per partition explicitly.
+	Assignment   map[int32][]int32
+	Configs      map[string]string
+	ValidateOnly bool
+}
+
+var _ = context.Background
+var _ log.Offsets
