@@ -22,6 +22,7 @@ var (
 	ErrInvalidTopic             = errors.New("replication: invalid topic name")           // INVALID_TOPIC_EXCEPTION
 	ErrInvalidPartitions        = errors.New("replication: invalid number of partitions") // INVALID_PARTITIONS
 	ErrInvalidReplicationFactor = errors.New("replication: invalid replication factor")   // INVALID_REPLICATION_FACTOR
+	ErrInvalidReplicaAssignment = errors.New("replication: invalid replica assignment")   // INVALID_REPLICA_ASSIGNMENT
 	ErrInvalidConfig            = errors.New("replication: invalid config")               // INVALID_CONFIG
 	ErrNotLeader                = errors.New("replication: not leader for partition")     // NOT_LEADER_OR_FOLLOWER
 	ErrNotController            = errors.New("replication: not controller")               // NOT_CONTROLLER

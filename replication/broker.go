@@ -1,0 +1,691 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/retention"
+)
+
+const (
+	// producerIDBlockSize producer IDs are reserved per metadata command, so
+	// a busy broker writes the metadata log once per this many producers,
+	// and a restart skips at most this many IDs.
+	producerIDBlockSize = 1000
+	// maxPartitionsPerTopic bounds CreateTopics/CreatePartitions: each
+	// partition is a directory and three open files.
+	maxPartitionsPerTopic = 50000
+)
+
+// Broker is this node's view of the cluster: replicated metadata, and the
+// partitions it hosts. Safe for concurrent use.
+//
+// Readers (Topics, Topic, Partition, Produce, ...) load the current
+// metadata image through an atomic pointer and never block on writers.
+// Writers (CreateTopic, DeleteTopic, CreatePartitions, SetTopicConfigs,
+// AllocateProducerID, Close) hold mu, which makes them the single writer of
+// both the metadata log and the image.
+type Broker struct {
+	cfg       BrokerConfig
+	logger    *slog.Logger
+	logs      *log.Manager
+	clusterID string
+
+	// img is the current metadata; replaced only with mu held, after the
+	// command that produced it is durable in the metadata log.
+	img atomic.Pointer[image]
+
+	mu      sync.Mutex   // the single metadata writer
+	mlog    *metadataLog // protected by mu
+	pidNext int64        // next producer ID of the reserved block; protected by mu
+	pidEnd  int64        // end (exclusive) of the reserved block; protected by mu. Invariant: pidNext <= pidEnd
+
+	closed    atomic.Bool // set first thing in Close; writers check it under mu
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewBroker opens the metadata store and every local partition under
+// cfg.DataDir. The broker takes ownership of logs: Close closes it. On an
+// error nothing is left open except logs, which the caller still owns.
+func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
+	if logs == nil {
+		return nil, errors.New("replication: NewBroker: nil log manager")
+	}
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("replication: node.id %d is negative", cfg.NodeID)
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("replication: no data directory (log.dirs)")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = 1
+	}
+	if cfg.DefaultReplicationFactor <= 0 {
+		cfg.DefaultReplicationFactor = 1
+	}
+	cfg.BrokerProps = copyConfigs(cfg.BrokerProps)
+	if err := retention.ValidateBroker(cfg.BrokerProps); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	logger := cfg.Logger.With("component", "broker")
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: create data dir: %v", ErrMetadataStorage, err)
+	}
+	mp, err := loadOrCreateMetaProperties(cfg.DataDir, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	mlog, cmds, err := openMetadataLog(cfg.DataDir, logger)
+	if err != nil {
+		return nil, err
+	}
+	img := newImage()
+	for i, c := range cmds {
+		next, err := img.Apply(c)
+		if err != nil {
+			// Cannot happen with one writer that applies before persisting;
+			// skipping keeps replay deterministic if it ever does.
+			logger.Warn("metadata log: skipping rejected command", "index", i, "err", err)
+		}
+		img = next
+	}
+	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, mlog: mlog}
+	b.img.Store(img)
+
+	if err := b.start(); err != nil {
+		b.mlog.Close()
+		return nil, err
+	}
+	img = b.img.Load()
+	logger.Info("broker started", "node_id", cfg.NodeID, "cluster_id", mp.ClusterID,
+		"topics", len(img.topics), "metadata_commands", len(cmds))
+	return b, nil
+}
+
+// start registers this broker, finishes interrupted deletions and opens
+// every local partition.
+func (b *Broker) start() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	self := BrokerInfo{NodeID: b.cfg.NodeID, Host: b.cfg.AdvertisedHost, Port: b.cfg.AdvertisedPort, Rack: b.cfg.Rack}
+	if cur, ok := b.img.Load().brokers[self.NodeID]; !ok || cur != self {
+		next, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self})
+		if err != nil {
+			return err
+		}
+		b.img.Store(next)
+	}
+	img := b.img.Load()
+	pendingIDs := make([][16]byte, 0, len(img.pending))
+	for id := range img.pending {
+		pendingIDs = append(pendingIDs, id)
+	}
+	sort.Slice(pendingIDs, func(i, j int) bool { return img.pending[pendingIDs[i]].Name < img.pending[pendingIDs[j]].Name })
+	for _, id := range pendingIDs {
+		pd := img.pending[id]
+		b.logger.Info("finishing interrupted topic deletion", "topic", pd.Name)
+		if err := b.finishDeleteLocked(id, pd); err != nil {
+			// Not fatal: the leftovers are retried at the next start or
+			// before a topic of the same name is created.
+			b.logger.Error("could not remove deleted topic's logs", "topic", pd.Name, "err", err)
+		}
+	}
+	img = b.img.Load()
+	for _, name := range img.names {
+		if err := b.openLogsLocked(img.topics[name], 0); err != nil {
+			return err
+		}
+	}
+	for _, tp := range b.logs.Partitions() {
+		if t, ok := img.topics[tp.Topic]; !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			b.logger.Warn("partition directory has no topic in the cluster metadata; left in place",
+				"topic", tp.Topic, "partition", tp.Partition)
+		}
+	}
+	return nil
+}
+
+// commitLocked applies c to the current image, persists it, and returns
+// the new image for the caller to publish (b.img.Store) once the local
+// effects (opening logs) are done. An invalid command is neither persisted
+// nor applied. mu must be held.
+func (b *Broker) commitLocked(c Command) (*image, error) {
+	next, err := b.img.Load().Apply(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.mlog.Append(c); err != nil {
+		b.logger.Error("metadata log write failed", "command", c.Type.String(), "err", err)
+		return nil, err
+	}
+	return next, nil
+}
+
+// openLogsLocked opens the local logs of t's partitions from first on.
+func (b *Broker) openLogsLocked(t *TopicInfo, first int32) error {
+	cfg, err := retention.LogConfig(t.Configs, b.cfg.BrokerProps)
+	if err != nil {
+		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
+	}
+	for _, p := range t.Partitions[first:] {
+		if !containsNode(p.Replicas, b.cfg.NodeID) {
+			continue
+		}
+		if _, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg); err != nil {
+			return fmt.Errorf("replication: open %s-%d: %w", t.Name, p.Partition, err)
+		}
+	}
+	return nil
+}
+
+// finishDeleteLocked removes a deleted topic's logs and records that.
+func (b *Broker) finishDeleteLocked(id [16]byte, pd pendingDelete) error {
+	for p := int32(0); p < pd.Partitions; p++ {
+		tp := log.TopicPartition{Topic: pd.Name, Partition: p}
+		if !b.hasLog(tp) {
+			continue
+		}
+		if err := b.logs.Delete(tp); err != nil {
+			return fmt.Errorf("replication: delete %s-%d: %w", pd.Name, p, err)
+		}
+	}
+	next, err := b.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: id})
+	if err != nil {
+		return err
+	}
+	b.img.Store(next)
+	return nil
+}
+
+// hasLog reports whether the manager knows tp (open, or found on disk).
+func (b *Broker) hasLog(tp log.TopicPartition) bool {
+	if b.logs.Get(tp) != nil {
+		return true
+	}
+	for _, q := range b.logs.Partitions() {
+		if q == tp {
+			return true
+		}
+	}
+	return false
+}
+
+// lockWriter takes the writer lock unless the broker is closed or ctx is
+// done.
+func (b *Broker) lockWriter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.closed.Load() {
+		b.mu.Unlock()
+		return ErrShuttingDown
+	}
+	return nil
+}
+
+func (b *Broker) NodeID() int32       { return b.cfg.NodeID }
+func (b *Broker) ClusterID() string   { return b.clusterID }
+func (b *Broker) ControllerID() int32 { return b.cfg.NodeID } // one voter: this node is the controller
+
+// Brokers returns the registered brokers sorted by node ID.
+func (b *Broker) Brokers() []BrokerInfo {
+	img := b.img.Load()
+	out := make([]BrokerInfo, 0, len(img.brokers))
+	for _, bi := range img.brokers {
+		out = append(out, bi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
+	return out
+}
+
+// Config returns the broker configuration (a copy).
+func (b *Broker) Config() BrokerConfig {
+	c := b.cfg
+	c.BrokerProps = copyConfigs(b.cfg.BrokerProps)
+	return c
+}
+
+// Topics returns every topic, sorted by name. The TopicInfo values share
+// their slices and maps with the metadata image: callers must not modify
+// them.
+func (b *Broker) Topics() []TopicInfo {
+	img := b.img.Load()
+	out := make([]TopicInfo, 0, len(img.names))
+	for _, n := range img.names {
+		out = append(out, *img.topics[n])
+	}
+	return out
+}
+
+// Topic looks a topic up by name.
+func (b *Broker) Topic(name string) (TopicInfo, bool) {
+	t, ok := b.img.Load().topics[name]
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return *t, true
+}
+
+// TopicByID looks a topic up by ID.
+func (b *Broker) TopicByID(id [16]byte) (TopicInfo, bool) {
+	t, ok := b.img.Load().byID[id]
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return *t, true
+}
+
+// CreateTopic validates and (unless ValidateOnly) creates a topic,
+// creating its partition logs. Returns the topic as created (or as it
+// would be).
+func (b *Broker) CreateTopic(ctx context.Context, req CreateTopicRequest) (TopicInfo, error) {
+	if err := b.lockWriter(ctx); err != nil {
+		return TopicInfo{}, err
+	}
+	defer b.mu.Unlock()
+	img := b.img.Load()
+	if err := validateTopicName(req.Name); err != nil {
+		return TopicInfo{}, err
+	}
+	if _, ok := img.topics[req.Name]; ok {
+		return TopicInfo{}, fmt.Errorf("%w: %s", ErrTopicExists, req.Name)
+	}
+	if other := img.collidingTopic(req.Name); other != "" {
+		return TopicInfo{}, fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide)", ErrInvalidTopic, req.Name, other)
+	}
+	assign, err := b.assignLocked(img, req)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	if err := retention.ValidateTopic(req.Configs); err != nil {
+		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if _, err := retention.LogConfig(req.Configs, b.cfg.BrokerProps); err != nil {
+		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	id := randomUUID()
+	for img.byID[id] != nil || img.pending[id].Name != "" {
+		id = randomUUID()
+	}
+	c := Command{Type: CmdCreateTopic, Topic: req.Name, TopicID: id, Partitions: assign, Configs: req.Configs}
+	if req.ValidateOnly {
+		next, err := img.Apply(c)
+		if err != nil {
+			return TopicInfo{}, err
+		}
+		return *next.topics[req.Name], nil
+	}
+	// A same-named topic whose deletion did not finish, or partition
+	// directories of no topic, must not become the new topic's data.
+	for pid, pd := range img.pending {
+		if pd.Name == req.Name {
+			if err := b.finishDeleteLocked(pid, pd); err != nil {
+				return TopicInfo{}, err
+			}
+		}
+	}
+	for _, tp := range b.logs.Partitions() {
+		if tp.Topic == req.Name {
+			b.logger.Warn("removing stray partition directory before creating its topic", "topic", tp.Topic, "partition", tp.Partition)
+			if err := b.logs.Delete(tp); err != nil {
+				return TopicInfo{}, fmt.Errorf("replication: remove stray %s-%d: %w", tp.Topic, tp.Partition, err)
+			}
+		}
+	}
+	next, err := b.commitLocked(c)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	t := next.topics[req.Name]
+	openErr := b.openLogsLocked(t, 0)
+	// The command is durable: publish even if a log failed to open (the
+	// next start retries it), so that metadata and disk agree on restart.
+	b.img.Store(next)
+	if openErr != nil {
+		b.logger.Error("topic created but a partition log failed to open", "topic", req.Name, "err", openErr)
+		return *t, openErr
+	}
+	b.logger.Info("topic created", "topic", req.Name, "partitions", len(t.Partitions), "configs", len(req.Configs))
+	return *t, nil
+}
+
+// assignLocked checks partitions, replication factor and any explicit
+// assignment of req and returns the assignment to persist.
+func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment, error) {
+	if req.Assignment != nil {
+		if req.NumPartitions != -1 && req.NumPartitions != int32(len(req.Assignment)) {
+			return nil, fmt.Errorf("%w: both partition count %d and an assignment of %d partitions given", ErrInvalidReplicaAssignment, req.NumPartitions, len(req.Assignment))
+		}
+		if len(req.Assignment) == 0 {
+			return nil, fmt.Errorf("%w: empty assignment", ErrInvalidPartitions)
+		}
+		if len(req.Assignment) > maxPartitionsPerTopic {
+			return nil, fmt.Errorf("%w: %d partitions, more than %d", ErrInvalidPartitions, len(req.Assignment), maxPartitionsPerTopic)
+		}
+		list := make([][]int32, len(req.Assignment))
+		for p, reps := range req.Assignment {
+			if p < 0 || int(p) >= len(req.Assignment) {
+				return nil, fmt.Errorf("%w: partitions must be numbered 0..%d, got %d", ErrInvalidReplicaAssignment, len(req.Assignment)-1, p)
+			}
+			list[p] = reps
+		}
+		return checkExplicit(img, list, 0, -1)
+	}
+	n := req.NumPartitions
+	if n == -1 {
+		n = b.cfg.NumPartitions
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: %d partitions; must be at least 1", ErrInvalidPartitions, n)
+	}
+	if n > maxPartitionsPerTopic {
+		return nil, fmt.Errorf("%w: %d partitions, more than %d", ErrInvalidPartitions, n, maxPartitionsPerTopic)
+	}
+	rf := req.ReplicationFactor
+	if rf == -1 {
+		rf = b.cfg.DefaultReplicationFactor
+	}
+	return autoAssign(img, 0, n, int(rf))
+}
+
+// autoAssign places partitions first..first+n-1 round-robin over the
+// registered brokers, rf replicas each.
+func autoAssign(img *image, first, n int32, rf int) ([]Assignment, error) {
+	nodes := make([]int32, 0, len(img.brokers))
+	for id := range img.brokers {
+		nodes = append(nodes, id)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
+	if rf <= 0 {
+		return nil, fmt.Errorf("%w: replication factor %d; must be at least 1", ErrInvalidReplicationFactor, rf)
+	}
+	if rf > len(nodes) {
+		return nil, fmt.Errorf("%w: replication factor %d larger than the %d available broker(s)", ErrInvalidReplicationFactor, rf, len(nodes))
+	}
+	out := make([]Assignment, n)
+	for i := int32(0); i < n; i++ {
+		p := first + i
+		reps := make([]int32, rf)
+		for r := 0; r < rf; r++ {
+			reps[r] = nodes[(int(p)+r)%len(nodes)]
+		}
+		out[i] = Assignment{Partition: p, Replicas: reps}
+	}
+	return out, nil
+}
+
+// checkExplicit validates an explicit assignment (list[i] is partition
+// first+i) against the registered brokers; rf is the required replica
+// count, or -1 to take the first partition's.
+func checkExplicit(img *image, list [][]int32, first int32, rf int) ([]Assignment, error) {
+	out := make([]Assignment, len(list))
+	for i, reps := range list {
+		p := first + int32(i)
+		if len(reps) == 0 {
+			return nil, fmt.Errorf("%w: partition %d has no replicas", ErrInvalidReplicaAssignment, p)
+		}
+		if rf == -1 {
+			rf = len(reps)
+		}
+		if len(reps) != rf {
+			return nil, fmt.Errorf("%w: partition %d has %d replicas, others %d", ErrInvalidReplicaAssignment, p, len(reps), rf)
+		}
+		for j, r := range reps {
+			if _, ok := img.brokers[r]; !ok {
+				return nil, fmt.Errorf("%w: partition %d: broker %d is not registered", ErrInvalidReplicaAssignment, p, r)
+			}
+			if containsNode(reps[:j], r) {
+				return nil, fmt.Errorf("%w: partition %d: broker %d listed twice", ErrInvalidReplicaAssignment, p, r)
+			}
+		}
+		out[i] = Assignment{Partition: p, Replicas: append([]int32(nil), reps...)}
+	}
+	return out, nil
+}
+
+// AutoCreate creates name with the broker defaults if auto.create.topics.enable
+// is set and the name is valid; it returns the topic either way if it exists.
+func (b *Broker) AutoCreate(ctx context.Context, name string) (TopicInfo, error) {
+	if t, ok := b.Topic(name); ok {
+		return t, nil
+	}
+	if !b.cfg.AutoCreateTopics {
+		return TopicInfo{}, fmt.Errorf("%w: %s (auto.create.topics.enable=false)", ErrUnknownTopicOrPartition, name)
+	}
+	if err := validateTopicName(name); err != nil {
+		return TopicInfo{}, err
+	}
+	t, err := b.CreateTopic(ctx, CreateTopicRequest{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+	if errors.Is(err, ErrTopicExists) {
+		if t, ok := b.Topic(name); ok {
+			return t, nil
+		}
+	}
+	return t, err
+}
+
+// DeleteTopic removes a topic and its partition files: first from the
+// metadata (durably), then from disk. If removing files fails, the topic is
+// still deleted; the files are removed at the next start or before a topic
+// of the same name is created.
+func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	if !b.cfg.DeleteTopicEnable {
+		return fmt.Errorf("%w: %s (delete.topic.enable=false)", ErrTopicDeletionDisabled, name)
+	}
+	if err := b.lockWriter(ctx); err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	t, ok := b.img.Load().topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
+	}
+	next, err := b.commitLocked(Command{Type: CmdDeleteTopic, Topic: name, TopicID: t.ID})
+	if err != nil {
+		return err
+	}
+	b.img.Store(next)
+	if err := b.finishDeleteLocked(t.ID, next.pending[t.ID]); err != nil {
+		b.logger.Error("topic deleted but its logs were not all removed; retried at next start", "topic", name, "err", err)
+		return nil
+	}
+	b.logger.Info("topic deleted", "topic", name)
+	return nil
+}
+
+// CreatePartitions grows a topic to count partitions. assignment, when
+// non-nil, gives the replicas of each new partition.
+func (b *Broker) CreatePartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
+	if err := b.lockWriter(ctx); err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	img := b.img.Load()
+	t, ok := img.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
+	}
+	cur := int32(len(t.Partitions))
+	if count <= cur {
+		return fmt.Errorf("%w: topic %s has %d partitions; the new count %d must be larger", ErrInvalidPartitions, name, cur, count)
+	}
+	if count > maxPartitionsPerTopic {
+		return fmt.Errorf("%w: %d partitions, more than %d", ErrInvalidPartitions, count, maxPartitionsPerTopic)
+	}
+	rf := len(t.Partitions[0].Replicas)
+	var assign []Assignment
+	var err error
+	if assignment != nil {
+		if int32(len(assignment)) != count-cur {
+			return fmt.Errorf("%w: %d new partitions but an assignment for %d", ErrInvalidReplicaAssignment, count-cur, len(assignment))
+		}
+		assign, err = checkExplicit(img, assignment, cur, rf)
+	} else {
+		assign, err = autoAssign(img, cur, count-cur, rf)
+	}
+	if err != nil {
+		return err
+	}
+	c := Command{Type: CmdCreatePartitions, Topic: name, Partitions: assign}
+	if validateOnly {
+		_, err := img.Apply(c)
+		return err
+	}
+	next, err := b.commitLocked(c)
+	if err != nil {
+		return err
+	}
+	openErr := b.openLogsLocked(next.topics[name], cur)
+	b.img.Store(next)
+	if openErr != nil {
+		return openErr
+	}
+	b.logger.Info("partitions created", "topic", name, "from", cur, "to", count)
+	return nil
+}
+
+// SetTopicConfigs replaces a topic's config overrides with configs (the
+// complete set; IncrementalAlterConfigs merges into TopicInfo.Configs
+// first) and applies them to the live partitions.
+func (b *Broker) SetTopicConfigs(ctx context.Context, name string, configs map[string]string, validateOnly bool) error {
+	if err := b.lockWriter(ctx); err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	t, ok := b.img.Load().topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
+	}
+	cfg, err := retention.LogConfig(configs, b.cfg.BrokerProps)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if validateOnly {
+		return nil
+	}
+	next, err := b.commitLocked(Command{Type: CmdSetTopicConfigs, Topic: name, Configs: configs})
+	if err != nil {
+		return err
+	}
+	b.img.Store(next)
+	for _, p := range t.Partitions {
+		if lp := b.logs.Get(log.TopicPartition{Topic: name, Partition: p.Partition}); lp != nil {
+			lp.SetConfig(cfg)
+		}
+	}
+	b.logger.Info("topic configs set", "topic", name, "configs", len(configs))
+	return nil
+}
+
+// Partition returns the local log of a partition this broker leads.
+// ErrUnknownTopicOrPartition or ErrNotLeader otherwise.
+func (b *Broker) Partition(topic string, partition int32) (*log.Partition, error) {
+	lp, _, err := b.partition(topic, partition)
+	return lp, err
+}
+
+func (b *Broker) partition(topic string, partition int32) (*log.Partition, PartitionInfo, error) {
+	if b.closed.Load() {
+		return nil, PartitionInfo{}, ErrShuttingDown
+	}
+	t, ok := b.img.Load().topics[topic]
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, PartitionInfo{}, fmt.Errorf("%w: %s-%d", ErrUnknownTopicOrPartition, topic, partition)
+	}
+	pi := t.Partitions[partition]
+	if pi.Leader != b.cfg.NodeID {
+		return nil, pi, fmt.Errorf("%w: %s-%d is led by %d", ErrNotLeader, topic, partition, pi.Leader)
+	}
+	lp := b.logs.Get(log.TopicPartition{Topic: topic, Partition: partition})
+	if lp == nil {
+		return nil, pi, fmt.Errorf("%w: %s-%d has no open log", log.ErrStorage, topic, partition)
+	}
+	return lp, pi, nil
+}
+
+// Produce appends records to a partition this broker leads and returns once
+// they are committed (the high watermark has passed them). With one voter
+// the write is committed as soon as it is in the log. A retried idempotent
+// batch returns the original offsets with Duplicate set.
+func (b *Broker) Produce(ctx context.Context, topic string, partition int32, records []byte) (log.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return log.AppendResult{}, err
+	}
+	lp, pi, err := b.partition(topic, partition)
+	if err != nil {
+		return log.AppendResult{}, err
+	}
+	res, err := lp.Append(records, pi.LeaderEpoch)
+	if err != nil {
+		if errors.Is(err, log.ErrDuplicateSequence) && res.LastOffset >= res.BaseOffset && res.LastOffset >= 0 {
+			res.Duplicate = true
+			return res, nil
+		}
+		return res, err
+	}
+	lp.Commit(res.LastOffset + 1)
+	return res, nil
+}
+
+// AllocateProducerID returns a new, never before used producer ID. IDs come
+// from blocks reserved durably in the metadata log, so a restart never
+// hands out an ID twice (it skips the rest of the block).
+func (b *Broker) AllocateProducerID(ctx context.Context) (int64, error) {
+	if err := b.lockWriter(ctx); err != nil {
+		return -1, err
+	}
+	defer b.mu.Unlock()
+	if b.pidNext >= b.pidEnd {
+		start := b.img.Load().nextProducerID
+		next, err := b.commitLocked(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: start, ProducerIDCount: producerIDBlockSize})
+		if err != nil {
+			return -1, err
+		}
+		b.img.Store(next)
+		b.pidNext, b.pidEnd = start, start+producerIDBlockSize
+	}
+	id := b.pidNext
+	b.pidNext++
+	return id, nil
+}
+
+// Close flushes and closes everything: the metadata log and every
+// partition (through the log manager). Later calls return the first
+// result.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		err1 := b.mlog.Close()
+		err2 := b.logs.Close()
+		b.closeErr = errors.Join(err1, err2)
+		b.logger.Info("broker closed", "err", b.closeErr)
+	})
+	return b.closeErr
+}
+
+func containsNode(nodes []int32, id int32) bool {
+	for _, n := range nodes {
+		if n == id {
+			return true
+		}
+	}
+	return false
+}

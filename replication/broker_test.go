@@ -1,0 +1,515 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/log"
+)
+
+// openLogs opens a log manager on dir, skipping the test while the storage
+// engine is still a stub (its methods panic).
+func openLogs(t *testing.T, dir string) (m *log.Manager) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Skipf("log.Manager not implemented yet: %v", r)
+		}
+	}()
+	m, err := log.OpenManager(log.ManagerOptions{Dir: dir, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func testConfig(dir string) BrokerConfig {
+	return BrokerConfig{
+		NodeID: 1, AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, DataDir: dir,
+		NumPartitions: 2, DefaultReplicationFactor: 1, AutoCreateTopics: true, DeleteTopicEnable: true,
+		Logger: discardLogger(),
+	}
+}
+
+func startBroker(t *testing.T, cfg BrokerConfig) *Broker {
+	t.Helper()
+	m := openLogs(t, cfg.DataDir)
+	b, err := NewBroker(cfg, m)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	return b
+}
+
+// batch builds one uncompressed v2 record batch of n records (empty keys
+// and values) with the given producer fields.
+func batch(n int, producerID int64, epoch int16, seq int32) []byte {
+	var recs []byte
+	for i := 0; i < n; i++ {
+		// length, attributes, timestampDelta, offsetDelta, keyLen(-1), valueLen(0), headers(0), all varints.
+		body := []byte{0, 0, byte(i << 1), 1, 0, 0}
+		recs = append(recs, byte(len(body)<<1))
+		recs = append(recs, body...)
+	}
+	b := make([]byte, 61+len(recs))
+	binary.BigEndian.PutUint64(b[0:], 0)                 // base offset
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12)) // batch length
+	binary.BigEndian.PutUint32(b[12:], 0)                // partition leader epoch
+	b[16] = 2                                            // magic
+	binary.BigEndian.PutUint16(b[21:], 0)                // attributes
+	binary.BigEndian.PutUint32(b[23:], uint32(n-1))      // last offset delta
+	ts := time.Now().UnixMilli()
+	binary.BigEndian.PutUint64(b[27:], uint64(ts))         // first timestamp
+	binary.BigEndian.PutUint64(b[35:], uint64(ts))         // max timestamp
+	binary.BigEndian.PutUint64(b[43:], uint64(producerID)) // producer id
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))      // producer epoch
+	binary.BigEndian.PutUint32(b[53:], uint32(seq))        // base sequence
+	binary.BigEndian.PutUint32(b[57:], uint32(n))          // record count
+	copy(b[61:], recs)
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+func TestCreateDeleteRecreate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := startBroker(t, testConfig(dir))
+	defer b.Close()
+
+	if b.ClusterID() == "" || b.ControllerID() != 1 || len(b.Brokers()) != 1 {
+		t.Fatalf("identity: %q %d %v", b.ClusterID(), b.ControllerID(), b.Brokers())
+	}
+	ti, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "orders", NumPartitions: 3, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti.ID == ([16]byte{}) || len(ti.Partitions) != 3 || ti.Partitions[2].Leader != 1 || ti.Configs["retention.ms"] != "1000" {
+		t.Fatalf("%+v", ti)
+	}
+	if got, ok := b.TopicByID(ti.ID); !ok || got.Name != "orders" {
+		t.Fatal("TopicByID")
+	}
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "orders", NumPartitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	res, err := b.Produce(ctx, "orders", 1, batch(3, -1, -1, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BaseOffset != 0 || res.LastOffset != 2 {
+		t.Fatalf("%+v", res)
+	}
+	p, _ := b.Partition("orders", 1)
+	if hw := p.Offsets().HighWatermark; hw != 3 {
+		t.Fatalf("hw %d", hw)
+	}
+	if err := b.DeleteTopic(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Topic("orders"); ok {
+		t.Fatal("still there")
+	}
+	if _, err := b.Produce(ctx, "orders", 1, batch(1, -1, -1, -1)); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatalf("produce to deleted: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "orders-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("partition dir left: %v", err)
+	}
+	ti2, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "orders", NumPartitions: 1, ReplicationFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti2.ID == ti.ID {
+		t.Fatal("topic id reused")
+	}
+	p, _ = b.Partition("orders", 0)
+	if off := p.Offsets(); off.LogEnd != 0 {
+		t.Fatalf("recreated topic not empty: %+v", off)
+	}
+	if err := b.DeleteTopic(ctx, "nope"); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateTopicValidation(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, testConfig(t.TempDir()))
+	defer b.Close()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "a.b", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		req  CreateTopicRequest
+		want error
+	}{
+		{CreateTopicRequest{Name: "bad name", NumPartitions: 1, ReplicationFactor: 1}, ErrInvalidTopic},
+		{CreateTopicRequest{Name: "..", NumPartitions: 1, ReplicationFactor: 1}, ErrInvalidTopic},
+		{CreateTopicRequest{Name: "a_b", NumPartitions: 1, ReplicationFactor: 1}, ErrInvalidTopic},
+		{CreateTopicRequest{Name: "t", NumPartitions: 0, ReplicationFactor: 1}, ErrInvalidPartitions},
+		{CreateTopicRequest{Name: "t", NumPartitions: -5, ReplicationFactor: 1}, ErrInvalidPartitions},
+		{CreateTopicRequest{Name: "t", NumPartitions: maxPartitionsPerTopic + 1, ReplicationFactor: 1}, ErrInvalidPartitions},
+		{CreateTopicRequest{Name: "t", NumPartitions: 1, ReplicationFactor: 2}, ErrInvalidReplicationFactor},
+		{CreateTopicRequest{Name: "t", NumPartitions: 1, ReplicationFactor: 0}, ErrInvalidReplicationFactor},
+		{CreateTopicRequest{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "x"}}, ErrInvalidConfig},
+		{CreateTopicRequest{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"nope": "1"}}, ErrInvalidConfig},
+		{CreateTopicRequest{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: map[int32][]int32{0: {2}}}, ErrInvalidReplicaAssignment},
+		{CreateTopicRequest{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: map[int32][]int32{0: {1}, 5: {1}}}, ErrInvalidReplicaAssignment},
+	}
+	for _, tt := range tests {
+		if _, err := b.CreateTopic(ctx, tt.req); !errors.Is(err, tt.want) {
+			t.Errorf("%+v: err = %v, want %v", tt.req, err, tt.want)
+		}
+	}
+	// Defaults and validate-only.
+	ti, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "v", NumPartitions: -1, ReplicationFactor: -1, ValidateOnly: true})
+	if err != nil || len(ti.Partitions) != 2 {
+		t.Fatalf("validate only: %+v %v", ti, err)
+	}
+	if _, ok := b.Topic("v"); ok {
+		t.Fatal("validate-only created the topic")
+	}
+	ti, err = b.CreateTopic(ctx, CreateTopicRequest{Name: "__internal", NumPartitions: -1, ReplicationFactor: -1, Assignment: map[int32][]int32{0: {1}}})
+	if err != nil || !ti.Internal || len(ti.Partitions) != 1 {
+		t.Fatalf("%+v %v", ti, err)
+	}
+}
+
+func TestRestartReplaysMetadata(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	b := startBroker(t, cfg)
+	t1, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "t1", NumPartitions: 2, ReplicationFactor: 1, Configs: map[string]string{"segment.bytes": "2048"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "t2", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitions(ctx, "t1", 4, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitions(ctx, "t1", 3, nil, false); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatalf("shrink: %v", err)
+	}
+	if err := b.CreatePartitions(ctx, "t1", 5, [][]int32{{9}}, false); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatalf("bad assignment: %v", err)
+	}
+	if err := b.DeleteTopic(ctx, "t2"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if _, err := b.Produce(ctx, "t1", 3, batch(2, -1, -1, -1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cluster := b.ClusterID()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = startBroker(t, cfg)
+	defer b.Close()
+	if b.ClusterID() != cluster {
+		t.Fatal("cluster id changed")
+	}
+	got, ok := b.Topic("t1")
+	if !ok || got.ID != t1.ID || len(got.Partitions) != 4 || got.Configs["segment.bytes"] != "2048" {
+		t.Fatalf("%+v", got)
+	}
+	if _, ok := b.Topic("t2"); ok {
+		t.Fatal("deleted topic came back")
+	}
+	p, err := b.Partition("t1", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off := p.Offsets(); off.LogEnd != 8 || off.HighWatermark != 8 {
+		t.Fatalf("offsets after restart: %+v", off)
+	}
+	entries, err := b.TopicConfig("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range entries {
+		if e.Name == "segment.bytes" {
+			found = true
+			if e.Value == nil || *e.Value != "2048" || e.Source != 1 {
+				t.Fatalf("%+v", e)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("segment.bytes not described")
+	}
+}
+
+func TestNodeIDMismatch(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, testConfig(dir))
+	b.Close()
+	cfg := testConfig(dir)
+	cfg.NodeID = 2
+	m := openLogs(t, dir)
+	defer m.Close()
+	if _, err := NewBroker(cfg, m); !errors.Is(err, ErrMetaProperties) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A torn record at the end of metadata.log loses only that command.
+func TestTornMetadataTail(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := startBroker(t, testConfig(dir))
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "kept", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	path := filepath.Join(dir, metadataLogName)
+	fi, _ := os.Stat(path)
+	rec, _ := encodeMetadataRecord(Command{Type: CmdCreateTopic, Topic: "torn", TopicID: [16]byte{1}, Partitions: []Assignment{{Partition: 0, Replicas: []int32{1}}}})
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(rec[:len(rec)-1])
+	f.Close()
+
+	b = startBroker(t, testConfig(dir))
+	defer b.Close()
+	if _, ok := b.Topic("kept"); !ok {
+		t.Fatal("lost a whole command")
+	}
+	if _, ok := b.Topic("torn"); ok {
+		t.Fatal("applied a torn command")
+	}
+	if fi2, _ := os.Stat(path); fi2.Size() != fi.Size() {
+		t.Fatalf("not truncated: %d vs %d", fi2.Size(), fi.Size())
+	}
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "after", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An interrupted deletion (DeleteTopic persisted, logs still on disk) is
+// finished at start.
+func TestInterruptedDeleteFinishedAtStart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := startBroker(t, testConfig(dir))
+	ti, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "gone", NumPartitions: 2, ReplicationFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Simulate a crash after the DeleteTopic command: write it directly.
+	b.mu.Lock()
+	err = b.mlog.Append(Command{Type: CmdDeleteTopic, Topic: "gone", TopicID: ti.ID})
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, err := os.Stat(filepath.Join(dir, "gone-0")); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	b = startBroker(t, testConfig(dir))
+	defer b.Close()
+	if _, ok := b.Topic("gone"); ok {
+		t.Fatal("topic back")
+	}
+	for _, p := range []string{"gone-0", "gone-1"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left: %v", p, err)
+		}
+	}
+	if len(b.img.Load().pending) != 0 {
+		t.Fatal("pending deletion not recorded as done")
+	}
+}
+
+func TestProducerIDsMonotonicAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	last := int64(-1)
+	for round := 0; round < 3; round++ {
+		b := startBroker(t, testConfig(dir))
+		for i := 0; i < producerIDBlockSize+5; i++ {
+			id, err := b.AllocateProducerID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id <= last {
+				t.Fatalf("round %d: id %d after %d", round, id, last)
+			}
+			last = id
+		}
+		b.Close()
+	}
+}
+
+func TestAutoCreateAndDisabledDeletion(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t.TempDir())
+	cfg.DeleteTopicEnable = false
+	b := startBroker(t, cfg)
+	ti, err := b.AutoCreate(ctx, "auto")
+	if err != nil || len(ti.Partitions) != 2 {
+		t.Fatalf("%+v %v", ti, err)
+	}
+	if again, err := b.AutoCreate(ctx, "auto"); err != nil || again.ID != ti.ID {
+		t.Fatal("auto-create of an existing topic")
+	}
+	if _, err := b.AutoCreate(ctx, "bad/name"); !errors.Is(err, ErrInvalidTopic) {
+		t.Fatal(err)
+	}
+	if err := b.DeleteTopic(ctx, "auto"); !errors.Is(err, ErrTopicDeletionDisabled) {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "x", NumPartitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrShuttingDown) {
+		t.Fatalf("after close: %v", err)
+	}
+
+	cfg = testConfig(t.TempDir())
+	cfg.AutoCreateTopics = false
+	b = startBroker(t, cfg)
+	defer b.Close()
+	if _, err := b.AutoCreate(ctx, "auto"); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatal(err)
+	}
+}
+
+func TestDuplicateIdempotentBatch(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, testConfig(t.TempDir()))
+	defer b.Close()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "idem", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := b.AllocateProducerID(ctx)
+	first, err := b.Produce(ctx, "idem", 0, batch(2, pid, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Produce(ctx, "idem", 0, batch(1, -1, -1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	dup, err := b.Produce(ctx, "idem", 0, batch(2, pid, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dup.Duplicate || dup.BaseOffset != first.BaseOffset || dup.LastOffset != first.LastOffset {
+		t.Fatalf("dup %+v, first %+v", dup, first)
+	}
+}
+
+func TestDescribeConfigs(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.BrokerProps = map[string]string{"log.retention.hours": "1", "listeners": "PLAINTEXT://127.0.0.1:9092"}
+	b := startBroker(t, cfg)
+	defer b.Close()
+	if _, err := b.CreateTopic(context.Background(), CreateTopicRequest{Name: "c", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := b.TopicConfig("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name == "retention.ms" && (e.Value == nil || *e.Value != "3600000" || e.Source != 4 || len(e.Synonyms) != 2) {
+			t.Fatalf("%+v", e)
+		}
+	}
+	if _, err := b.TopicConfig("missing"); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatal(err)
+	}
+	names := map[string]ConfigEntry{}
+	for _, e := range b.BrokerConfigEntries() {
+		names[e.Name] = e
+	}
+	for _, n := range []string{"node.id", "log.dirs", "num.partitions", "log.retention.hours", "listeners", "message.max.bytes"} {
+		if _, ok := names[n]; !ok {
+			t.Errorf("broker config %s missing", n)
+		}
+	}
+	if e := names["log.retention.hours"]; e.Source != 4 || *e.Value != "1" {
+		t.Errorf("%+v", e)
+	}
+}
+
+// Many goroutines create, produce, read metadata and delete at once; run
+// with -race.
+func TestConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, testConfig(t.TempDir()))
+	defer b.Close()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "shared", NumPartitions: 2, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 4; g++ {
+		wg.Add(3)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				name := fmt.Sprintf("t%d-%d", g, i)
+				if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: name, NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+					errs <- err
+					return
+				}
+				if i%2 == 0 {
+					if err := b.DeleteTopic(ctx, name); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}(g)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if _, err := b.Produce(ctx, "shared", int32(i%2), batch(1, -1, -1, -1)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				for _, ti := range b.Topics() {
+					_ = len(ti.Partitions)
+				}
+				if _, err := b.AllocateProducerID(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := len(b.Topics()); n != 1+4*5 {
+		t.Fatalf("%d topics", n)
+	}
+	var total int64
+	for p := int32(0); p < 2; p++ {
+		lp, _ := b.Partition("shared", p)
+		total += lp.Offsets().HighWatermark
+	}
+	if total != 4*50 {
+		t.Fatalf("%d records committed, want 200", total)
+	}
+}
