@@ -1,0 +1,208 @@
+package protocol
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication"
+)
+
+// Produce: v3-13
+//
+// Behaviour:
+//   - Only magic-2 record batches (v3+). Each partition's records must be
+//     exactly one batch (Kafka's ProduceRequest.validateRecords): several
+//     batches, a truncated batch or another magic is INVALID_RECORD, zstd
+//     below v7 is UNSUPPORTED_COMPRESSION_TYPE. CRC, record count and
+//     producer fields are checked by log.Partition.Append.
+//   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS for every
+//     partition). acks=0 is processed and answered with nothing. acks=1 and
+//     acks=-1 both return once the batch is committed (DESIGN.md: a stronger
+//     promise than Kafka's acks=1).
+//   - TimeoutMillis bounds the wait for the commit: REQUEST_TIMED_OUT after it
+//     (the batch may still commit, as in Kafka).
+//   - The records bytes go to Broker.Produce as they sit in the request buffer
+//     (kmsg's decoding slices them; nothing copies them here). The log
+//     stamps the base offset and leader epoch into them in place.
+//   - A retried idempotent batch (same producer, epoch and sequence as one
+//     already written) is answered with the original base offset and no error.
+//   - Partitions of one request are produced concurrently (bounded); requests
+//     on one connection are processed one after another (doc.go), so an
+//     idempotent producer's pipelined batches keep their order.
+//   - Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for
+//     v13 topic IDs), NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE,
+//     MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, OUT_OF_ORDER_SEQUENCE_NUMBER,
+//     INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID,
+//     UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_RECORD (with RecordErrors v8+
+//     when the log says which record), KAFKA_STORAGE_ERROR.
+//
+// Version notes:
+//   - v3: TransactionalID, magic 2 only
+//   - v5: LogStartOffset in the response
+//   - v7: zstd allowed
+//   - v8: RecordErrors and ErrorMessage
+//   - v9: flexible
+//   - v10-v12: CurrentLeader/NodeEndpoints tags (not sent: clients refresh
+//     metadata on NOT_LEADER_OR_FOLLOWER), v12 no change for us
+//   - v13: topics by ID
+//
+// Differences from Kafka:
+//   - Transactions are not implemented yet. A request with a TransactionalID
+//     gets INVALID_TXN_STATE on every partition: with no transaction
+//     coordinator no transaction can be ongoing, which is what Kafka 3.6+'s
+//     produce-side verification (KIP-890) answers for a partition that is not
+//     part of an ongoing transaction. InitProducerId with a transactional ID
+//     already fails (see 22_init_producer_id.go), so real clients never get
+//     this far.
+//   - Produce v0-v2 (message sets, magic 0/1) are not served (Kafka 4.0 also
+//     dropped them); such requests close the connection.
+func init() { regKey(0, 3, 13) }
+
+// produceConcurrency bounds the partitions of one request produced at once.
+const produceConcurrency = 32
+
+func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	var fixed int16 // an error for every partition
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		fixed = kerr.InvalidRequiredAcks.Code
+	case req.TransactionID != nil:
+		fixed = kerr.InvalidTxnState.Code
+	}
+
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+
+	type job struct {
+		topic string
+		rt    *kmsg.ProduceResponseTopic
+		idx   int
+		rec   []byte
+	}
+	var jobs []job
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		*st = kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+
+		name, topicErr := rt.Topic, int16(0)
+		if req.Version >= 13 {
+			if t, ok := s.broker.TopicByID(rt.TopicID); ok {
+				name = t.Name
+			} else {
+				topicErr = kerr.UnknownTopicID.Code
+			}
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case fixed != 0:
+				sp.ErrorCode = fixed
+			case topicErr != 0:
+				sp.ErrorCode = topicErr
+			default:
+				if code, msg := validateProduceRecords(req.Version, rp.Records); code != 0 {
+					sp.ErrorCode, sp.ErrorMessage = code, &msg
+					continue
+				}
+				jobs = append(jobs, job{topic: name, rt: st, idx: j, rec: rp.Records})
+			}
+		}
+	}
+
+	produce := func(jb job) {
+		sp := &jb.rt.Partitions[jb.idx]
+		res, err := s.broker.Produce(ctx, jb.topic, sp.Partition, jb.rec)
+		if err != nil && !errors.Is(err, log.ErrDuplicateSequence) {
+			sp.ErrorCode = errCode(err)
+			if req.Version >= 8 {
+				sp.ErrorMessage = errMessage(err)
+				var ri recordIndexer
+				if errors.As(err, &ri) {
+					er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+					er.RelativeOffset, er.ErrorMessage = ri.RecordIndex(), errMessage(err)
+					sp.ErrorRecords = append(sp.ErrorRecords, er)
+				}
+			}
+			if errors.Is(err, replication.ErrUnknownTopicOrPartition) || errors.Is(err, replication.ErrNotLeader) {
+				return
+			}
+			if p, perr := s.broker.Partition(jb.topic, sp.Partition); perr == nil {
+				sp.LogStartOffset = p.Offsets().LogStart
+			}
+			return
+		}
+		sp.BaseOffset = res.BaseOffset
+		sp.LogAppendTime = res.LogAppendTime
+		sp.LogStartOffset = res.LogStartOffset
+	}
+	if len(jobs) == 1 {
+		produce(jobs[0])
+	} else {
+		sem := make(chan struct{}, produceConcurrency)
+		var wg sync.WaitGroup
+		for _, jb := range jobs {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				produce(jb)
+			}()
+		}
+		wg.Wait()
+	}
+
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// Offsets into a v2 record batch header (on-wire format).
+const (
+	batchLengthOffset     = 8  // int32, bytes after this field
+	batchMagicOffset      = 16 // int8
+	batchAttributesOffset = 21 // int16
+	batchHeaderLen        = 61
+)
+
+// validateProduceRecords does Kafka's cheap request-level checks: exactly
+// one whole magic-2 batch, zstd only from v7. It returns a Kafka code and
+// message, or 0.
+func validateProduceRecords(version int16, rec []byte) (int16, string) {
+	if len(rec) < batchHeaderLen {
+		return kerr.InvalidRecord.Code, fmt.Sprintf("records of %d bytes hold no whole record batch", len(rec))
+	}
+	if magic := rec[batchMagicOffset]; magic != 2 {
+		return kerr.InvalidRecord.Code, fmt.Sprintf("produce v%d only accepts record batches of magic 2, not %d", version, magic)
+	}
+	n := int64(int32(binary.BigEndian.Uint32(rec[batchLengthOffset:])))
+	if n+12 != int64(len(rec)) {
+		return kerr.InvalidRecord.Code, "produce requests must contain exactly one whole record batch per partition"
+	}
+	attrs := binary.BigEndian.Uint16(rec[batchAttributesOffset:])
+	if attrs&0x7 == 4 && version < 7 {
+		return kerr.UnsupportedCompressionType.Code, "zstd needs produce v7 or later"
+	}
+	return 0, ""
+}

@@ -1,0 +1,106 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// ListOffsets: v1-11
+//
+// Behaviour, by requested Timestamp:
+//   - -2 (earliest) and -4 (earliest local, v8+): the log start offset.
+//   - -1 (latest): the high watermark (read_uncommitted) or the last stable
+//     offset (read_committed; equal to the high watermark until transactions
+//     exist).
+//   - -3 (max timestamp, v7+): the offset and timestamp of the record with the
+//     largest timestamp; offset -1 / timestamp -1 for an empty log.
+//   - -5 (earliest tiered, v9+) and -6 (earliest pending upload, v11+):
+//     offset -1 / timestamp -1, what Kafka answers without tiered storage.
+//   - any other value: the first offset whose timestamp is >= it
+//     (log.Partition.OffsetForTimestamp); offset -1 / timestamp -1 when none.
+//
+// Timestamps are -1 for the special queries other than -3. The partition's
+// leader epoch is returned (v4+). CurrentLeaderEpoch is checked as in Fetch
+// (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). Unknown topics and
+// partitions: UNKNOWN_TOPIC_OR_PARTITION; not the leader:
+// NOT_LEADER_OR_FOLLOWER.
+//
+// Version notes:
+//   - v1: one offset per partition (Timestamp/Offset instead of
+//     OldStyleOffsets)
+//   - v2: isolation level
+//   - v4: CurrentLeaderEpoch, LeaderEpoch
+//   - v6: flexible
+//   - v7: -3; v8: -4; v9: -5; v10: TimeoutMillis; v11: -6
+//
+// Differences from Kafka: v0 (OldStyleOffsets, Kafka 0.10-era clients) is not
+// served. The answer never waits, so TimeoutMillis (v10+) is not needed.
+func init() { regKey(2, 1, 11) }
+
+func (s *Server) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		*st = kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
+		topic, topicOK := s.broker.Topic(rt.Topic)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			if !topicOK {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			s.listOffset(req, topic, rp, sp)
+		}
+	}
+	return resp, nil
+}
+
+func (s *Server) listOffset(req *kmsg.ListOffsetsRequest, topic replication.TopicInfo, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	pi, ok := partitionInfo(topic, rp.Partition)
+	if !ok {
+		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	if req.Version >= 4 {
+		if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, pi.LeaderEpoch); code != 0 {
+			sp.ErrorCode = code
+			return
+		}
+	}
+	p, err := s.broker.Partition(topic.Name, rp.Partition)
+	if err != nil {
+		sp.ErrorCode = errCode(err)
+		return
+	}
+	sp.LeaderEpoch = pi.LeaderEpoch
+	off := p.Offsets()
+	switch ts := rp.Timestamp; {
+	case ts == -2 || (ts == -4 && req.Version >= 8):
+		sp.Offset = off.LogStart
+	case ts == -1:
+		sp.Offset = off.HighWatermark // read_committed: LSO == HW for now
+	case ts == -3 && req.Version >= 7:
+		sp.Timestamp, sp.Offset = p.MaxTimestamp()
+		if sp.Offset < 0 {
+			sp.Timestamp, sp.Offset = -1, -1
+		}
+	case (ts == -5 && req.Version >= 9) || (ts == -6 && req.Version >= 11):
+		// No tiered storage: nothing to report.
+	default:
+		if o, t, found := p.OffsetForTimestamp(ts); found {
+			sp.Offset, sp.Timestamp = o, t
+		}
+	}
+}

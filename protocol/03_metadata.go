@@ -1,0 +1,160 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// Metadata: v0-13
+//
+// Behaviour:
+//   - Brokers (id, host, port, rack), cluster ID, controller ID, and the
+//     requested topics from the broker's replicated metadata.
+//   - All topics when Topics is null (v1+) or empty (v0); none when it is an
+//     empty list (v1+).
+//   - Auto-creation: a missing topic is created (Broker.AutoCreate, which
+//     checks auto.create.topics.enable) when AllowAutoTopicCreation is set
+//     (v4+) and always for v0-v3.
+//   - Per topic: INVALID_TOPIC_EXCEPTION for a name Kafka would reject,
+//     UNKNOWN_TOPIC_OR_PARTITION for a missing one, UNKNOWN_TOPIC_ID for an
+//     unknown topic ID (v10+ requests by ID). Per partition:
+//     LEADER_NOT_AVAILABLE when leaderless; replicas not among the live
+//     brokers are listed as offline (v5+).
+//   - Authorized operations (v8+) are not computed: -2147483648, Kafka's
+//     "not requested" value, whatever was asked (no ACLs yet).
+//
+// Version notes:
+//   - v1: null = all topics, rack, controller ID, internal flag
+//   - v2: cluster ID; v3: throttle; v4: AllowAutoTopicCreation
+//   - v5: offline replicas; v7: leader epoch; v8: authorized operations
+//   - v9: flexible; v10: topic IDs; v11: cluster authorized operations
+//     removed; v12: topics by ID with null name; v13: top-level error code
+func init() { regKey(3, 0, 13) }
+
+// authorizedOpsNotRequested is Kafka's sentinel for authorized operations
+// that were not computed.
+const authorizedOpsNotRequested = -2147483648
+
+func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b := s.broker
+	live := make(map[int32]bool)
+	for _, bi := range b.Brokers() {
+		live[bi.NodeID] = true
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = bi.NodeID, bi.Host, bi.Port
+		if bi.Rack != "" {
+			rack := bi.Rack
+			mb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	cid := b.ClusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = b.ControllerID()
+	resp.AuthorizedOperations = authorizedOpsNotRequested
+
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, t := range b.Topics() {
+			resp.Topics = append(resp.Topics, metadataTopic(t, live))
+		}
+		return resp, nil
+	}
+
+	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		var mt kmsg.MetadataResponseTopic
+		switch {
+		case rt.Topic == nil || (req.Version >= 10 && rt.TopicID != [16]byte{}):
+			if t, ok := b.TopicByID(rt.TopicID); ok {
+				mt = metadataTopic(t, live)
+			} else {
+				mt = metadataError(rt.Topic, rt.TopicID, kerr.UnknownTopicID.Code)
+			}
+		case !validTopicName(*rt.Topic):
+			mt = metadataError(rt.Topic, [16]byte{}, kerr.InvalidTopicException.Code)
+		default:
+			t, ok := b.Topic(*rt.Topic)
+			if !ok && autoCreate {
+				var err error
+				t, err = b.AutoCreate(ctx, *rt.Topic)
+				if err != nil {
+					code := errCode(err)
+					if errors.Is(err, replication.ErrUnknownTopicOrPartition) {
+						code = kerr.UnknownTopicOrPartition.Code
+					}
+					mt = metadataError(rt.Topic, [16]byte{}, code)
+					break
+				}
+				ok = true
+			}
+			if !ok {
+				mt = metadataError(rt.Topic, [16]byte{}, kerr.UnknownTopicOrPartition.Code)
+				break
+			}
+			mt = metadataTopic(t, live)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp, nil
+}
+
+func metadataError(name *string, id [16]byte, code int16) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID, mt.ErrorCode = name, id, code
+	mt.AuthorizedOperations = authorizedOpsNotRequested
+	return mt
+}
+
+func metadataTopic(t replication.TopicInfo, live map[int32]bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal
+	mt.AuthorizedOperations = authorizedOpsNotRequested
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		mp.Replicas = nonNil(p.Replicas)
+		mp.ISR = nonNil(p.ISR)
+		mp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if !live[r] {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
+
+// validTopicName applies Kafka's topic name rules (Topic.validate): 1-249
+// characters of [a-zA-Z0-9._-], not "." or "..".
+func validTopicName(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

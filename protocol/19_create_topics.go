@@ -1,0 +1,150 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// CreateTopics: v0-7
+//
+// Behaviour:
+//   - Each topic goes to Broker.CreateTopic (which validates name, partition
+//     count, replication factor, assignment and configs, and checks it is the
+//     controller). NumPartitions / ReplicationFactor -1 take the broker
+//     defaults (num.partitions, default.replication.factor).
+//   - Manual assignment (ReplicaAssignment) requires NumPartitions and
+//     ReplicationFactor to be -1 (INVALID_REQUEST otherwise, as Kafka), and
+//     partitions must be 0..n-1 without duplicates (INVALID_REPLICA_ASSIGNMENT).
+//   - A topic named twice in one request: INVALID_REQUEST for each occurrence.
+//   - A config given twice or with a null value: INVALID_CONFIG.
+//   - ValidateOnly (v1+) validates and reports without creating.
+//   - Errors carry a message (v1+). v5+ return partitions, replication factor
+//     and the topic's configs (-1/-1/none on error); v7 returns the topic ID.
+//   - TimeoutMillis bounds the creation: REQUEST_TIMED_OUT after it.
+//
+// Version notes:
+// * v1: ValidateOnly, ErrorMessage; v2: throttle; v4: -1 defaults
+// * v5: flexible, configs in the response; v6: no change; v7: topic ID
+func init() { regKey(19, 0, 7) }
+
+func (s *Server) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+	seen := make(map[string]int, len(req.Topics))
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		st.NumPartitions, st.ReplicationFactor = -1, -1
+		fail := func(code int16, msg string) {
+			st.ErrorCode = code
+			if req.Version >= 1 {
+				st.ErrorMessage = &msg
+			}
+		}
+		ct, code, msg := createTopicRequest(rt, seen[rt.Topic] > 1, req.ValidateOnly)
+		if code != 0 {
+			fail(code, msg)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		t, err := s.broker.CreateTopic(ctx, ct)
+		if err != nil {
+			fail(errCode(err), err.Error())
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = t.ID
+		st.NumPartitions = int32(len(t.Partitions))
+		if len(t.Partitions) > 0 {
+			st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+		}
+		if req.Version >= 5 {
+			st.Configs = s.createdTopicConfigs(t, req.ValidateOnly)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// createTopicRequest turns one request topic into the broker's form, doing
+// the checks Kafka does before any metadata is touched.
+func createTopicRequest(rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool) (replication.CreateTopicRequest, int16, string) {
+	ct := replication.CreateTopicRequest{
+		Name:              rt.Topic,
+		NumPartitions:     rt.NumPartitions,
+		ReplicationFactor: rt.ReplicationFactor,
+		ValidateOnly:      validateOnly,
+	}
+	if duplicate {
+		return ct, kerr.InvalidRequest.Code, fmt.Sprintf("topic %q is named more than once in the request", rt.Topic)
+	}
+	if !validTopicName(rt.Topic) {
+		return ct, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is not valid", rt.Topic)
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+			return ct, kerr.InvalidRequest.Code, "both numPartitions or replicationFactor and replicasAssignments were set; both cannot be used at the same time"
+		}
+		ct.Assignment = make(map[int32][]int32, len(rt.ReplicaAssignment))
+		for _, a := range rt.ReplicaAssignment {
+			if _, dup := ct.Assignment[a.Partition]; dup {
+				return ct, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d is assigned twice", a.Partition)
+			}
+			ct.Assignment[a.Partition] = a.Replicas
+		}
+		for p := range int32(len(rt.ReplicaAssignment)) {
+			if _, ok := ct.Assignment[p]; !ok {
+				return ct, kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"
+			}
+		}
+	}
+	if len(rt.Configs) > 0 {
+		ct.Configs = make(map[string]string, len(rt.Configs))
+		for _, c := range rt.Configs {
+			if c.Value == nil {
+				return ct, kerr.InvalidConfig.Code, fmt.Sprintf("null value not supported for topic config %q", c.Name)
+			}
+			if _, dup := ct.Configs[c.Name]; dup {
+				return ct, kerr.InvalidConfig.Code, fmt.Sprintf("config %q is given more than once", c.Name)
+			}
+			ct.Configs[c.Name] = *c.Value
+		}
+	}
+	return ct, 0, ""
+}
+
+// createdTopicConfigs lists a new topic's configs for the v5+ response. A
+// validate-only topic does not exist, so only its overrides are reported.
+func (s *Server) createdTopicConfigs(t replication.TopicInfo, validateOnly bool) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	if !validateOnly {
+		if entries, err := s.broker.TopicConfig(t.Name); err == nil {
+			for _, e := range entries {
+				c := kmsg.NewCreateTopicsResponseTopicConfig()
+				c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Source, e.Sensitive
+				out = append(out, c)
+			}
+			return out
+		}
+	}
+	for name, v := range t.Configs {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		v := v
+		c.Name, c.Value, c.Source = name, &v, 1 // DYNAMIC_TOPIC_CONFIG
+		out = append(out, c)
+	}
+	return out
+}

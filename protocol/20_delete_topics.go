@@ -1,0 +1,85 @@
+package protocol
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteTopics: v0-6
+//
+// Behaviour:
+//   - Deletes each named topic (v0-v5: TopicNames; v6: Topics by name or by
+//     topic ID) with Broker.DeleteTopic, which removes its partition files.
+//   - Errors per topic: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+//     TOPIC_DELETION_DISABLED (delete.topic.enable=false), NOT_CONTROLLER;
+//     INVALID_REQUEST when a v6 entry names both a name and an ID or neither
+//     (Kafka: "topic name and topic id cannot both be set"), or a topic twice.
+//   - Error messages from v5.
+//
+// Version notes:
+// * v1: throttle; v4: flexible; v5: error message; v6: topic IDs
+func init() { regKey(20, 0, 6) }
+
+func (s *Server) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+	topics := req.Topics
+	if req.Version < 6 {
+		topics = make([]kmsg.DeleteTopicsRequestTopic, len(req.TopicNames))
+		for i := range req.TopicNames {
+			topics[i].Topic = &req.TopicNames[i]
+		}
+	}
+	seen := make(map[string]int, len(topics))
+	for _, t := range topics {
+		if t.Topic != nil {
+			seen[*t.Topic]++
+		}
+	}
+	for _, rt := range topics {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		fail := func(code int16, msg string) {
+			st.ErrorCode = code
+			if req.Version >= 5 {
+				st.ErrorMessage = &msg
+			}
+		}
+		var name string
+		switch {
+		case rt.Topic != nil && rt.TopicID != [16]byte{}:
+			fail(kerr.InvalidRequest.Code, "topic name and topic id cannot both be set")
+		case rt.Topic == nil && rt.TopicID == [16]byte{}:
+			fail(kerr.InvalidRequest.Code, "neither topic name nor topic id is set")
+		case rt.Topic != nil && seen[*rt.Topic] > 1:
+			fail(kerr.InvalidRequest.Code, "topic is named more than once in the request")
+		case rt.Topic == nil:
+			t, ok := s.broker.TopicByID(rt.TopicID)
+			if !ok {
+				fail(kerr.UnknownTopicID.Code, "unknown topic id")
+				break
+			}
+			name = t.Name
+			st.Topic = &t.Name
+		default:
+			name = *rt.Topic
+			if t, ok := s.broker.Topic(name); ok && req.Version >= 6 {
+				st.TopicID = t.ID
+			}
+		}
+		if st.ErrorCode == 0 {
+			if err := s.broker.DeleteTopic(ctx, name); err != nil {
+				fail(errCode(err), err.Error())
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

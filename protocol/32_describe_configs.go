@@ -1,0 +1,112 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// DescribeConfigs: v0-4
+//
+// Behaviour:
+//   - TOPIC (2): Broker.TopicConfig (every config with value and source);
+//     UNKNOWN_TOPIC_OR_PARTITION for a missing topic, INVALID_TOPIC_EXCEPTION
+//     for an invalid name.
+//   - BROKER (4): Broker.BrokerConfigEntries. The name must be this broker's
+//     ID or empty (the cluster default); anything else is INVALID_REQUEST, as
+//     Kafka answers for a broker ID that is not its own.
+//   - Any other resource type (BROKER_LOGGER included: Strata has no dynamic
+//     log levels): INVALID_REQUEST.
+//   - ConfigNames null = every config; otherwise only those named (unknown
+//     names are left out, as Kafka does).
+//   - Synonyms only with IncludeSynonyms (v1+), documentation only with
+//     IncludeDocumentation (v3+). v0's IsDefault is Source == DEFAULT_CONFIG.
+//
+// Version notes:
+//   - v1: sources and synonyms; v2: no change; v3: type and documentation;
+//     v4: flexible
+func init() { regKey(32, 0, 4) }
+
+const (
+	resourceTopic  = 2
+	resourceBroker = 4
+	sourceDefault  = 5 // DEFAULT_CONFIG
+)
+
+func (s *Server) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		fail := func(code int16, msg string) {
+			sr.ErrorCode, sr.ErrorMessage = code, &msg
+		}
+		var entries []replication.ConfigEntry
+		switch rr.ResourceType {
+		case resourceTopic:
+			if !validTopicName(rr.ResourceName) {
+				fail(kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is not valid", rr.ResourceName))
+				break
+			}
+			var err error
+			if entries, err = s.broker.TopicConfig(rr.ResourceName); err != nil {
+				fail(errCode(err), err.Error())
+			}
+		case resourceBroker:
+			if rr.ResourceName != "" {
+				id, err := strconv.ParseInt(rr.ResourceName, 10, 32)
+				if err != nil || int32(id) != s.broker.NodeID() {
+					fail(kerr.InvalidRequest.Code, fmt.Sprintf("unexpected broker id, expected %d or empty string, but received %q", s.broker.NodeID(), rr.ResourceName))
+					break
+				}
+			}
+			entries = s.broker.BrokerConfigEntries()
+		default:
+			fail(kerr.InvalidRequest.Code, fmt.Sprintf("unsupported resource type %d", rr.ResourceType))
+		}
+		if sr.ErrorCode == 0 {
+			sr.Configs = describeConfigEntries(req, rr.ConfigNames, entries)
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+func describeConfigEntries(req *kmsg.DescribeConfigsRequest, names []string, entries []replication.ConfigEntry) []kmsg.DescribeConfigsResponseResourceConfig {
+	var want map[string]bool
+	if names != nil {
+		want = make(map[string]bool, len(names))
+		for _, n := range names {
+			want[n] = true
+		}
+	}
+	out := []kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, e := range entries {
+		if want != nil && !want[e.Name] {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Sensitive
+		c.Source = kmsg.ConfigSource(e.Source)
+		c.IsDefault = e.Source == sourceDefault
+		c.ConfigType = kmsg.ConfigType(e.Type)
+		if req.IncludeDocumentation && e.Doc != "" {
+			doc := e.Doc
+			c.Documentation = &doc
+		}
+		if req.IncludeSynonyms {
+			for _, syn := range e.Synonyms {
+				cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				cs.Name, cs.Value, cs.Source = syn.Name, syn.Value, kmsg.ConfigSource(syn.Source)
+				c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeCluster: v0-2
+//
+// Behaviour:
+//   - Cluster ID, controller ID and the registered brokers (host, port, rack).
+//   - EndpointType (v1+): 1 (brokers) is answered; 2 (controllers) gets
+//     MISMATCHED_ENDPOINT_TYPE, what a Kafka broker listener answers (KIP-919:
+//     controllers are asked on the controller listener); anything else gets
+//     UNSUPPORTED_ENDPOINT_TYPE.
+//   - IncludeFencedBrokers (v2+): Strata does not fence brokers, so every
+//     broker is listed with IsFenced false.
+//   - Cluster authorized operations: -2147483648 (not computed, no ACLs yet).
+//
+// Version notes:
+// * v1: EndpointType; v2: IncludeFencedBrokers / IsFenced
+func init() { regKey(60, 0, 2) }
+
+func (s *Server) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ClusterAuthorizedOperations = authorizedOpsNotRequested
+	resp.EndpointType = 1
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.EndpointType = req.EndpointType
+		code, msg := kerr.UnsupportedEndpointType.Code, "unsupported endpoint type"
+		if req.EndpointType == 2 {
+			code, msg = kerr.MismatchedEndpointType.Code, "the request was sent to a broker listener; controllers are not listed here"
+		}
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return resp, nil
+	}
+	b := s.broker
+	resp.ClusterID = b.ClusterID()
+	resp.ControllerID = b.ControllerID()
+	for _, bi := range b.Brokers() {
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = bi.NodeID, bi.Host, bi.Port
+		if bi.Rack != "" {
+			rack := bi.Rack
+			rb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	return resp, nil
+}

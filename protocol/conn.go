@@ -1,0 +1,400 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Limits of the request header (on the wire).
+const (
+	// maxHeaderTags bounds the tagged fields skipped in a v2 header.
+	maxHeaderTags = 64
+	// exactAllocBytes: frames up to this size are read into one exact
+	// allocation; larger ones grow as bytes arrive, so a client announcing
+	// 100 MiB and sending nothing does not pin 100 MiB.
+	exactAllocBytes = 1 << 20
+)
+
+// conn is one client connection.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	log *slog.Logger
+
+	ctx    context.Context // cancelled when the connection dies
+	cancel context.CancelFunc
+
+	// queue carries requests from the reader to the writer in request
+	// order; its capacity bounds the requests in flight.
+	queue chan *pending
+
+	closeOnce sync.Once
+
+	// Barrier bookkeeping, owned by the reader goroutine (see doc.go).
+	lastBarrier  chan struct{}   // done channel of the last state-changing request
+	sinceBarrier []chan struct{} // done channels of reads started after it
+}
+
+// pending is one request between the reader and the writer.
+type pending struct {
+	corr int32
+	key  int16
+	// respFlexible selects the v1 response header (tagged fields).
+	respFlexible bool
+	done         chan struct{} // closed when resp/err are set
+	resp         kmsg.Response // nil: nothing to send (acks=0)
+	err          error         // non-nil: close the connection at this point
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{
+		s:      s,
+		nc:     nc,
+		log:    s.log.With("remote", nc.RemoteAddr().String()),
+		ctx:    ctx,
+		cancel: cancel,
+		queue:  make(chan *pending, s.cfg.MaxInFlightPerConn),
+	}
+}
+
+// close tears the connection down at once.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+// stopReading makes the reader stop at its next read (server Close): queued
+// requests still get their responses.
+func (c *conn) stopReading() {
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// readLoop reads frames until an error, starting one handler per request.
+func (c *conn) readLoop() {
+	defer c.s.wg.Done()
+	defer close(c.queue)
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		frame, err := c.readFrame(r)
+		if err != nil {
+			if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrFrameNegative) {
+				c.log.Warn("closing connection", "err", err)
+				c.enqueueErr(err)
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+				var ne net.Error
+				if !(errors.As(err, &ne) && ne.Timeout()) {
+					c.log.Debug("read failed", "err", err)
+				}
+			}
+			return
+		}
+		if !c.dispatchFrame(frame) {
+			return
+		}
+	}
+}
+
+// enqueueErr queues a connection-closing error behind the requests already
+// queued, so their responses are written first.
+func (c *conn) enqueueErr(err error) {
+	p := &pending{done: make(chan struct{}), err: err}
+	close(p.done)
+	select {
+	case c.queue <- p:
+	case <-c.ctx.Done():
+	}
+}
+
+// readFrame reads one size-prefixed frame, checking the size before
+// allocating.
+func (c *conn) readFrame(r *bufio.Reader) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrFrameNegative, n)
+	}
+	if n > c.s.cfg.MaxRequestBytes {
+		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, c.s.cfg.MaxRequestBytes)
+	}
+	if n <= exactAllocBytes {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(r, buf)
+		return buf, unexpected(err)
+	}
+	buf := make([]byte, 0, exactAllocBytes)
+	for len(buf) < int(n) {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), int(n)))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < int(n) {
+			return nil, unexpected(err)
+		}
+	}
+	return buf, nil
+}
+
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// header is a parsed request header (v1/v2).
+type header struct {
+	key, version int16
+	corr         int32
+	clientID     *string
+}
+
+// parseHeader parses a request header; flexible says whether the header is
+// v2 (tagged fields follow the client ID). It returns the body.
+func parseHeader(frame []byte) (header, []byte, error) {
+	var h header
+	if len(frame) < 10 {
+		return h, nil, ErrShortHeader
+	}
+	h.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.corr = int32(binary.BigEndian.Uint32(frame[4:]))
+	idLen := int16(binary.BigEndian.Uint16(frame[8:]))
+	rest := frame[10:]
+	if idLen >= 0 {
+		if int(idLen) > len(rest) {
+			return h, nil, ErrShortHeader
+		}
+		id := string(rest[:idLen])
+		h.clientID = &id
+		rest = rest[idLen:]
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tagged-field section, bounded in count and by the input.
+func skipTags(b []byte) ([]byte, error) {
+	n, b, ok := uvarint(b)
+	if !ok || n > maxHeaderTags {
+		return nil, ErrShortHeader
+	}
+	for range n {
+		var size uint64
+		if _, b, ok = uvarint(b); !ok {
+			return nil, ErrShortHeader
+		}
+		if size, b, ok = uvarint(b); !ok || size > uint64(len(b)) {
+			return nil, ErrShortHeader
+		}
+		b = b[size:]
+	}
+	return b, nil
+}
+
+func uvarint(b []byte) (uint64, []byte, bool) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || v > 1<<31 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+// flexibleRequest reports whether key at version uses the v2 request header.
+func flexibleRequest(key, version int16) bool {
+	r := kmsg.RequestForKey(key)
+	if r == nil {
+		return false
+	}
+	r.SetVersion(version)
+	return r.IsFlexible()
+}
+
+// dispatchFrame decodes one frame and starts its handler. It returns false
+// when the connection must close (the reason is queued behind the earlier
+// responses).
+func (c *conn) dispatchFrame(frame []byte) bool {
+	h, body, err := parseHeader(frame)
+	if err != nil {
+		c.log.Warn("closing connection: bad request header", "err", err)
+		c.enqueueErr(err)
+		return false
+	}
+	log := c.log.With("key", h.key, "version", h.version, "correlation_id", h.corr)
+
+	kreq := kmsg.RequestForKey(h.key)
+	if kreq == nil || !apis[h.key].ok {
+		err := fmt.Errorf("%w: %d", ErrUnknownKey, h.key)
+		log.Warn("closing connection", "err", err)
+		c.enqueueErr(err)
+		return false
+	}
+	supported := versionSupported(h.key, h.version)
+	if !supported && h.key != 18 {
+		err := fmt.Errorf("%w: %s v%d", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version)
+		log.Warn("closing connection", "err", err)
+		c.enqueueErr(err)
+		return false
+	}
+	// For ApiVersions above our maximum the header version follows the
+	// flexibility of that version (v3+ is flexible), as Kafka parses it;
+	// the body is not parsed.
+	if flexibleRequest(h.key, h.version) {
+		if body, err = skipTags(body); err != nil {
+			log.Warn("closing connection: bad request header tags", "err", err)
+			c.enqueueErr(err)
+			return false
+		}
+	}
+	kreq.SetVersion(h.version)
+	if supported {
+		if err := kreq.ReadFrom(body); err != nil {
+			err = fmt.Errorf("%w: %s v%d: %v", ErrDecode, kmsg.NameForKey(h.key), h.version, err)
+			log.Warn("closing connection", "err", err)
+			c.enqueueErr(err)
+			return false
+		}
+	}
+
+	p := &pending{
+		corr:         h.corr,
+		key:          h.key,
+		respFlexible: supported && kreq.IsFlexible() && h.key != 18,
+		done:         make(chan struct{}),
+	}
+	wait := c.barrierWait(p, isBarrier(kreq))
+	select {
+	case c.queue <- p:
+	case <-c.ctx.Done():
+		return false
+	}
+	c.s.wg.Add(1)
+	go c.run(p, kreq, wait)
+	return true
+}
+
+// barrierWait records p in the barrier bookkeeping and returns what p must
+// wait for before it runs (doc.go, "Ordering between handlers").
+func (c *conn) barrierWait(p *pending, barrier bool) []chan struct{} {
+	var wait []chan struct{}
+	if barrier {
+		wait = append(wait, c.sinceBarrier...)
+		if c.lastBarrier != nil {
+			wait = append(wait, c.lastBarrier)
+		}
+		c.lastBarrier = p.done
+		c.sinceBarrier = c.sinceBarrier[:0:0]
+		return wait
+	}
+	if c.lastBarrier != nil {
+		wait = append(wait, c.lastBarrier)
+	}
+	// Drop finished reads so the slice stays bounded by the requests in
+	// flight.
+	if len(c.sinceBarrier) >= cap(c.queue) {
+		live := c.sinceBarrier[:0]
+		for _, d := range c.sinceBarrier {
+			select {
+			case <-d:
+			default:
+				live = append(live, d)
+			}
+		}
+		c.sinceBarrier = live
+	}
+	c.sinceBarrier = append(c.sinceBarrier, p.done)
+	return wait
+}
+
+// run waits for p's predecessors, runs its handler and marks it done.
+func (c *conn) run(p *pending, kreq kmsg.Request, wait []chan struct{}) {
+	defer c.s.wg.Done()
+	defer close(p.done)
+	for _, w := range wait {
+		select {
+		case <-w:
+		case <-c.ctx.Done():
+			p.err = c.ctx.Err()
+			return
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", "key", p.key, "panic", r, "stack", string(debug.Stack()))
+			p.resp, p.err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
+		}
+	}()
+	p.resp, p.err = c.s.handle(c.ctx, kreq)
+	if p.err != nil {
+		c.log.Warn("closing connection", "key", p.key, "err", p.err)
+	}
+}
+
+// writeLoop writes responses in request order.
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	defer c.s.removeConn(c)
+	defer c.close()
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	for p := range c.queue {
+		select {
+		case <-p.done:
+		case <-c.ctx.Done():
+			return
+		}
+		if p.err != nil {
+			w.Flush()
+			return
+		}
+		if p.resp == nil {
+			if len(c.queue) == 0 && w.Flush() != nil {
+				return
+			}
+			continue
+		}
+		buf = appendResponse(buf[:0], p)
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // don't pin one huge fetch response's buffer
+		}
+		if len(c.queue) == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+	w.Flush()
+}
+
+// appendResponse frames p's response.
+func appendResponse(dst []byte, p *pending) []byte {
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(p.corr))
+	if p.respFlexible {
+		dst = append(dst, 0) // no header tags
+	}
+	dst = p.resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst, uint32(len(dst)-4))
+	return dst
+}

@@ -1,0 +1,122 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func apiVersionsReq(v int16) *kmsg.ApiVersionsRequest {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = v
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+	return req
+}
+
+func TestFrameTooLargeCloses(t *testing.T) {
+	_, addr := startServer(t, Config{MaxRequestBytes: 1 << 10}, nil)
+	rc := dialRaw(t, addr)
+	rc.nc.Write(binary.BigEndian.AppendUint32(nil, 1<<10+1))
+	rc.expectClosed()
+}
+
+func TestFrameNegativeCloses(t *testing.T) {
+	_, addr := startServer(t, Config{}, nil)
+	rc := dialRaw(t, addr)
+	rc.nc.Write([]byte{0xff, 0xff, 0xff, 0xf0})
+	rc.expectClosed()
+}
+
+// Responses already queued go out before the close.
+func TestFrameTooLargeAfterPipelined(t *testing.T) {
+	_, addr := startServer(t, Config{MaxRequestBytes: 1 << 10}, nil)
+	rc := dialRaw(t, addr)
+	req := apiVersionsReq(2)
+	corr := rc.send(req)
+	rc.nc.Write(binary.BigEndian.AppendUint32(nil, 1<<20))
+	rc.recv(req, corr)
+	rc.expectClosed()
+}
+
+func TestUnknownKeyCloses(t *testing.T) {
+	_, addr := startServer(t, Config{}, nil)
+	rc := dialRaw(t, addr)
+	// key 9999, version 0, correlation 1, null client ID
+	rc.writeFrame([]byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff})
+	rc.expectClosed()
+}
+
+// A key kmsg knows but we do not serve (OffsetCommit) closes too.
+func TestUnservedKeyCloses(t *testing.T) {
+	_, addr := startServer(t, Config{}, nil)
+	rc := dialRaw(t, addr)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 2
+	rc.send(req)
+	rc.expectClosed()
+}
+
+func TestUnsupportedVersionCloses(t *testing.T) {
+	_, addr := startServer(t, Config{}, nil)
+	rc := dialRaw(t, addr)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 2 // message sets: not served
+	rc.send(req)
+	rc.expectClosed()
+}
+
+func TestShortHeaderCloses(t *testing.T) {
+	_, addr := startServer(t, Config{}, nil)
+	rc := dialRaw(t, addr)
+	rc.writeFrame([]byte{0, 18, 0})
+	rc.expectClosed()
+}
+
+func TestUnparsableBodyCloses(t *testing.T) {
+	_, addr := startServer(t, Config{}, nil)
+	rc := dialRaw(t, addr)
+	// ApiVersions v3 (flexible): header tags 0, then a truncated body.
+	rc.writeFrame([]byte{0, 18, 0, 3, 0, 0, 0, 1, 0xff, 0xff, 0, 0x40})
+	rc.expectClosed()
+}
+
+// Many pipelined requests come back in request order.
+func TestPipelinedInOrder(t *testing.T) {
+	_, addr := startServer(t, Config{MaxInFlightPerConn: 8}, nil)
+	rc := dialRaw(t, addr)
+	const n = 200
+	var reqs []kmsg.Request
+	var buf []byte
+	for i := range n {
+		req := apiVersionsReq(int16(i % 5))
+		reqs = append(reqs, req)
+		buf = append(buf, rc.fmt.AppendRequest(nil, req, int32(i+1))...) // AppendRequest frames from dst[0]
+	}
+	go rc.nc.Write(buf)
+	for i := range n {
+		rc.recv(reqs[i], int32(i+1))
+	}
+}
+
+func TestParseHeader(t *testing.T) {
+	for _, frame := range [][]byte{
+		nil,
+		{0, 1},
+		{0, 1, 0, 2, 0, 0, 0, 3, 0, 5, 'a'}, // client ID longer than the frame
+	} {
+		if _, _, err := parseHeader(frame); err == nil {
+			t.Errorf("parseHeader(%v) accepted", frame)
+		}
+	}
+	h, body, err := parseHeader([]byte{0, 1, 0, 2, 0, 0, 0, 3, 0, 1, 'a', 9})
+	if err != nil || h.key != 1 || h.version != 2 || h.corr != 3 || *h.clientID != "a" || len(body) != 1 {
+		t.Fatalf("parseHeader: %+v %v %v", h, body, err)
+	}
+	if _, err := skipTags([]byte{2, 0, 5, 1}); err == nil {
+		t.Fatal("skipTags accepted a tag longer than its input")
+	}
+	if rest, err := skipTags([]byte{1, 0, 1, 7, 9}); err != nil || len(rest) != 1 {
+		t.Fatalf("skipTags: %v %v", rest, err)
+	}
+}

@@ -1,0 +1,64 @@
+// Package protocol serves the Kafka wire protocol for one Strata broker.
+//
+// It owns the TCP listener, request framing, the request header, API version
+// negotiation, and one handler per Kafka API (files named after the API key,
+// 00_produce.go ... 60_describe_cluster.go, as in franz-go's kfake). Every
+// handler registers its version range in an init() next to the handler with
+// regKey, so the ApiVersions answer is built from the handlers that exist and
+// cannot claim a version nobody serves. Storage and cluster state live in
+// replication.Broker and log.Partition; this package only translates.
+//
+// # Framing
+//
+//	request  : [size int32][header][body]
+//	header   : api_key int16 | api_version int16 | correlation_id int32 |
+//	           client_id nullable string (int16 length) |
+//	           tagged fields (header v2, only when the API version is flexible)
+//	response : [size int32][correlation_id int32][tagged fields (v1 header)][body]
+//
+// The ApiVersions response header is always v0 (no tagged fields) even for
+// flexible versions, because a client parses it before it knows what the
+// broker supports.
+//
+// # Connections
+//
+// Each connection has one reader goroutine and one writer goroutine. The
+// reader reads a frame (its size checked against Config.MaxRequestBytes
+// before anything is allocated), parses the header and decodes the body with
+// kmsg, then starts the handler in its own goroutine and queues the request
+// for the writer. The writer waits for each queued request in turn and
+// writes its response, so responses leave strictly in request order however
+// the handlers interleave. The queue is bounded by
+// Config.MaxInFlightPerConn: the reader stops reading when it is full.
+//
+// Ordering between handlers on one connection: requests that change state
+// (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId)
+// are barriers. A barrier starts only once every earlier request on the
+// connection has finished, and a later request starts only once the
+// barrier has finished. Read-only requests (Metadata, Fetch, ListOffsets,
+// ...) between two barriers run concurrently. This keeps Kafka's
+// one-request-at-a-time semantics (an idempotent producer's pipelined
+// batches are appended in the order they were sent) while a long-polling
+// Fetch does not hold up a Metadata request behind it.
+//
+// A Produce with acks=0 is processed but produces no response. A frame that
+// is too large (or has a negative size), an unknown API key, an unsupported
+// version of any API but ApiVersions, or a body that does not parse closes
+// the connection after the responses already queued are written, with a log
+// line, as Kafka does. ApiVersions with a version we do not support is
+// answered in the v0 format with UNSUPPORTED_VERSION and our API list, so
+// the client can retry with a version we have (KIP-511).
+//
+// # Goroutines and locks
+//
+// Server.mu protects the listener and connection sets; conn state is owned
+// by its reader goroutine (barrier bookkeeping) and writer goroutine (the
+// socket's write side). Handlers share nothing but the Broker, which is safe
+// for concurrent use. There is one mutex (Server.mu), so no lock order.
+//
+// # Errors
+//
+// errors.go holds the one table that maps log. and replication. sentinel
+// errors to Kafka error codes. A handler that panics (a bug, never bad
+// input) is recovered, logged with its stack, and its connection closed.
+package protocol

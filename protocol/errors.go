@@ -1,0 +1,92 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication"
+)
+
+// Errors of this package (logged; clients see Kafka codes or a closed
+// connection).
+var (
+	ErrFrameTooLarge      = errors.New("protocol: request frame too large")
+	ErrFrameNegative      = errors.New("protocol: negative request frame size")
+	ErrShortHeader        = errors.New("protocol: request header truncated")
+	ErrUnknownKey         = errors.New("protocol: unknown api key")
+	ErrUnsupportedVersion = errors.New("protocol: unsupported api version")
+	ErrDecode             = errors.New("protocol: request does not parse")
+	ErrHandlerPanic       = errors.New("protocol: handler panicked")
+	ErrServerClosed       = errors.New("protocol: server closed")
+)
+
+// errorCodes is the one table from internal sentinel errors to Kafka error
+// codes. Order matters only where one error wraps another; the first match
+// wins.
+var errorCodes = []struct {
+	err  error
+	code int16
+}{
+	{replication.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition.Code},
+	{replication.ErrUnknownTopicID, kerr.UnknownTopicID.Code},
+	{replication.ErrTopicExists, kerr.TopicAlreadyExists.Code},
+	{replication.ErrInvalidTopic, kerr.InvalidTopicException.Code},
+	{replication.ErrInvalidPartitions, kerr.InvalidPartitions.Code},
+	{replication.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor.Code},
+	{replication.ErrInvalidConfig, kerr.InvalidConfig.Code},
+	{replication.ErrNotLeader, kerr.NotLeaderForPartition.Code},
+	{replication.ErrNotController, kerr.NotController.Code},
+	{replication.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled.Code},
+	// A broker shutting down cannot serve the partition any more; clients
+	// refresh metadata and go elsewhere.
+	{replication.ErrShuttingDown, kerr.NotLeaderForPartition.Code},
+
+	{log.ErrClosed, kerr.NotLeaderForPartition.Code},
+	{log.ErrCorruptBatch, kerr.CorruptMessage.Code},
+	{log.ErrInvalidRecord, kerr.InvalidRecord.Code},
+	{log.ErrUnsupportedMagic, kerr.UnsupportedForMessageFormat.Code},
+	{log.ErrBatchTooLarge, kerr.MessageTooLarge.Code},
+	{log.ErrInvalidTimestamp, kerr.InvalidTimestamp.Code},
+	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange.Code},
+	{log.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber.Code},
+	{log.ErrDuplicateSequence, 0}, // answered as success with the original offset
+	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch.Code},
+	{log.ErrUnknownProducerID, kerr.UnknownProducerID.Code},
+	{log.ErrStorage, kerr.KafkaStorageError.Code},
+
+	{context.DeadlineExceeded, kerr.RequestTimedOut.Code},
+	{context.Canceled, kerr.RequestTimedOut.Code},
+}
+
+// errCode maps err to a Kafka error code: 0 for nil, UNKNOWN_SERVER_ERROR
+// for anything not in the table.
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range errorCodes {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errMessage is the optional error message for responses that carry one.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
+
+// recordIndexer is implemented by an error that knows which record of a
+// batch was invalid (INVALID_RECORD with per-record RecordErrors, Produce
+// v8+). Optional: the log may return a plain ErrInvalidRecord.
+type recordIndexer interface {
+	RecordIndex() int32
+}

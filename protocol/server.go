@@ -1,0 +1,177 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultMaxRequestBytes    = 100 << 20 // socket.request.max.bytes
+	DefaultMaxInFlightPerConn = 64
+	maxInFlightPerConnLimit   = 4096
+)
+
+// Config configures the Kafka listener.
+type Config struct {
+	MaxRequestBytes    int32        // socket.request.max.bytes (default 100 MiB); larger frames close the connection
+	MaxInFlightPerConn int          // pipelined requests read ahead per connection (default 64)
+	Logger             *slog.Logger // nil = slog.Default()
+}
+
+// Server serves the Kafka protocol for one broker.
+type Server struct {
+	cfg    Config
+	broker *replication.Broker
+	log    *slog.Logger
+
+	ctx    context.Context // cancelled by Close; parent of every connection's context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	closed    bool                      // protected by mu
+	listeners map[net.Listener]struct{} // protected by mu
+	conns     map[*conn]struct{}        // protected by mu
+
+	wg sync.WaitGroup // connection goroutines (reader, writer, handlers)
+}
+
+// NewServer returns a server answering for b.
+func NewServer(cfg Config, b *replication.Broker) *Server {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxInFlightPerConn <= 0 {
+		cfg.MaxInFlightPerConn = DefaultMaxInFlightPerConn
+	}
+	if cfg.MaxInFlightPerConn > maxInFlightPerConnLimit {
+		cfg.MaxInFlightPerConn = maxInFlightPerConnLimit
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:       cfg,
+		broker:    b,
+		log:       cfg.Logger.With("component", "protocol"),
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+}
+
+// Serve accepts connections on ln until Close; it returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Temporary (e.g. out of file descriptors): back off and
+				// keep serving, bounded at one second.
+				backoff = min(max(backoff*2, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Close stops accepting, closes every connection (finishing responses in
+// flight where it can) and waits for the connection goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	// Stop reading new requests; the writers finish what is queued, bounded
+	// by a grace period, then every socket closes.
+	for _, c := range conns {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		s.cancel()
+		for _, c := range conns {
+			c.close()
+		}
+		<-done
+	}
+	s.cancel()
+	return nil
+}
+
+// closeGrace bounds how long Close lets connections finish queued responses.
+const closeGrace = 2 * time.Second
