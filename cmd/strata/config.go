@@ -1,0 +1,385 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/strata-io/strata/retention"
+)
+
+// errConfig marks a configuration error: start-up fails with exit code 2.
+var errConfig = errors.New("strata: configuration error")
+
+// envPrefix names the environment variables that carry settings:
+// STRATA_LOG_DIRS is log.dirs (upper case, dots as underscores).
+const envPrefix = "STRATA_"
+
+// Listener is one parsed listener (PLAINTEXT://host:port).
+type Listener struct {
+	Name string // the security protocol; only PLAINTEXT today
+	Host string // "" = every interface
+	Port int
+}
+
+func (l Listener) String() string {
+	return l.Name + "://" + net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
+}
+
+// Config is the broker's whole configuration after flags, environment,
+// properties file and defaults are merged.
+type Config struct {
+	NodeID                   int32
+	Listener                 Listener
+	Advertised               Listener
+	LogDirs                  []string // only the first is used (documented)
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
+	DeleteTopicEnable        bool
+	SocketRequestMaxBytes    int32
+	Rack                     string
+	LogLevel                 slog.Level
+	// BrokerProps holds every setting given explicitly (not defaulted), by
+	// name: the topic-default synonyms retention understands, and the rest
+	// for DescribeConfigs.
+	BrokerProps map[string]string
+}
+
+// setting is one broker setting Strata understands, besides the
+// topic-default synonyms in retention.
+type setting struct {
+	name string
+	def  string
+	doc  string
+}
+
+var settings = []setting{
+	{"node.id", "1", "This broker's node ID (the data directory remembers it in meta.properties)."},
+	{"broker.id", "", "Kafka's older name for node.id; must equal node.id if both are set."},
+	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Where to accept Kafka clients; one PLAINTEXT listener. An empty host or 0.0.0.0 binds every interface."},
+	{"advertised.listeners", "", "The address clients are told to connect to; default: listeners. Required when listeners binds every interface."},
+	{"log.dirs", "./data", "Data directories, comma-separated; only the first is used."},
+	{"log.dir", "", "Kafka's single-directory form of log.dirs (log.dirs wins)."},
+	{"num.partitions", "1", "Partitions of auto-created topics and of CreateTopics with -1."},
+	{"default.replication.factor", "1", "Replication factor of auto-created topics and of CreateTopics with -1."},
+	{"auto.create.topics.enable", "true", "Create unknown topics on Metadata and Produce requests."},
+	{"delete.topic.enable", "true", "Allow DeleteTopics."},
+	{"socket.request.max.bytes", "104857600", "Largest request frame accepted; larger frames close the connection."},
+	{"broker.rack", "", "This broker's rack."},
+	{"log.level", "info", "Log level: debug, info, warn or error (Strata-specific)."},
+}
+
+var settingByName = func() map[string]*setting {
+	m := map[string]*setting{}
+	for i := range settings {
+		m[settings[i].name] = &settings[i]
+	}
+	return m
+}()
+
+func knownSetting(name string) bool {
+	return settingByName[name] != nil || retention.IsBrokerSetting(name)
+}
+
+// rawValue is a setting's value and where it came from.
+type rawValue struct {
+	value  string
+	origin string // "file server.properties:12", "environment STRATA_NODE_ID", "flag --set", "default"
+}
+
+// layer collects the values of one source; set reports unknown names.
+type layer map[string]rawValue
+
+func (l layer) set(name, value, origin string) error {
+	if !knownSetting(name) {
+		return fmt.Errorf("%w: unknown setting %q (from %s)", errConfig, name, origin)
+	}
+	l[name] = rawValue{value: value, origin: origin}
+	return nil
+}
+
+// serveFlags are the parsed command-line flags of `strata serve`.
+type serveFlags struct {
+	configFile string
+	flagLayer  layer
+	help       bool
+}
+
+func newServeFlagSet(out io.Writer) (*flag.FlagSet, *serveFlags) {
+	sf := &serveFlags{flagLayer: layer{}}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&sf.configFile, "config", "", "a Kafka-style properties file (server.properties)")
+	fs.Func("set", "set a setting: `name=value` (repeatable)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("expected name=value, got %q", s)
+		}
+		return sf.flagLayer.set(strings.TrimSpace(k), strings.TrimSpace(v), "flag --set "+strings.TrimSpace(k))
+	})
+	for _, f := range []struct{ flag, name string }{
+		{"listeners", "listeners"}, {"log-dirs", "log.dirs"}, {"node-id", "node.id"}, {"log-level", "log.level"},
+	} {
+		f := f
+		fs.Func(f.flag, "same as --set "+f.name+"=`value`", func(s string) error {
+			return sf.flagLayer.set(f.name, s, "flag --"+f.flag)
+		})
+	}
+	fs.Usage = func() { serveUsage(out, fs) }
+	return fs, sf
+}
+
+func serveUsage(out io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(out, "Usage: strata serve [flags]\n\nRun a broker. Settings use Kafka's names; precedence: flags > environment (%sNAME, e.g. %sLOG_DIRS) > --config file > defaults.\n\nFlags:\n", envPrefix, envPrefix)
+	fs.PrintDefaults()
+	fmt.Fprintf(out, "\nBroker settings:\n")
+	for _, s := range settings {
+		def := s.def
+		if def == "" {
+			def = "(none)"
+		}
+		fmt.Fprintf(out, "  %-28s default %s\n      %s\n", s.name, def, s.doc)
+	}
+	fmt.Fprintf(out, "\nTopic defaults (broker synonyms of topic configs):\n  %s\n", strings.Join(retention.BrokerSettings(), "\n  "))
+}
+
+// loadConfig merges defaults < file < environment < flags and validates.
+// Every error wraps errConfig and names the setting and where it came from.
+func loadConfig(args []string, environ []string, readFile func(string) ([]byte, error), out io.Writer) (*Config, *serveFlags, error) {
+	fs, sf := newServeFlagSet(out)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			sf.help = true
+			return nil, sf, nil
+		}
+		if !errors.Is(err, errConfig) {
+			err = fmt.Errorf("%w: %v", errConfig, err)
+		}
+		return nil, sf, err
+	}
+	if fs.NArg() > 0 {
+		return nil, sf, fmt.Errorf("%w: unexpected argument %q", errConfig, fs.Arg(0))
+	}
+
+	fileLayer := layer{}
+	if sf.configFile != "" {
+		data, err := readFile(sf.configFile)
+		if err != nil {
+			return nil, sf, fmt.Errorf("%w: read --config %s: %v", errConfig, sf.configFile, err)
+		}
+		props, err := parseProperties(data)
+		if err != nil {
+			return nil, sf, fmt.Errorf("%w: %s: %v", errConfig, sf.configFile, err)
+		}
+		for _, p := range props {
+			if err := fileLayer.set(p.Key, strings.TrimSpace(p.Value), fmt.Sprintf("file %s:%d", sf.configFile, p.Line)); err != nil {
+				return nil, sf, err
+			}
+		}
+	}
+
+	envLayer := layer{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, envPrefix) || len(k) == len(envPrefix) {
+			continue
+		}
+		name := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "."))
+		if err := envLayer.set(name, strings.TrimSpace(v), "environment "+k); err != nil {
+			return nil, sf, err
+		}
+	}
+
+	merged := map[string]rawValue{}
+	for _, s := range settings {
+		if s.def != "" {
+			merged[s.name] = rawValue{value: s.def, origin: "default"}
+		}
+	}
+	explicit := map[string]rawValue{}
+	for _, l := range []layer{fileLayer, envLayer, sf.flagLayer} {
+		for k, v := range l {
+			merged[k] = v
+			explicit[k] = v
+		}
+	}
+	cfg, err := buildConfig(merged, explicit)
+	return cfg, sf, err
+}
+
+// buildConfig parses and cross-checks the merged values.
+func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
+	cfg := &Config{BrokerProps: map[string]string{}}
+	bad := func(name string, why string) error {
+		rv := merged[name]
+		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
+	}
+	intIn := func(name string, lo, hi int64) (int64, error) {
+		n, err := strconv.ParseInt(merged[name].value, 10, 64)
+		if err != nil {
+			return 0, bad(name, "expected an integer")
+		}
+		if n < lo || n > hi {
+			return 0, bad(name, fmt.Sprintf("must be between %d and %d", lo, hi))
+		}
+		return n, nil
+	}
+	boolOf := func(name string) (bool, error) {
+		switch strings.ToLower(merged[name].value) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return false, bad(name, "expected true or false")
+	}
+	n, err := intIn("node.id", 0, 1<<31-1)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NodeID = int32(n)
+	if _, ok := merged["broker.id"]; ok {
+		bid, err := intIn("broker.id", 0, 1<<31-1)
+		if err != nil {
+			return nil, err
+		}
+		if _, set := explicit["node.id"]; !set {
+			cfg.NodeID = int32(bid)
+		} else if int32(bid) != cfg.NodeID {
+			return nil, bad("broker.id", fmt.Sprintf("differs from node.id=%d", cfg.NodeID))
+		}
+	}
+	if n, err = intIn("num.partitions", 1, 50000); err != nil {
+		return nil, err
+	}
+	cfg.NumPartitions = int32(n)
+	if n, err = intIn("default.replication.factor", 1, 1<<15-1); err != nil {
+		return nil, err
+	}
+	cfg.DefaultReplicationFactor = int16(n)
+	if n, err = intIn("socket.request.max.bytes", 1, 1<<31-1); err != nil {
+		return nil, err
+	}
+	cfg.SocketRequestMaxBytes = int32(n)
+	if cfg.AutoCreateTopics, err = boolOf("auto.create.topics.enable"); err != nil {
+		return nil, err
+	}
+	if cfg.DeleteTopicEnable, err = boolOf("delete.topic.enable"); err != nil {
+		return nil, err
+	}
+	cfg.Rack = merged["broker.rack"].value
+	if err := cfg.LogLevel.UnmarshalText([]byte(merged["log.level"].value)); err != nil {
+		return nil, bad("log.level", "expected debug, info, warn or error")
+	}
+
+	dirsName := "log.dirs"
+	if _, set := explicit["log.dirs"]; !set {
+		if _, set := explicit["log.dir"]; set {
+			dirsName = "log.dir"
+		}
+	}
+	for _, d := range strings.Split(merged[dirsName].value, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			cfg.LogDirs = append(cfg.LogDirs, d)
+		}
+	}
+	if len(cfg.LogDirs) == 0 {
+		return nil, bad(dirsName, "no directory given")
+	}
+
+	ls, err := parseListeners(merged["listeners"].value)
+	if err != nil {
+		return nil, bad("listeners", err.Error())
+	}
+	cfg.Listener = ls
+	if rv, ok := merged["advertised.listeners"]; ok && rv.value != "" {
+		adv, err := parseListeners(rv.value)
+		if err != nil {
+			return nil, bad("advertised.listeners", err.Error())
+		}
+		if adv.Host == "" || isWildcard(adv.Host) {
+			return nil, bad("advertised.listeners", "needs a host clients can reach, not a wildcard")
+		}
+		cfg.Advertised = adv
+	} else {
+		if ls.Host == "" || isWildcard(ls.Host) {
+			rv := merged["listeners"]
+			return nil, fmt.Errorf("%w: listeners=%q (from %s) binds every interface; set advertised.listeners to the address clients should use",
+				errConfig, rv.value, rv.origin)
+		}
+		cfg.Advertised = ls
+	}
+
+	// Topic defaults (log.retention.hours, message.max.bytes, ...): checked
+	// by retention, passed on to the broker as given.
+	for name, rv := range explicit {
+		if retention.IsBrokerSetting(name) {
+			if err := retention.ValidateBrokerSetting(name, rv.value); err != nil {
+				return nil, fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
+			}
+		}
+		cfg.BrokerProps[name] = rv.value
+	}
+	return cfg, nil
+}
+
+func isWildcard(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// parseListeners parses one "PLAINTEXT://host:port". Only PLAINTEXT is
+// served today, and only one listener.
+func parseListeners(s string) (Listener, error) {
+	parts := strings.Split(s, ",")
+	var out []Listener
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		name, hostport, ok := strings.Cut(p, "://")
+		if !ok {
+			return Listener{}, fmt.Errorf("%q is not NAME://host:port", p)
+		}
+		name = strings.ToUpper(name)
+		if name != "PLAINTEXT" {
+			return Listener{}, fmt.Errorf("listener %s: only PLAINTEXT is supported yet (no TLS or SASL)", name)
+		}
+		host, portStr, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return Listener{}, fmt.Errorf("%q: %v", p, err)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil || port < 0 || port > 65535 {
+			return Listener{}, fmt.Errorf("%q: port must be 0..65535", p)
+		}
+		out = append(out, Listener{Name: name, Host: host, Port: port})
+	}
+	switch len(out) {
+	case 0:
+		return Listener{}, errors.New("no listener given")
+	case 1:
+		return out[0], nil
+	}
+	return Listener{}, fmt.Errorf("%d listeners given; only one is supported yet", len(out))
+}
+
+// sortedSettingNames lists every setting name accepted, for help output and
+// tests.
+func sortedSettingNames() []string {
+	var names []string
+	for _, s := range settings {
+		names = append(names, s.name)
+	}
+	names = append(names, retention.BrokerSettings()...)
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,42 @@
+// Command strata runs a Strata broker and its operator tools.
+//
+//	strata serve [--config server.properties] [--set name=value]... [--listeners L] [--log-dirs D] [--node-id N] [--log-level L]
+//	strata version
+//	strata debug dump-segment [--max-batches N] FILE.log
+//
+// # Configuration
+//
+// Settings use Kafka's names (node.id, listeners, advertised.listeners,
+// log.dirs, num.partitions, default.replication.factor,
+// auto.create.topics.enable, delete.topic.enable, socket.request.max.bytes,
+// and every broker default of a topic config that the retention package
+// knows: log.retention.hours, log.segment.bytes, log.roll.ms, message.max.bytes,
+// log.flush.interval.messages, ...). They come from, highest precedence first:
+//
+//	flags        --set name=value (repeatable), --listeners, --log-dirs, --node-id, --log-level
+//	environment  STRATA_<NAME>: upper case, dots as underscores (STRATA_LOG_DIRS, STRATA_NODE_ID)
+//	file         --config FILE, Java .properties syntax (server.properties)
+//	defaults
+//
+// An unknown setting (in any source, including any STRATA_* variable) or an
+// invalid value fails start-up with exit status 2 and a message naming the
+// setting and where it came from (file and line, variable, or flag).
+//
+// Only the first of log.dirs is used. Only one PLAINTEXT listener is
+// served; a listener on 0.0.0.0 (or an empty host) needs an explicit
+// advertised.listeners. Port 0 picks a free port and advertises it.
+//
+// # Lifecycle
+//
+// serve listens, opens the data directory (log.Manager), the broker
+// (replication.Broker: metadata replay, every partition opened) and the
+// Kafka server, and logs one "strata ready" line with the listener address.
+// On SIGTERM or SIGINT it stops accepting, closes the server, then closes
+// the broker (metadata log, partitions flushed and closed) and exits 0; a
+// second signal during shutdown kills the process. Exit status 1 is a
+// runtime failure (storage, listener).
+//
+// main.go is thin: config.go and properties.go parse the configuration,
+// serve.go wires the packages, dump.go is the segment dump tool. Nothing
+// here is shared between goroutines except through the packages it wires.
+package main

@@ -1,0 +1,86 @@
+// Command strata is the Strata broker: a Kafka-protocol-compatible log
+// server. See doc.go.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// otherwise the module version from the build info is used.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitError  = 1 // a runtime failure (storage, listener)
+	exitConfig = 2 // bad command line or configuration
+)
+
+func run(args, environ []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitConfig
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	case "version", "--version":
+		fmt.Fprintf(stdout, "strata %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return exitOK
+	case "serve":
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return serveCommand(ctx, stop, args[1:], environ, stdout, stderr)
+	case "debug":
+		return debugCommand(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "strata: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitConfig
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: strata <command> [arguments]
+
+Commands:
+  serve                      run a broker (strata serve --help for settings)
+  version                    print the version
+  debug dump-segment FILE    print the record batch headers of a segment .log file
+
+`)
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// exitCodeFor maps an error to the process exit code.
+func exitCodeFor(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errConfig):
+		return exitConfig
+	}
+	return exitError
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/replication"
+)
+
+// serveCommand parses the configuration and runs the broker until ctx is
+// done (SIGINT/SIGTERM). stop releases the signal handler, so a second
+// signal during shutdown kills the process the default way.
+func serveCommand(ctx context.Context, stop func(), args, environ []string, stdout, stderr io.Writer) int {
+	cfg, sf, err := loadConfig(args, environ, os.ReadFile, stderr)
+	if sf != nil && sf.help {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if err := serve(ctx, stop, cfg, logger, nil); err != nil {
+		logger.Error("strata stopped with an error", "err", err)
+		return exitCodeFor(err)
+	}
+	return exitOK
+}
+
+// serve runs the broker: listen, open the logs, the broker and the Kafka
+// server; on ctx done close them in reverse order. ready, if non-nil,
+// receives the bound address once clients can connect (for tests).
+func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, ready chan<- net.Addr) error {
+	dataDir := cfg.LogDirs[0]
+	if len(cfg.LogDirs) > 1 {
+		logger.Warn("only the first of log.dirs is used", "used", dataDir, "ignored", cfg.LogDirs[1:])
+	}
+	// Listen first: a busy port fails start-up before any disk work, and
+	// port 0 gives the real port to advertise.
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listener.Host, strconv.Itoa(cfg.Listener.Port)))
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listener, err)
+	}
+	adv := cfg.Advertised
+	if adv.Port == 0 {
+		adv.Port = ln.Addr().(*net.TCPAddr).Port
+	}
+
+	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("open data dir %s: %w", dataDir, err)
+	}
+	broker, err := replication.NewBroker(replication.BrokerConfig{
+		NodeID:                   cfg.NodeID,
+		AdvertisedHost:           adv.Host,
+		AdvertisedPort:           int32(adv.Port),
+		Rack:                     cfg.Rack,
+		DataDir:                  dataDir,
+		NumPartitions:            cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		AutoCreateTopics:         cfg.AutoCreateTopics,
+		DeleteTopicEnable:        cfg.DeleteTopicEnable,
+		BrokerProps:              cfg.BrokerProps,
+		Logger:                   logger,
+	}, logs)
+	if err != nil {
+		ln.Close()
+		logs.Close()
+		if errors.Is(err, replication.ErrMetaProperties) || errors.Is(err, replication.ErrInvalidConfig) {
+			return fmt.Errorf("%w: %w", errConfig, err)
+		}
+		return fmt.Errorf("start broker: %w", err)
+	}
+	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger}, broker)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),
+		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
+	if ready != nil {
+		ready <- ln.Addr()
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "cause", context.Cause(ctx))
+	case runErr = <-serveErr:
+		if runErr == nil {
+			runErr = errors.New("server stopped unexpectedly")
+		}
+		logger.Error("kafka listener failed", "err", runErr)
+	}
+	if stop != nil {
+		stop()
+	}
+	start := time.Now()
+	if err := srv.Close(); err != nil {
+		logger.Warn("closing the kafka listener", "err", err)
+	}
+	if err := broker.Close(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("close broker: %w", err))
+	}
+	logger.Info("strata stopped", "took", time.Since(start).Round(time.Millisecond))
+	return runErr
+}
