@@ -90,6 +90,19 @@ type ManagerOptions struct {
 	FS     segment.FS       // nil = the real operating-system filesystem
 	Logger *slog.Logger     // nil = slog.Default()
 	Now    func() time.Time // nil = time.Now; injected for tests
+
+	// UseHighWatermarkCheckpoint makes a reopened partition start at its
+	// checkpointed high watermark (replication-offset-checkpoint) instead
+	// of its log end. Leave false for a single voter, where everything
+	// recovered is committed; a replicated log sets it and lets Raft
+	// commit the rest.
+	UseHighWatermarkCheckpoint bool
+	// FlushCheckInterval is how often the background flusher looks for
+	// partitions past flush.ms (default 200ms).
+	FlushCheckInterval time.Duration
+	// CheckpointInterval is how often the checkpoints are written
+	// (default 5s, replica.high.watermark.checkpoint.interval.ms).
+	CheckpointInterval time.Duration
 }
 
 var _ = slog.Default

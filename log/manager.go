@@ -1,0 +1,312 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-io/strata/segment"
+)
+
+// Background work intervals (defaults for the ManagerOptions fields).
+const (
+	defaultFlushCheckInterval = 200 * time.Millisecond
+	defaultCheckpointInterval = 5 * time.Second // replica.high.watermark.checkpoint.interval.ms
+	maxTopicNameLen           = 249
+)
+
+// ErrInvalidName is returned for a topic name that cannot be a directory
+// name (Kafka's legal characters are [a-zA-Z0-9._-], at most 249).
+var ErrInvalidName = errors.New("log: invalid topic or partition name")
+
+// Manager owns every partition log under one data directory.
+// Safe for concurrent use.
+type Manager struct {
+	dir    string
+	fs     segment.FS
+	logger *slog.Logger
+	now    func() time.Time
+	opts   ManagerOptions
+
+	mu     sync.Mutex                        // lock order: Manager.mu before Partition.mu
+	parts  map[TopicPartition]*Partition     // protected by mu
+	saved  map[TopicPartition]partitionState // last checkpointed state of partitions not open; protected by mu
+	closed bool                              // protected by mu
+
+	ckMu sync.Mutex // serializes checkpoint writes
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// validTopic reports a topic name that is safe as a directory name.
+func validTopic(t string) bool {
+	if t == "" || t == "." || t == ".." || len(t) > maxTopicNameLen {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDirName splits "<topic>-<partition>" at the LAST '-' (topics may
+// contain '-').
+func parseDirName(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	n, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	tp := TopicPartition{Topic: name[:i], Partition: int32(n)}
+	if !validTopic(tp.Topic) {
+		return TopicPartition{}, false
+	}
+	return tp, true
+}
+
+// OpenManager opens (creating if needed) the data directory and recovers
+// every partition directory found in it (torn tails truncated).
+func OpenManager(opts ManagerOptions) (*Manager, error) {
+	m := &Manager{dir: filepath.Clean(opts.Dir), fs: opts.FS, logger: opts.Logger, now: opts.Now, opts: opts,
+		parts: map[TopicPartition]*Partition{}, saved: map[TopicPartition]partitionState{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("%w: no data directory", ErrStorage)
+	}
+	if m.fs == nil {
+		m.fs = segment.OSFS{}
+	}
+	if m.logger == nil {
+		m.logger = slog.Default()
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if m.opts.FlushCheckInterval <= 0 {
+		m.opts.FlushCheckInterval = defaultFlushCheckInterval
+	}
+	if m.opts.CheckpointInterval <= 0 {
+		m.opts.CheckpointInterval = defaultCheckpointInterval
+	}
+	if err := m.fs.MkdirAll(m.dir); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	if err := m.fs.SyncDir(filepath.Dir(m.dir)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	hws, err := readCheckpoint(m.fs, filepath.Join(m.dir, hwCheckpointFile))
+	if err != nil {
+		m.logger.Warn("ignoring unreadable checkpoint", "err", err)
+	}
+	starts, err := readCheckpoint(m.fs, filepath.Join(m.dir, logStartCheckpointFile))
+	if err != nil {
+		m.logger.Warn("ignoring unreadable checkpoint", "err", err)
+	}
+	ents, err := m.fs.ReadDir(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	for _, e := range ents {
+		if !e.IsDir {
+			continue
+		}
+		tp, ok := parseDirName(e.Name)
+		if !ok {
+			continue
+		}
+		st := partitionState{logStart: -1, hw: -1}
+		if v, ok := starts[tp]; ok {
+			st.logStart = v
+		}
+		if v, ok := hws[tp]; ok && m.opts.UseHighWatermarkCheckpoint {
+			st.hw = v
+		}
+		p, err := openPartition(m.fs, filepath.Join(m.dir, e.Name), tp, Config{}, st, m.logger, m.now)
+		if err != nil {
+			m.closeAll()
+			return nil, err
+		}
+		m.parts[tp] = p
+	}
+	go m.background()
+	return m, nil
+}
+
+// Partitions lists the partitions found on disk or opened since.
+func (m *Manager) Partitions() []TopicPartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]TopicPartition, 0, len(m.parts))
+	for tp := range m.parts {
+		out = append(out, tp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// Open returns the partition's log, creating its directory if needed.
+// Calling Open on an open partition returns it (cfg is then applied with
+// SetConfig).
+func (m *Manager) Open(tp TopicPartition, cfg Config) (*Partition, error) {
+	if !validTopic(tp.Topic) || tp.Partition < 0 {
+		return nil, fmt.Errorf("%w: %q %d", ErrInvalidName, tp.Topic, tp.Partition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if p, ok := m.parts[tp]; ok {
+		p.SetConfig(cfg)
+		return p, nil
+	}
+	dir := filepath.Join(m.dir, tp.String())
+	if err := m.fs.MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	if err := m.fs.SyncDir(m.dir); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	p, err := openPartition(m.fs, dir, tp, cfg, partitionState{logStart: -1, hw: -1}, m.logger, m.now)
+	if err != nil {
+		return nil, err
+	}
+	m.parts[tp] = p
+	return p, nil
+}
+
+// Get returns an open partition, or nil.
+func (m *Manager) Get(tp TopicPartition) *Partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.parts[tp]
+}
+
+// Delete closes the partition and removes its directory and files. Fetches
+// in progress finish reading the data they already hold (they hold a
+// reference on the segment; on Unix an unlinked file stays readable).
+func (m *Manager) Delete(tp TopicPartition) error {
+	if !validTopic(tp.Topic) || tp.Partition < 0 {
+		return fmt.Errorf("%w: %q %d", ErrInvalidName, tp.Topic, tp.Partition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	p := m.parts[tp]
+	delete(m.parts, tp)
+	var err error
+	if p != nil {
+		err = p.close(false)
+	}
+	if e := m.fs.RemoveAll(filepath.Join(m.dir, tp.String())); e != nil && err == nil {
+		err = fmt.Errorf("%w: %v", ErrStorage, e)
+	}
+	if e := m.fs.SyncDir(m.dir); e != nil && err == nil {
+		err = fmt.Errorf("%w: %v", ErrStorage, e)
+	}
+	return err
+}
+
+// Close flushes and closes every partition and writes the checkpoints.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	<-m.done
+	err := m.checkpoint()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.closeAll(); err == nil {
+		err = e
+	}
+	return err
+}
+
+func (m *Manager) closeAll() error {
+	var err error
+	for _, p := range m.parts {
+		if e := p.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Checkpoint writes the high watermark and log start checkpoints now.
+func (m *Manager) Checkpoint() error { return m.checkpoint() }
+
+func (m *Manager) checkpoint() error {
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	m.mu.Lock()
+	parts := make(map[TopicPartition]*Partition, len(m.parts))
+	for tp, p := range m.parts {
+		parts[tp] = p
+	}
+	m.mu.Unlock()
+	hws := make(map[TopicPartition]int64, len(parts))
+	starts := make(map[TopicPartition]int64, len(parts))
+	for tp, p := range parts {
+		o := p.Offsets()
+		hws[tp], starts[tp] = o.HighWatermark, o.LogStart
+	}
+	if err := writeCheckpoint(m.fs, m.dir, hwCheckpointFile, hws); err != nil {
+		return err
+	}
+	return writeCheckpoint(m.fs, m.dir, logStartCheckpointFile, starts)
+}
+
+// background runs the flush.ms policy and the periodic checkpoint. One
+// goroutine per manager; stops on Close.
+func (m *Manager) background() {
+	defer close(m.done)
+	flushT := time.NewTicker(m.opts.FlushCheckInterval)
+	defer flushT.Stop()
+	ckT := time.NewTicker(m.opts.CheckpointInterval)
+	defer ckT.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-flushT.C:
+			now := m.now()
+			m.mu.Lock()
+			parts := make([]*Partition, 0, len(m.parts))
+			for _, p := range m.parts {
+				parts = append(parts, p)
+			}
+			m.mu.Unlock()
+			for _, p := range parts {
+				p.maybeFlush(now)
+			}
+		case <-ckT.C:
+			if err := m.checkpoint(); err != nil {
+				m.logger.Error("checkpoint failed", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,883 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-io/strata/segment"
+)
+
+// Defaults for zero Config fields (Kafka's defaults).
+const (
+	defaultSegmentBytes    = 1 << 30
+	defaultSegmentMs       = 7 * 24 * time.Hour
+	defaultMaxMessageBytes = 1<<20 + 12
+	// minSegmentBytes keeps a tiny segment.bytes from rolling per byte.
+	minSegmentBytes = 1024
+)
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String is the partition's directory name, "<topic>-<partition>".
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+
+func withDefaults(c Config) Config {
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = defaultSegmentBytes
+	}
+	if c.SegmentBytes < minSegmentBytes {
+		c.SegmentBytes = minSegmentBytes
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = defaultSegmentMs
+	}
+	if c.SegmentIndexBytes <= 0 {
+		c.SegmentIndexBytes = segment.DefaultIndexBytes
+	}
+	if c.IndexIntervalBytes <= 0 {
+		c.IndexIntervalBytes = segment.DefaultIndexInterval
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = defaultMaxMessageBytes
+	}
+	if c.FlushIntervalMessages < 0 {
+		c.FlushIntervalMessages = 0
+	}
+	return c
+}
+
+// pendingBatch is an appended batch not yet below the high watermark.
+type pendingBatch struct {
+	seg        *segment.Segment
+	pos        int64
+	lastOffset int64
+	maxTs      int64
+}
+
+// Partition is one partition's log: ordered segments, offsets, producer
+// state and fetch waiters. One writer at a time (Append/Commit/TruncateTo are
+// serialized internally); Read, Offsets and Wait may be called from any
+// goroutine. See doc.go for the locking rules.
+type Partition struct {
+	tp     TopicPartition
+	dir    string
+	fs     segment.FS
+	logger *slog.Logger
+	now    func() time.Time
+
+	cfg atomic.Pointer[Config] // with defaults applied
+
+	mu sync.RWMutex
+	// segs are ordered by base offset; the last is the active segment.
+	// Invariant: len(segs) >= 1 while open. Protected by mu.
+	segs []*segment.Segment
+	// Invariant: logStart <= hw <= leo. Protected by mu.
+	logStart int64
+	hw       int64 // committed: first offset not yet committed
+	leo      int64 // dirty: next offset to assign
+	// pending are the batches at or above hw, in offset order; they bound
+	// reads (readers stop at pending[0].pos) and feed MaxTimestamp.
+	pending []pendingBatch
+	// committed max timestamp and the last offset of its batch; -1 none.
+	maxTs, maxTsOff int64
+	producers       *producerState
+	// activeSnap is the producer state as of the active segment's base
+	// offset, so TruncateTo within the active segment replays only it.
+	activeSnap     *producerState
+	activeCreated  time.Time // for segment.ms
+	unflushedMsgs  int64
+	firstUnflushed time.Time // zero when everything is flushed
+	werr           error     // sticky storage error: appends refused until reopen
+	closed         bool
+
+	waiters waiters
+}
+
+// segOpts are the segment options derived from cfg.
+func segOpts(c *Config) segment.Options {
+	return segment.Options{IndexBytes: int(c.SegmentIndexBytes), IndexInterval: int(c.IndexIntervalBytes)}
+}
+
+// parseSegmentBase parses "<20 digits>.log".
+func parseSegmentBase(name string) (int64, bool) {
+	if !strings.HasSuffix(name, segment.LogExt) {
+		return 0, false
+	}
+	s := strings.TrimSuffix(name, segment.LogExt)
+	if len(s) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// partitionState is what the manager remembers across restarts.
+type partitionState struct {
+	logStart int64 // -1 unknown
+	hw       int64 // -1 unknown; used only with UseHighWatermarkCheckpoint
+}
+
+// openPartition opens or creates the partition's directory and recovers
+// its segments: only the last (active) segment's tail is scanned, because
+// rolled segments were fsync'd when they were sealed.
+func openPartition(fsys segment.FS, dir string, tp TopicPartition, cfg Config, st partitionState, logger *slog.Logger, now func() time.Time) (*Partition, error) {
+	p := &Partition{tp: tp, dir: dir, fs: fsys, logger: logger.With("partition", tp.String()), now: now, maxTs: -1, maxTsOff: -1}
+	c := withDefaults(cfg)
+	p.cfg.Store(&c)
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrStorage, dir, err)
+	}
+	var bases []int64
+	for _, e := range ents {
+		if b, ok := parseSegmentBase(e.Name); ok && !e.IsDir {
+			bases = append(bases, b)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	opts := segOpts(&c)
+	fail := func(err error) (*Partition, error) {
+		for _, s := range p.segs {
+			s.Close()
+		}
+		return nil, err
+	}
+	for i, b := range bases {
+		active := i == len(bases)-1
+		s, info, err := segment.Open(fsys, dir, b, opts, active)
+		if err != nil {
+			return fail(fmt.Errorf("%w: open segment %d of %s: %v", ErrStorage, b, tp, err))
+		}
+		if info.TruncatedBytes > 0 || info.Rebuilt {
+			p.logger.Warn("recovered segment", "base", b, "truncated_bytes", info.TruncatedBytes, "index_rebuilt", info.Rebuilt)
+		}
+		if n := len(p.segs); n > 0 && p.segs[n-1].NextOffset() > b {
+			// Overlap: the earlier segment runs past this one's base,
+			// which a correct roll never produces. Keep the earlier
+			// data and drop this and later segments.
+			p.logger.Error("segment overlaps its predecessor; dropping the rest of the log", "base", b)
+			s.Close()
+			if err := p.removeFrom(bases[i:]); err != nil {
+				return fail(err)
+			}
+			break
+		}
+		p.segs = append(p.segs, s)
+		if info.TruncatedBytes > 0 && !active {
+			// A rolled segment lost its tail: everything after it is
+			// no longer contiguous, as Kafka's recovery we drop it.
+			if err := p.removeFrom(bases[i+1:]); err != nil {
+				return fail(err)
+			}
+			break
+		}
+	}
+	if len(p.segs) == 0 {
+		base := st.logStart
+		if base < 0 {
+			base = 0
+		}
+		s, err := segment.Create(fsys, dir, base, opts)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %v", ErrStorage, err))
+		}
+		p.segs = append(p.segs, s)
+	}
+	act := p.segs[len(p.segs)-1]
+	if err := act.Reactivate(); err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrStorage, err))
+	}
+	p.leo = act.NextOffset()
+	p.logStart = p.segs[0].Base()
+	if st.logStart > p.logStart {
+		p.logStart = st.logStart
+	}
+	if p.logStart > p.leo {
+		p.logStart = p.leo
+	}
+	// Single node (the default): everything recovered is committed, see
+	// doc.go. With a replicated log the checkpointed value is used and
+	// the replication layer commits the rest.
+	p.hw = p.leo
+	if st.hw >= 0 {
+		p.hw = min(max(st.hw, p.logStart), p.leo)
+	}
+	p.activeCreated = now()
+	if err := p.rebuildDerivedLocked(); err != nil {
+		return fail(err)
+	}
+	p.waiters.hw = p.hw
+	return p, nil
+}
+
+// removeFrom deletes the segments with the given bases (files only; they
+// are not open) and syncs the directory.
+func (p *Partition) removeFrom(bases []int64) error {
+	for _, b := range bases {
+		for _, ext := range []string{segment.LogExt, segment.IndexExt, segment.TimeIndexExt} {
+			if err := p.fs.Remove(filepath.Join(p.dir, segment.FileName(b, ext))); err != nil && !isNotExist(err) {
+				return fmt.Errorf("%w: %v", ErrStorage, err)
+			}
+		}
+	}
+	if err := p.fs.SyncDir(p.dir); err != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return nil
+}
+
+// rebuildDerivedLocked replays every batch header from the log start:
+// producer state (with the snapshot at the active segment's base), the
+// committed max timestamp and the pending batches above hw. Headers only:
+// payloads are skipped by length. Caller holds mu (or owns p).
+func (p *Partition) rebuildDerivedLocked() error {
+	p.producers = newProducerState()
+	p.pending = p.pending[:0]
+	p.maxTs, p.maxTsOff = -1, -1
+	last := len(p.segs) - 1
+	for i, s := range p.segs {
+		if i == last {
+			p.activeSnap = p.producers.clone()
+		}
+		if s.NextOffset() <= p.logStart || s.Empty() {
+			continue
+		}
+		err := s.ScanHeaders(0, s.Size(), func(pos int64, h *segment.Header) bool {
+			p.producers.replay(h)
+			if h.LastOffset() < p.hw {
+				if h.MaxTimestamp > p.maxTs {
+					p.maxTs, p.maxTsOff = h.MaxTimestamp, h.LastOffset()
+				}
+			} else {
+				p.pending = append(p.pending, pendingBatch{seg: s, pos: pos, lastOffset: h.LastOffset(), maxTs: h.MaxTimestamp})
+			}
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	return nil
+}
+
+// rebuildProducersActiveLocked restores the producer snapshot taken at the
+// active segment's base and replays the active segment only.
+func (p *Partition) rebuildProducersActiveLocked() error {
+	p.producers = p.activeSnap.clone()
+	act := p.segs[len(p.segs)-1]
+	err := act.ScanHeaders(0, act.Size(), func(_ int64, h *segment.Header) bool {
+		p.producers.replay(h)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return nil
+}
+
+// Topic partition this log belongs to.
+func (p *Partition) TopicPartition() TopicPartition { return p.tp }
+
+// Config returns the partition's configuration with defaults applied.
+func (p *Partition) Config() Config { return *p.cfg.Load() }
+
+// SetConfig applies a new configuration to a live partition. Index sizes
+// apply from the next segment.
+func (p *Partition) SetConfig(cfg Config) {
+	c := withDefaults(cfg)
+	p.cfg.Store(&c)
+}
+
+// mapSegmentErr turns a batch validation error into the log's sentinels.
+func mapSegmentErr(err error) error {
+	switch {
+	case errors.Is(err, segment.ErrUnsupportedMagic):
+		return fmt.Errorf("%w: %v", ErrUnsupportedMagic, err)
+	case errors.Is(err, segment.ErrInvalidRecord):
+		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+	default:
+		return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
+	}
+}
+
+// Append validates the record batches in records (one or more v2 batches as
+// received from the wire), checks idempotent producer sequences, assigns
+// offsets from the log end, stamps leaderEpoch into each batch, and writes
+// the bytes once into the active segment (records is modified in place:
+// base offset, leader epoch, and for LogAppendTime the max timestamp and
+// CRC). It does not advance the high watermark: call Commit.
+//
+// A retried idempotent batch returns the original offsets with
+// Duplicate set and ErrDuplicateSequence; nothing is written.
+func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
+	res := AppendResult{LogAppendTime: -1}
+	cfg := p.cfg.Load()
+	if len(records) == 0 {
+		return res, fmt.Errorf("%w: empty records", ErrCorruptBatch)
+	}
+	spans, err := segment.SplitBatches(records, 0)
+	if err != nil {
+		return res, mapSegmentErr(err)
+	}
+	// Validation (CRC over every byte) runs before taking the lock.
+	hdrs := make([]segment.Header, len(spans))
+	nowMs := p.now().UnixMilli()
+	appendTime := cfg.MessageTimestampType == "LogAppendTime"
+	for i, sp := range spans {
+		b := records[sp[0]:sp[1]]
+		if len(b) > int(cfg.MaxMessageBytes) {
+			return res, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrBatchTooLarge, len(b), cfg.MaxMessageBytes)
+		}
+		h, err := segment.ValidateBatch(b)
+		if err != nil {
+			return res, mapSegmentErr(err)
+		}
+		if appendTime {
+			segment.SetLogAppendTime(b, nowMs)
+			h.MaxTimestamp = nowMs
+			h.Attributes |= segment.AttrTimestampType
+		} else if !h.IsLogAppendTime() {
+			if cfg.TimestampBeforeMaxMs > 0 && nowMs-h.BaseTimestamp > cfg.TimestampBeforeMaxMs {
+				return res, fmt.Errorf("%w: timestamp %d older than %d ms", ErrInvalidTimestamp, h.BaseTimestamp, cfg.TimestampBeforeMaxMs)
+			}
+			if cfg.TimestampAfterMaxMs > 0 && h.MaxTimestamp-nowMs > cfg.TimestampAfterMaxMs {
+				return res, fmt.Errorf("%w: timestamp %d more than %d ms ahead", ErrInvalidTimestamp, h.MaxTimestamp, cfg.TimestampAfterMaxMs)
+			}
+		}
+		hdrs[i] = h
+	}
+	if appendTime {
+		res.LogAppendTime = nowMs
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return res, ErrClosed
+	}
+	if p.werr != nil {
+		return res, fmt.Errorf("%w: %v", ErrStorage, p.werr)
+	}
+	res.LogStartOffset = p.logStart
+
+	// Producer checks against the state plus this append's earlier batches.
+	txn := p.producers.begin()
+	off := p.leo
+	infos := make([]segment.BatchInfo, len(spans))
+	for i := range hdrs {
+		h := &hdrs[i]
+		if dup, err := txn.check(h); err != nil {
+			if dup != nil {
+				res.BaseOffset, res.LastOffset, res.Duplicate = dup.firstOff, dup.lastOff, true
+			}
+			return res, err
+		}
+		h.BaseOffset = off
+		h.LeaderEpoch = leaderEpoch
+		txn.record(h)
+		b := records[spans[i][0]:spans[i][1]]
+		segment.SetBaseOffset(b, off)
+		segment.SetLeaderEpoch(b, leaderEpoch)
+		infos[i] = segment.BatchInfo{Pos: spans[i][0], Len: len(b), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}
+		off = h.LastOffset() + 1
+	}
+	if err := p.maybeRollLocked(cfg, int64(len(records)), off-1); err != nil {
+		return res, err
+	}
+	act := p.segs[len(p.segs)-1]
+	start := act.Size()
+	if err := act.Append(records, infos); err != nil {
+		p.werr = err
+		p.logger.Error("append failed; partition refuses writes until reopened", "err", err)
+		return res, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	txn.commit()
+	var nrec int64
+	for i := range hdrs {
+		p.pending = append(p.pending, pendingBatch{seg: act, pos: start + int64(infos[i].Pos), lastOffset: infos[i].LastOffset, maxTs: infos[i].MaxTimestamp})
+		nrec += int64(hdrs[i].NumRecords)
+	}
+	res.BaseOffset = p.leo
+	res.LastOffset = off - 1
+	p.leo = off
+	p.unflushedMsgs += nrec
+	if p.firstUnflushed.IsZero() {
+		p.firstUnflushed = p.now()
+	}
+	if cfg.FlushIntervalMessages > 0 && p.unflushedMsgs >= cfg.FlushIntervalMessages {
+		if err := p.flushLocked(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// maybeRollLocked starts a new segment when the active one is non-empty
+// and would pass segment.bytes, is older than segment.ms, or its indexes or
+// relative offsets are full.
+func (p *Partition) maybeRollLocked(cfg *Config, size int64, lastOffset int64) error {
+	act := p.segs[len(p.segs)-1]
+	if act.Empty() {
+		return nil
+	}
+	if act.Size()+size <= cfg.SegmentBytes && p.now().Sub(p.activeCreated) < cfg.SegmentMs && act.CanHold(size, lastOffset) {
+		return nil
+	}
+	return p.rollLocked(cfg)
+}
+
+// rollLocked seals the active segment (fsync'd, indexes trimmed) and
+// creates the next one at leo.
+func (p *Partition) rollLocked(cfg *Config) error {
+	act := p.segs[len(p.segs)-1]
+	if err := act.Seal(); err != nil {
+		p.werr = err
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	s, err := segment.Create(p.fs, p.dir, p.leo, segOpts(cfg))
+	if err != nil {
+		p.werr = err
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	p.segs = append(p.segs, s)
+	p.activeSnap = p.producers.clone()
+	p.activeCreated = p.now()
+	// The sealed segment was fsync'd, so only the new one is unflushed.
+	p.unflushedMsgs = 0
+	p.firstUnflushed = time.Time{}
+	return nil
+}
+
+// Roll forces a new active segment (if the current one is not empty).
+func (p *Partition) Roll() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if p.werr != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, p.werr)
+	}
+	if p.segs[len(p.segs)-1].Empty() {
+		return nil
+	}
+	return p.rollLocked(p.cfg.Load())
+}
+
+// Commit advances the high watermark to min(offset, LogEnd) and wakes
+// waiting fetchers. It never moves the high watermark backwards.
+func (p *Partition) Commit(offset int64) {
+	p.mu.Lock()
+	if offset > p.leo {
+		offset = p.leo
+	}
+	if p.closed || offset <= p.hw {
+		p.mu.Unlock()
+		return
+	}
+	p.hw = offset
+	n := 0
+	for n < len(p.pending) && p.pending[n].lastOffset < offset {
+		if b := p.pending[n]; b.maxTs > p.maxTs {
+			p.maxTs, p.maxTsOff = b.maxTs, b.lastOffset
+		}
+		n++
+	}
+	if n == len(p.pending) {
+		p.pending = p.pending[:0]
+	} else {
+		p.pending = append(p.pending[:0], p.pending[n:]...)
+	}
+	p.mu.Unlock()
+	p.waiters.advance(offset)
+}
+
+// TruncateTo removes every batch at or above offset (which must be above
+// the high watermark, or equal to it) and rebuilds producer state. A batch
+// straddling offset is removed whole.
+func (p *Partition) TruncateTo(offset int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if offset < p.hw {
+		return fmt.Errorf("%w: truncate to %d below high watermark %d", ErrOffsetOutOfRange, offset, p.hw)
+	}
+	if offset >= p.leo {
+		return nil
+	}
+	if p.werr != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, p.werr)
+	}
+	removed := false
+	for len(p.segs) > 1 && p.segs[len(p.segs)-1].Base() >= offset {
+		s := p.segs[len(p.segs)-1]
+		p.segs = p.segs[:len(p.segs)-1]
+		removed = true
+		if err := s.Remove(); err != nil {
+			p.werr = err
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	if removed {
+		if err := p.fs.SyncDir(p.dir); err != nil {
+			p.werr = err
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	act := p.segs[len(p.segs)-1]
+	if err := act.Reactivate(); err != nil {
+		p.werr = err
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	next, err := act.TruncateTo(offset)
+	if err == nil {
+		err = act.Sync()
+	}
+	if err != nil {
+		p.werr = err
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	p.leo = next
+	n := len(p.pending)
+	for n > 0 && p.pending[n-1].lastOffset >= next {
+		n--
+	}
+	p.pending = p.pending[:n]
+	if removed {
+		p.activeCreated = p.now()
+		err = p.rebuildDerivedLocked()
+	} else {
+		err = p.rebuildProducersActiveLocked()
+	}
+	if err != nil {
+		p.werr = err
+		return err
+	}
+	return nil
+}
+
+// committedLimitLocked returns the segment and position where committed
+// data ends: readers never look past it.
+func (p *Partition) committedLimitLocked() (*segment.Segment, int64) {
+	if len(p.pending) > 0 {
+		return p.pending[0].seg, p.pending[0].pos
+	}
+	act := p.segs[len(p.segs)-1]
+	return act, act.Size()
+}
+
+// segmentIndexLocked returns the index of the segment that would hold
+// offset: the last with base <= offset (0 if none).
+func (p *Partition) segmentIndexLocked(offset int64) int {
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].Base() > offset })
+	if i > 0 {
+		i--
+	}
+	return i
+}
+
+// Read returns whole batches starting with the batch containing offset, up
+// to maxBytes but always at least one whole batch when offset is below the
+// high watermark, never including anything at or above the high watermark.
+// ErrOffsetOutOfRange when offset < LogStart or offset > HighWatermark.
+//
+// Readers copy the bytes into a fresh buffer while holding a reference on
+// the segment, so a segment deleted meanwhile stays readable until the
+// copy is done; the result never aliases storage.
+func (p *Partition) Read(offset int64, maxBytes int32) (ReadResult, error) {
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		return ReadResult{}, ErrClosed
+	}
+	res := ReadResult{Offsets: Offsets{LogStart: p.logStart, HighWatermark: p.hw, LogEnd: p.leo}}
+	if offset < p.logStart || offset > p.hw {
+		p.mu.RUnlock()
+		return res, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.hw)
+	}
+	if offset == p.hw {
+		p.mu.RUnlock()
+		return res, nil
+	}
+	limSeg, limPos := p.committedLimitLocked()
+	var (
+		seg   *segment.Segment
+		pos   int64
+		first segment.Header
+		limit int64
+	)
+	for i := p.segmentIndexLocked(offset); i < len(p.segs); i++ {
+		s := p.segs[i]
+		limit = s.Size()
+		if s == limSeg {
+			limit = limPos
+		}
+		ps, h, found, err := s.Find(offset, limit)
+		if err != nil {
+			p.mu.RUnlock()
+			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		if found {
+			seg, pos, first = s, ps, h
+			break
+		}
+		if s == limSeg {
+			break
+		}
+	}
+	if seg == nil || !seg.Acquire() {
+		p.mu.RUnlock()
+		return res, nil
+	}
+	p.mu.RUnlock()
+	defer seg.Release()
+
+	n := limit - pos
+	if maxBytes >= 0 && n > int64(maxBytes) {
+		n = int64(maxBytes)
+	}
+	if n < first.Size() {
+		n = first.Size()
+	}
+	buf := make([]byte, n)
+	if _, err := seg.ReadAt(buf, pos); err != nil {
+		return res, fmt.Errorf("%w: read segment %d: %v", ErrStorage, seg.Base(), err)
+	}
+	// Keep whole batches only (the read may end inside one).
+	end := 0
+	for end+segment.HeaderSize <= len(buf) {
+		h, err := segment.ParseHeader(buf[end:])
+		if err != nil || int64(end)+h.Size() > int64(len(buf)) {
+			break
+		}
+		end += int(h.Size())
+	}
+	res.Records = buf[:end]
+	return res, nil
+}
+
+// Offsets returns the partition's current offsets.
+func (p *Partition) Offsets() Offsets {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return Offsets{LogStart: p.logStart, HighWatermark: p.hw, LogEnd: p.leo}
+}
+
+// OffsetForTimestamp returns the first offset whose batch has a timestamp
+// >= ts, with that timestamp, using the time index. found is false when no
+// committed record is that late. Batch granularity: the offset is the
+// batch's base offset (or the log start), and the timestamp the batch's
+// first timestamp when that already reaches ts, else its max timestamp.
+func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed || p.hw <= p.logStart {
+		return -1, -1, false
+	}
+	limSeg, limPos := p.committedLimitLocked()
+	for i := p.segmentIndexLocked(p.logStart); i < len(p.segs); i++ {
+		s := p.segs[i]
+		limit := s.Size()
+		if s == limSeg {
+			limit = limPos
+		}
+		if mts, _ := s.MaxTimestamp(); mts >= ts || s == limSeg {
+			_, h, ok, err := s.FindTimestamp(ts, limit)
+			if err != nil {
+				p.logger.Error("time index lookup failed", "err", err)
+				return -1, -1, false
+			}
+			if ok && h.LastOffset() >= p.logStart {
+				off, t := h.BaseOffset, h.MaxTimestamp
+				if !h.IsLogAppendTime() && h.BaseTimestamp >= ts {
+					t = h.BaseTimestamp
+				}
+				return max(off, p.logStart), t, true
+			}
+		}
+		if s == limSeg {
+			break
+		}
+	}
+	return -1, -1, false
+}
+
+// MaxTimestamp returns the largest timestamp committed and its offset
+// (ListOffsets -3); offset -1 when the log is empty. The offset is the
+// last offset of the batch holding that timestamp.
+func (p *Partition) MaxTimestamp() (timestamp, offset int64) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.maxTsOff < 0 {
+		return -1, -1
+	}
+	return p.maxTs, p.maxTsOff
+}
+
+// Wait returns a channel closed once the high watermark is above offset
+// (or the partition is closed or deleted). Callers select on it with
+// their own timeout.
+func (p *Partition) Wait(offset int64) <-chan struct{} { return p.waiters.wait(offset) }
+
+// Producers lists the idempotent producers known to this partition.
+func (p *Partition) Producers() []ProducerInfo {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.producers == nil {
+		return nil
+	}
+	return p.producers.list()
+}
+
+// Flush fsyncs everything written so far.
+func (p *Partition) Flush() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	return p.flushLocked()
+}
+
+func (p *Partition) flushLocked() error {
+	if p.werr != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, p.werr)
+	}
+	if p.firstUnflushed.IsZero() {
+		return nil
+	}
+	if err := p.segs[len(p.segs)-1].Sync(); err != nil {
+		p.werr = err
+		p.logger.Error("fsync failed; partition refuses writes until reopened", "err", err)
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	p.unflushedMsgs = 0
+	p.firstUnflushed = time.Time{}
+	return nil
+}
+
+// maybeFlush flushes when the oldest unflushed write is older than
+// flush.ms (called by the manager's flusher).
+func (p *Partition) maybeFlush(now time.Time) {
+	cfg := p.cfg.Load()
+	if cfg.FlushInterval <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.firstUnflushed.IsZero() || now.Sub(p.firstUnflushed) < cfg.FlushInterval {
+		return
+	}
+	if err := p.flushLocked(); err != nil {
+		p.logger.Error("scheduled flush failed", "err", err)
+	}
+}
+
+// Close flushes and closes the partition's files.
+func (p *Partition) Close() error { return p.close(true) }
+
+func (p *Partition) close(flush bool) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	var err error
+	if flush && p.werr == nil {
+		err = p.flushLocked()
+	}
+	for _, s := range p.segs {
+		var e error
+		if flush {
+			e = s.Close()
+		} else {
+			e = s.Remove()
+		}
+		if err == nil && e != nil {
+			err = fmt.Errorf("%w: %v", ErrStorage, e)
+		}
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.waiters.close()
+	return err
+}
+
+// LogStartOffset returns the first offset still stored. (Retention and
+// DeleteRecords move it forward through AdvanceLogStart.)
+func (p *Partition) LogStartOffset() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.logStart
+}
+
+// AdvanceLogStart moves the log start offset forward to offset (at most
+// the high watermark), as DeleteRecords does, and deletes the segments
+// wholly below it. It returns the new log start offset.
+func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if offset > p.hw {
+		return p.logStart, fmt.Errorf("%w: log start %d above high watermark %d", ErrOffsetOutOfRange, offset, p.hw)
+	}
+	if offset <= p.logStart {
+		return p.logStart, nil
+	}
+	p.logStart = offset
+	removed := false
+	for len(p.segs) > 1 && p.segs[1].Base() <= offset {
+		s := p.segs[0]
+		p.segs = p.segs[1:]
+		removed = true
+		if err := s.Remove(); err != nil {
+			return p.logStart, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	if removed {
+		if err := p.fs.SyncDir(p.dir); err != nil {
+			return p.logStart, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	return p.logStart, nil
+}
+
+// SegmentInfo describes one segment, for retention decisions.
+type SegmentInfo struct {
+	BaseOffset   int64
+	NextOffset   int64
+	Size         int64
+	MaxTimestamp int64 // -1 when empty
+	Active       bool
+}
+
+// Segments lists the partition's segments, oldest first.
+func (p *Partition) Segments() []SegmentInfo {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]SegmentInfo, 0, len(p.segs))
+	for i, s := range p.segs {
+		ts, _ := s.MaxTimestamp()
+		out = append(out, SegmentInfo{BaseOffset: s.Base(), NextOffset: s.NextOffset(), Size: s.Size(), MaxTimestamp: ts, Active: i == len(p.segs)-1})
+	}
+	return out
+}
+
+var _ = math.MaxInt64

@@ -1,0 +1,226 @@
+package log
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/strata-io/strata/segment"
+)
+
+// Producer state bounds.
+const (
+	// producerBatchesKept is how many recent batches per producer are
+	// remembered for duplicate detection (Kafka keeps 5, matching
+	// max.in.flight.requests.per.connection for idempotence).
+	producerBatchesKept = 5
+	// maxProducers bounds the producer table; past it the least recently
+	// active producer is forgotten (its next batch must restart at
+	// sequence 0, as after Kafka's producer.id.expiration.ms).
+	maxProducers = 1 << 16
+)
+
+// batchMeta is one remembered batch of an idempotent producer.
+type batchMeta struct {
+	firstSeq, lastSeq int32
+	firstOff, lastOff int64
+	maxTs             int64
+}
+
+// producerEntry is one producer's state. Invariant: batches are in append
+// order, at most producerBatchesKept, all of epoch.
+type producerEntry struct {
+	epoch   int16
+	batches []batchMeta
+	lastTs  int64
+	lastOff int64
+}
+
+func (e *producerEntry) clone() *producerEntry {
+	c := *e
+	c.batches = append([]batchMeta(nil), e.batches...)
+	return &c
+}
+
+// producerState is a partition's idempotent-producer table, derived from
+// the log (rebuilt by replaying batch headers). Guarded by the partition's
+// mutex.
+type producerState struct {
+	m map[int64]*producerEntry
+}
+
+func newProducerState() *producerState { return &producerState{m: map[int64]*producerEntry{}} }
+
+func (ps *producerState) clone() *producerState {
+	c := &producerState{m: make(map[int64]*producerEntry, len(ps.m))}
+	for id, e := range ps.m {
+		c.m[id] = e.clone()
+	}
+	return c
+}
+
+// producerTxn checks a sequence of batches against the state without
+// changing it, collecting the updates to apply once the write succeeded.
+type producerTxn struct {
+	ps      *producerState
+	overlay map[int64]*producerEntry
+}
+
+func (ps *producerState) begin() *producerTxn { return &producerTxn{ps: ps} }
+
+func (t *producerTxn) get(id int64) *producerEntry {
+	if e, ok := t.overlay[id]; ok {
+		return e
+	}
+	return t.ps.m[id]
+}
+
+// inSequence reports whether next follows last, wrapping at MaxInt32.
+func inSequence(last, next int32) bool {
+	return next == last+1 || (last == math.MaxInt32 && next == 0)
+}
+
+// check validates one client batch. A duplicate of a recent batch returns
+// its metadata and ErrDuplicateSequence.
+func (t *producerTxn) check(h *segment.Header) (*batchMeta, error) {
+	if h.ProducerID < 0 || h.IsControl() || h.BaseSequence < 0 {
+		return nil, nil
+	}
+	e := t.get(h.ProducerID)
+	if e == nil {
+		if h.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: producer %d unknown, sequence %d", ErrOutOfOrderSequence, h.ProducerID, h.BaseSequence)
+		}
+		return nil, nil
+	}
+	last := h.LastSequence()
+	if h.ProducerEpoch == e.epoch {
+		for i := range e.batches {
+			b := &e.batches[i]
+			if b.firstSeq == h.BaseSequence && b.lastSeq == last {
+				d := *b
+				return &d, fmt.Errorf("%w: producer %d sequence %d", ErrDuplicateSequence, h.ProducerID, h.BaseSequence)
+			}
+		}
+	}
+	switch {
+	case h.ProducerEpoch < e.epoch:
+		return nil, fmt.Errorf("%w: producer %d epoch %d < %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	case h.ProducerEpoch > e.epoch:
+		if h.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: producer %d new epoch %d starts at sequence %d", ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+		}
+	default:
+		lastSeq := int32(-1)
+		if n := len(e.batches); n > 0 {
+			lastSeq = e.batches[n-1].lastSeq
+		}
+		if lastSeq < 0 {
+			if h.BaseSequence != 0 {
+				return nil, fmt.Errorf("%w: producer %d sequence %d, expected 0", ErrOutOfOrderSequence, h.ProducerID, h.BaseSequence)
+			}
+		} else if !inSequence(lastSeq, h.BaseSequence) {
+			return nil, fmt.Errorf("%w: producer %d sequence %d after %d", ErrOutOfOrderSequence, h.ProducerID, h.BaseSequence, lastSeq)
+		}
+	}
+	return nil, nil
+}
+
+// record notes an appended batch (with its assigned offsets) in the
+// transaction's overlay.
+func (t *producerTxn) record(h *segment.Header) {
+	if h.ProducerID < 0 {
+		return
+	}
+	if t.overlay == nil {
+		t.overlay = map[int64]*producerEntry{}
+	}
+	e := t.get(h.ProducerID)
+	if e == nil {
+		e = &producerEntry{epoch: h.ProducerEpoch}
+	} else if _, mine := t.overlay[h.ProducerID]; !mine {
+		e = e.clone()
+	}
+	t.overlay[h.ProducerID] = e
+	applyBatch(e, h)
+}
+
+// applyBatch updates an entry for a batch, the same way for appends and
+// for replay from the log.
+func applyBatch(e *producerEntry, h *segment.Header) {
+	if h.ProducerEpoch != e.epoch {
+		if h.ProducerEpoch < e.epoch && h.IsControl() {
+			return
+		}
+		e.epoch = h.ProducerEpoch
+		e.batches = e.batches[:0]
+	}
+	e.lastTs = h.MaxTimestamp
+	e.lastOff = h.LastOffset()
+	if h.IsControl() || h.BaseSequence < 0 {
+		return
+	}
+	if len(e.batches) == producerBatchesKept {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerBatchesKept-1]
+	}
+	e.batches = append(e.batches, batchMeta{
+		firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
+		firstOff: h.BaseOffset, lastOff: h.LastOffset(), maxTs: h.MaxTimestamp,
+	})
+}
+
+// commit applies the overlay to the state.
+func (t *producerTxn) commit() {
+	for id, e := range t.overlay {
+		t.ps.m[id] = e
+	}
+	t.ps.evict()
+}
+
+// replay applies one batch read back from the log.
+func (ps *producerState) replay(h *segment.Header) {
+	if h.ProducerID < 0 {
+		return
+	}
+	e := ps.m[h.ProducerID]
+	if e == nil {
+		e = &producerEntry{epoch: h.ProducerEpoch}
+		ps.m[h.ProducerID] = e
+	}
+	applyBatch(e, h)
+	ps.evict()
+}
+
+// evict enforces maxProducers by forgetting the least recently written
+// producers. O(n log n) but only runs when the table overflows.
+func (ps *producerState) evict() {
+	if len(ps.m) <= maxProducers {
+		return
+	}
+	type idOff struct {
+		id  int64
+		off int64
+	}
+	all := make([]idOff, 0, len(ps.m))
+	for id, e := range ps.m {
+		all = append(all, idOff{id, e.lastOff})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].off < all[j].off })
+	for _, x := range all[:len(all)-maxProducers*7/8] {
+		delete(ps.m, x.id)
+	}
+}
+
+func (ps *producerState) list() []ProducerInfo {
+	out := make([]ProducerInfo, 0, len(ps.m))
+	for id, e := range ps.m {
+		pi := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastTs, LastOffset: e.lastOff}
+		if n := len(e.batches); n > 0 {
+			pi.LastSequence = e.batches[n-1].lastSeq
+		}
+		out = append(out, pi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}

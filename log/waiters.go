@@ -1,0 +1,81 @@
+package log
+
+import "sync"
+
+// maxWaitKeys bounds the distinct offsets with their own channel; past
+// it, waiters share one channel closed on every advance (they then wake
+// early and re-check, which is allowed for long polls).
+const maxWaitKeys = 1024
+
+// closedCh is returned when the wait is already over.
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// waiters hands out channels closed when the high watermark passes an
+// offset. Nothing is registered per caller: all waiters for an offset
+// share one channel, so a waiter that gives up leaves nothing behind but
+// that shared channel, removed when the high watermark passes it.
+type waiters struct {
+	mu       sync.Mutex
+	hw       int64                   // protected by mu; a copy of the partition's high watermark
+	closed   bool                    // protected by mu
+	byOffset map[int64]chan struct{} // protected by mu; keys >= hw
+	overflow chan struct{}           // protected by mu; nil when unused
+}
+
+func (w *waiters) wait(offset int64) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.hw > offset {
+		return closedCh
+	}
+	if ch, ok := w.byOffset[offset]; ok {
+		return ch
+	}
+	if len(w.byOffset) >= maxWaitKeys {
+		if w.overflow == nil {
+			w.overflow = make(chan struct{})
+		}
+		return w.overflow
+	}
+	if w.byOffset == nil {
+		w.byOffset = map[int64]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	w.byOffset[offset] = ch
+	return ch
+}
+
+// advance records a new high watermark and wakes those waiting below it.
+func (w *waiters) advance(hw int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.hw = hw
+	for off, ch := range w.byOffset {
+		if off < hw {
+			close(ch)
+			delete(w.byOffset, off)
+		}
+	}
+	if w.overflow != nil {
+		close(w.overflow)
+		w.overflow = nil
+	}
+}
+
+// close wakes everyone for good (partition closed or deleted).
+func (w *waiters) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.closed = true
+	for off, ch := range w.byOffset {
+		close(ch)
+		delete(w.byOffset, off)
+	}
+	if w.overflow != nil {
+		close(w.overflow)
+		w.overflow = nil
+	}
+}
