@@ -80,8 +80,8 @@ func parseDirName(name string) (TopicPartition, bool) {
 // every partition directory found in it (torn tails truncated).
 func OpenManager(opts ManagerOptions) (*Manager, error) {
 	m := &Manager{dir: filepath.Clean(opts.Dir), fs: opts.FS, logger: opts.Logger, now: opts.Now, opts: opts,
-		parts: map[TopicPartition]*Partition{}, saved: map[TopicPartition]partitionState{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		parts: map[TopicPartition]*Partition{},
+		stop:  make(chan struct{}), done: make(chan struct{})}
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("%w: no data directory", ErrStorage)
 	}
@@ -309,4 +309,18 @@ func (m *Manager) background() {
 			}
 		}
 	}
+}
+
+// crash stops the background goroutine and forgets the partitions without
+// flushing or closing anything, as a process crash would. Tests only.
+func (m *Manager) crash() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	<-m.done
 }

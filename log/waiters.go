@@ -49,6 +49,9 @@ func (w *waiters) wait(offset int64) <-chan struct{} {
 func (w *waiters) advance(hw int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if hw <= w.hw {
+		return // a racing Commit already advanced further
+	}
 	w.hw = hw
 	for off, ch := range w.byOffset {
 		if off < hw {

@@ -1,0 +1,80 @@
+// Package log owns one partition's log and the manager of every partition
+// log in a data directory. A partition is an ordered list of segments
+// (package segment), the log start offset, the high watermark and the log
+// end offset, the idempotent-producer state, and the fetch waiters.
+//
+// # Offsets
+//
+//	 LogStart            HighWatermark (committed)    LogEnd (dirty)
+//	    |  committed: readable  |  appended, uncommitted  |
+//	    v                       v                         v
+//	----[=======================|=========================)----
+//
+// Invariant: LogStart <= HighWatermark <= LogEnd. Append assigns offsets
+// at LogEnd; Commit advances the high watermark (never backwards);
+// TruncateTo removes an uncommitted tail (never below the high watermark);
+// Read never returns a batch at or above the high watermark.
+//
+// # High watermark and log start across restarts
+//
+// The manager writes Kafka-style checkpoints per data directory
+// (replication-offset-checkpoint and log-start-offset-checkpoint: tmp file,
+// fsync, rename, directory fsync) on Close and every CheckpointInterval.
+// On open, with one voter (the single-node default) every batch that
+// survived recovery counts as committed, so the high watermark starts at
+// the log end. With ManagerOptions.UseHighWatermarkCheckpoint (a
+// replicated log) it starts at the checkpointed value, clamped to
+// [LogStart, LogEnd], and the replication layer commits the rest. The log
+// start offset is max(checkpoint, first segment's base).
+//
+// # Durability
+//
+// Batches are written once, with one write call, into the active segment.
+// fsync follows flush.messages (inline, in Append) and flush.ms (the
+// manager's background flusher goroutine, stopped by Close). A segment
+// is fsync'd when it is rolled (segment.bytes, segment.ms from the
+// injected clock, full index), so recovery only ever scans the active
+// segment's tail. A failed write or fsync sticks: the partition refuses
+// appends with ErrStorage until it is reopened (which recovers).
+//
+// # Producer state
+//
+// Derived from the log only: on open every batch header is replayed
+// (payloads skipped by length). An in-memory snapshot of the state at the
+// active segment's base offset is taken at each roll, so TruncateTo within
+// the active segment replays only that segment; a truncation that removes
+// segments replays everything. Per producer the last 5 batches are kept
+// for duplicate detection (ErrDuplicateSequence with the original
+// offsets); sequence gaps give ErrOutOfOrderSequence, an older epoch
+// ErrInvalidProducerEpoch, a newer epoch must start at 0, an unknown
+// producer must start at 0 (Kafka 2.5+). The table is bounded
+// (maxProducers, least recently written evicted).
+//
+// # Reading and deletion
+//
+// Read looks up the position under the partition's read lock, takes a
+// reference on the segment, releases the lock and copies the bytes into a
+// fresh buffer (reference-counted segments: a segment deleted by
+// retention, truncation or Delete keeps its file open until the last
+// reader releases it, so a reader never sees garbage; the bytes it
+// returns are its own). Reads are bounded by the committed position
+// (the first pending batch), never by the log end.
+//
+// # Waiters
+//
+// Wait(offset) returns a channel shared by every waiter on that offset,
+// closed when the high watermark passes it (or on close/delete). Nothing
+// is registered per caller, so a waiter that times out leaves nothing
+// behind; the table of offsets is bounded (maxWaitKeys), past which
+// waiters share one channel closed on every advance.
+//
+// # Locks
+//
+// Lock order: Manager.mu, then Partition.mu, then Partition.waiters.mu.
+// Manager.ckMu (checkpoint writes) is taken before Manager.mu. One writer
+// at a time holds Partition.mu exclusively (Append, Commit, TruncateTo,
+// Flush, roll); Read, Offsets, OffsetForTimestamp, MaxTimestamp take it
+// shared (index lookups and batch header reads happen under it; Read's
+// bulk copy happens after releasing it). Batch validation
+// (CRC) runs before the lock is taken.
+package log
