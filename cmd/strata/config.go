@@ -110,30 +110,40 @@ type serveFlags struct {
 	configFile string
 	flagLayer  layer
 	help       bool
+	setErr     error // the first error of a --set style flag, reported as is
 }
 
 func newServeFlagSet(out io.Writer) (*flag.FlagSet, *serveFlags) {
 	sf := &serveFlags{flagLayer: layer{}}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(out)
+	// The flag package's own messages are replaced by ours (one line naming
+	// the setting); usage is printed only for --help.
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&sf.configFile, "config", "", "a Kafka-style properties file (server.properties)")
 	fs.Func("set", "set a setting: `name=value` (repeatable)", func(s string) error {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok {
-			return fmt.Errorf("expected name=value, got %q", s)
+			return sf.keep(fmt.Errorf("%w: --set expects name=value, got %q", errConfig, s))
 		}
-		return sf.flagLayer.set(strings.TrimSpace(k), strings.TrimSpace(v), "flag --set "+strings.TrimSpace(k))
+		return sf.keep(sf.flagLayer.set(strings.TrimSpace(k), strings.TrimSpace(v), "flag --set "+strings.TrimSpace(k)))
 	})
 	for _, f := range []struct{ flag, name string }{
 		{"listeners", "listeners"}, {"log-dirs", "log.dirs"}, {"node-id", "node.id"}, {"log-level", "log.level"},
 	} {
 		f := f
 		fs.Func(f.flag, "same as --set "+f.name+"=`value`", func(s string) error {
-			return sf.flagLayer.set(f.name, s, "flag --"+f.flag)
+			return sf.keep(sf.flagLayer.set(f.name, s, "flag --"+f.flag))
 		})
 	}
-	fs.Usage = func() { serveUsage(out, fs) }
+	fs.Usage = func() {}
 	return fs, sf
+}
+
+func (sf *serveFlags) keep(err error) error {
+	if err != nil && sf.setErr == nil {
+		sf.setErr = err
+	}
+	return err
 }
 
 func serveUsage(out io.Writer, fs *flag.FlagSet) {
@@ -157,7 +167,12 @@ func loadConfig(args []string, environ []string, readFile func(string) ([]byte, 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			sf.help = true
+			fs.SetOutput(out)
+			serveUsage(out, fs)
 			return nil, sf, nil
+		}
+		if sf.setErr != nil {
+			return nil, sf, sf.setErr
 		}
 		if !errors.Is(err, errConfig) {
 			err = fmt.Errorf("%w: %v", errConfig, err)

@@ -20,7 +20,7 @@ import (
 // done (SIGINT/SIGTERM). stop releases the signal handler, so a second
 // signal during shutdown kills the process the default way.
 func serveCommand(ctx context.Context, stop func(), args, environ []string, stdout, stderr io.Writer) int {
-	cfg, sf, err := loadConfig(args, environ, os.ReadFile, stderr)
+	cfg, sf, err := loadConfig(args, environ, os.ReadFile, stdout)
 	if sf != nil && sf.help {
 		return exitOK
 	}
