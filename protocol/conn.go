@@ -94,7 +94,11 @@ func (c *conn) readLoop() {
 			if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrFrameNegative) {
 				c.log.Warn("closing connection", "err", err)
 				c.enqueueErr(err)
-			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+			} else if errors.Is(err, io.EOF) {
+				// The client is gone (Kafka closes the channel on EOF):
+				// stop handlers still running, such as a long poll.
+				c.close()
+			} else if !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
 				var ne net.Error
 				if !(errors.As(err, &ne) && ne.Timeout()) {
 					c.log.Debug("read failed", "err", err)

@@ -36,6 +36,7 @@ var errorCodes = []struct {
 	{replication.ErrInvalidTopic, kerr.InvalidTopicException.Code},
 	{replication.ErrInvalidPartitions, kerr.InvalidPartitions.Code},
 	{replication.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor.Code},
+	{replication.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment.Code},
 	{replication.ErrInvalidConfig, kerr.InvalidConfig.Code},
 	{replication.ErrNotLeader, kerr.NotLeaderForPartition.Code},
 	{replication.ErrNotController, kerr.NotController.Code},

@@ -17,6 +17,13 @@ import (
 // startServer serves b on a fresh 127.0.0.1 port and returns its address.
 func startServer(t testing.TB, cfg Config, b *replication.Broker) (*Server, string) {
 	t.Helper()
+	return startServerWith(t, cfg, func(int32) *replication.Broker { return b })
+}
+
+// startServerWith listens first and then asks mk for the broker, given the
+// listener's port.
+func startServerWith(t testing.TB, cfg Config, mk func(port int32) *replication.Broker) (*Server, string) {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(testLogOut(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -24,7 +31,7 @@ func startServer(t testing.TB, cfg Config, b *replication.Broker) (*Server, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(cfg, b)
+	s := NewServer(cfg, mk(int32(ln.Addr().(*net.TCPAddr).Port)))
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {

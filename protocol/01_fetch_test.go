@@ -1,0 +1,217 @@
+package protocol
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func fetchReq(version int16, topic string, partition int32, offset int64) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = version
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 1<<20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func fetchPartResp(t *testing.T, resp kmsg.Response) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	r := resp.(*kmsg.FetchResponse)
+	if r.ErrorCode != 0 {
+		t.Fatalf("fetch: top-level %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("unexpected response shape %+v", r)
+	}
+	return r.Topics[0].Partitions[0]
+}
+
+// countBatches counts whole v2 batches and their records.
+func countBatches(t *testing.T, b []byte) (batches, records int) {
+	t.Helper()
+	for len(b) > 0 {
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(b); err != nil {
+			t.Fatalf("bad batch: %v", err)
+		}
+		batches++
+		records += int(rb.NumRecords)
+		b = b[12+rb.Length:]
+	}
+	return
+}
+
+func produceN(t *testing.T, rc *rawConn, topic string, partition int32, batches, perBatch int) {
+	t.Helper()
+	for range batches {
+		sp := producePart(t, rc.roundTrip(produceReq(9, -1, topic, partition, makeBatch(batchOpts{}, values(perBatch, "v")...))))
+		if sp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+}
+
+// Fetch v4, the oldest version served (kafka-python, kafka-go), and the
+// newest, by topic ID.
+func TestFetchVersions(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("f", 1)
+	rc := dialRaw(t, c.addr)
+	produceN(t, rc, "f", 0, 3, 4)
+
+	sp := fetchPartResp(t, rc.roundTrip(fetchReq(4, "f", 0, 0)))
+	if sp.ErrorCode != 0 || sp.HighWatermark != 12 || sp.LastStableOffset != 12 {
+		t.Fatalf("v4: %+v", sp)
+	}
+	if b, r := countBatches(t, sp.RecordBatches); b != 3 || r != 12 {
+		t.Fatalf("v4: %d batches %d records", b, r)
+	}
+
+	ti, _ := c.b.Topic("f")
+	req := fetchReq(kmsg.NewPtrFetchRequest().MaxVersion(), "", 0, 4)
+	req.Topics[0].TopicID = ti.ID
+	req.IsolationLevel = 1
+	sp = fetchPartResp(t, rc.roundTrip(req))
+	if sp.ErrorCode != 0 || sp.LogStartOffset != 0 || sp.AbortedTransactions == nil {
+		t.Fatalf("max version: %+v", sp)
+	}
+	if b, r := countBatches(t, sp.RecordBatches); b != 2 || r != 8 {
+		t.Fatalf("from offset 4: %d batches %d records", b, r)
+	}
+	req.Topics[0].TopicID = [16]byte{9}
+	if sp := fetchPartResp(t, rc.roundTrip(req)); sp.ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("unknown id: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("fe", 1)
+	rc := dialRaw(t, c.addr)
+	produceN(t, rc, "fe", 0, 1, 2)
+
+	if sp := fetchPartResp(t, rc.roundTrip(fetchReq(11, "nope", 0, 0))); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if sp := fetchPartResp(t, rc.roundTrip(fetchReq(11, "fe", 3, 0))); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown partition: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	sp := fetchPartResp(t, rc.roundTrip(fetchReq(11, "fe", 0, 100)))
+	if sp.ErrorCode != kerr.OffsetOutOfRange.Code || sp.HighWatermark != 2 {
+		t.Fatalf("out of range: %v %+v", kerr.ErrorForCode(sp.ErrorCode), sp)
+	}
+	ti, _ := c.b.Topic("fe")
+	epoch := ti.Partitions[0].LeaderEpoch
+	req := fetchReq(11, "fe", 0, 0)
+	req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch + 1
+	if sp := fetchPartResp(t, rc.roundTrip(req)); sp.ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Fatalf("newer epoch: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if epoch > 0 {
+		req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch - 1
+		if sp := fetchPartResp(t, rc.roundTrip(req)); sp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+			t.Fatalf("older epoch: %v", kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+	req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
+	if sp := fetchPartResp(t, rc.roundTrip(req)); sp.ErrorCode != 0 {
+		t.Fatalf("current epoch: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+
+	// Sessions: a new-session request gets session 0 (declined); an
+	// incremental fetch of an unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+	req = fetchReq(11, "fe", 0, 0)
+	req.SessionEpoch = 0
+	if r := rc.roundTrip(req).(*kmsg.FetchResponse); r.ErrorCode != 0 || r.SessionID != 0 {
+		t.Fatalf("new session: %+v", r)
+	}
+	req.SessionID, req.SessionEpoch = 77, 1
+	if r := rc.roundTrip(req).(*kmsg.FetchResponse); r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("unknown session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// MaxBytes and PartitionMaxBytes: whole batches only, at least one in the
+// first non-empty partition.
+func TestFetchMaxBytes(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("mb", 2)
+	rc := dialRaw(t, c.addr)
+	produceN(t, rc, "mb", 0, 4, 10)
+	produceN(t, rc, "mb", 1, 4, 10)
+	one := len(makeBatch(batchOpts{}, values(10, "v")...))
+
+	req := fetchReq(11, "mb", 0, 0)
+	req.MaxBytes = 1 // smaller than any batch: still one batch
+	p1 := kmsg.NewFetchRequestTopicPartition()
+	p1.Partition, p1.PartitionMaxBytes = 1, 1<<20
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	r := rc.roundTrip(req).(*kmsg.FetchResponse)
+	if b, _ := countBatches(t, r.Topics[0].Partitions[0].RecordBatches); b != 1 {
+		t.Fatalf("first partition: %d batches, want 1", b)
+	}
+	if n := len(r.Topics[0].Partitions[1].RecordBatches); n != 0 {
+		t.Fatalf("second partition got %d bytes past MaxBytes", n)
+	}
+
+	req.MaxBytes = int32(3*one + one/2)
+	r = rc.roundTrip(req).(*kmsg.FetchResponse)
+	b0, _ := countBatches(t, r.Topics[0].Partitions[0].RecordBatches)
+	b1, _ := countBatches(t, r.Topics[0].Partitions[1].RecordBatches)
+	if b0+b1 != 3 {
+		t.Fatalf("MaxBytes %d: %d + %d batches, want 3", req.MaxBytes, b0, b1)
+	}
+
+	req.MaxBytes = 1 << 20
+	req.Topics[0].Partitions[0].PartitionMaxBytes = int32(2*one + 1)
+	req.Topics[0].Partitions[1].PartitionMaxBytes = int32(one - 1)
+	r = rc.roundTrip(req).(*kmsg.FetchResponse)
+	b0, _ = countBatches(t, r.Topics[0].Partitions[0].RecordBatches)
+	b1, _ = countBatches(t, r.Topics[0].Partitions[1].RecordBatches)
+	if b0 != 2 || b1 != 0 {
+		t.Fatalf("PartitionMaxBytes: %d and %d batches, want 2 and 0", b0, b1)
+	}
+}
+
+// A long poll parks until a produce arrives, then answers at once.
+func TestFetchLongPollWakesOnProduce(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("lp", 3)
+	fc := dialRaw(t, c.addr)
+	req := fetchReq(11, "lp", 0, 0)
+	for _, p := range []int32{1, 2} {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	req.MaxWaitMillis = 10000
+	start := time.Now()
+	corr := fc.send(req)
+	time.Sleep(200 * time.Millisecond)
+	pc := dialRaw(t, c.addr)
+	produceN(t, pc, "lp", 2, 1, 1)
+	r := fc.recv(req, corr).(*kmsg.FetchResponse)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("long poll took %v", el)
+	}
+	if b, _ := countBatches(t, r.Topics[0].Partitions[2].RecordBatches); b != 1 {
+		t.Fatalf("woken fetch has %d batches", b)
+	}
+
+	// Nothing arrives: the poll lasts MaxWaitMillis.
+	req = fetchReq(11, "lp", 0, 0)
+	req.MaxWaitMillis = 300
+	start = time.Now()
+	fc.roundTrip(req)
+	if el := time.Since(start); el < 250*time.Millisecond || el > 5*time.Second {
+		t.Fatalf("empty poll took %v", el)
+	}
+}

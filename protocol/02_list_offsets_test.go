@@ -1,0 +1,99 @@
+package protocol
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func listOffsetsReq(version int16, topic string, partition int32, ts int64) *kmsg.ListOffsetsRequest {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = version
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = partition, ts
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func listOffsetsPart(t *testing.T, rc *rawConn, req *kmsg.ListOffsetsRequest) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
+	r := rc.roundTrip(req).(*kmsg.ListOffsetsResponse)
+	return r.Topics[0].Partitions[0]
+}
+
+func TestListOffsets(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("lo", 1)
+	rc := dialRaw(t, c.addr)
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	for i, ts := range []int64{base, base + 1000, base + 500} {
+		sp := producePart(t, rc.roundTrip(produceReq(9, -1, "lo", 0, makeBatch(batchOpts{firstTS: ts}, values(2, "t")...))))
+		if sp.ErrorCode != 0 {
+			t.Fatalf("produce %d: %v", i, kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+	maxV := kmsg.NewPtrListOffsetsRequest().MaxVersion()
+	for _, v := range []int16{1, 4, maxV} {
+		if p := listOffsetsPart(t, rc, listOffsetsReq(v, "lo", 0, -2)); p.ErrorCode != 0 || p.Offset != 0 || p.Timestamp != -1 {
+			t.Fatalf("v%d earliest: %+v", v, p)
+		}
+		if p := listOffsetsPart(t, rc, listOffsetsReq(v, "lo", 0, -1)); p.ErrorCode != 0 || p.Offset != 6 {
+			t.Fatalf("v%d latest: %+v", v, p)
+		}
+		if p := listOffsetsPart(t, rc, listOffsetsReq(v, "lo", 0, base+600)); p.ErrorCode != 0 || p.Offset != 2 || p.Timestamp != base+1000 {
+			t.Fatalf("v%d by timestamp: %+v", v, p)
+		}
+		if p := listOffsetsPart(t, rc, listOffsetsReq(v, "lo", 0, base+5000)); p.ErrorCode != 0 || p.Offset != -1 || p.Timestamp != -1 {
+			t.Fatalf("v%d after the last timestamp: %+v", v, p)
+		}
+	}
+	if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, "lo", 0, -3)); p.ErrorCode != 0 || p.Timestamp != base+1000 || p.Offset < 2 || p.Offset > 3 {
+		t.Fatalf("max timestamp: %+v", p)
+	}
+	req := listOffsetsReq(maxV, "lo", 0, -1)
+	req.IsolationLevel = 1
+	if p := listOffsetsPart(t, rc, req); p.Offset != 6 {
+		t.Fatalf("read_committed latest: %+v", p)
+	}
+	if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, "nope", 0, -1)); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic: %+v", p)
+	}
+	ti, _ := c.b.Topic("lo")
+	req = listOffsetsReq(maxV, "lo", 0, -1)
+	req.Topics[0].Partitions[0].CurrentLeaderEpoch = ti.Partitions[0].LeaderEpoch + 1
+	if p := listOffsetsPart(t, rc, req); p.ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Fatalf("newer leader epoch: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+
+	// kadm agrees.
+	adm := c.admin()
+	ctx := testCtx(t)
+	ends, err := adm.ListEndOffsets(ctx, "lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("lo", 0); o.Err != nil || o.Offset != 6 {
+		t.Fatalf("kadm end offset: %+v", o)
+	}
+}
+
+// An empty partition: earliest = latest = 0, max timestamp -1/-1.
+func TestListOffsetsEmpty(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("empty", 1)
+	rc := dialRaw(t, c.addr)
+	maxV := kmsg.NewPtrListOffsetsRequest().MaxVersion()
+	for _, ts := range []int64{-1, -2} {
+		if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, "empty", 0, ts)); p.Offset != 0 {
+			t.Fatalf("%d: %+v", ts, p)
+		}
+	}
+	if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, "empty", 0, -3)); p.Offset != -1 || p.Timestamp != -1 {
+		t.Fatalf("max timestamp on empty: %+v", p)
+	}
+}
