@@ -23,6 +23,10 @@ const (
 	// maxPartitionsPerTopic bounds CreateTopics/CreatePartitions: each
 	// partition is a directory and three open files.
 	maxPartitionsPerTopic = 50000
+	// maxPartitionsPerBroker bounds all partitions together: every one is
+	// open files, memory and a share of the metadata image that each
+	// metadata change copies.
+	maxPartitionsPerBroker = 200000
 )
 
 // Broker is this node's view of the cluster: replicated metadata, and the
@@ -313,6 +317,9 @@ func (b *Broker) CreateTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	if err != nil {
 		return TopicInfo{}, err
 	}
+	if err := checkPartitionBudget(img, len(assign)); err != nil {
+		return TopicInfo{}, err
+	}
 	if err := retention.ValidateTopic(req.Configs); err != nil {
 		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -542,6 +549,9 @@ func (b *Broker) CreatePartitions(ctx context.Context, name string, count int32,
 	if err != nil {
 		return err
 	}
+	if err := checkPartitionBudget(img, len(assign)); err != nil {
+		return err
+	}
 	c := Command{Type: CmdCreatePartitions, Topic: name, Partitions: assign}
 	if validateOnly {
 		_, err := img.Apply(c)
@@ -679,6 +689,15 @@ func (b *Broker) Close() error {
 		b.logger.Info("broker closed", "err", b.closeErr)
 	})
 	return b.closeErr
+}
+
+// checkPartitionBudget refuses to grow the cluster past
+// maxPartitionsPerBroker partitions.
+func checkPartitionBudget(img *image, more int) error {
+	if total := img.partitionCount(); total+more > maxPartitionsPerBroker {
+		return fmt.Errorf("%w: %d more partitions would exceed the limit of %d (now %d)", ErrInvalidPartitions, more, maxPartitionsPerBroker, total)
+	}
+	return nil
 }
 
 func containsNode(nodes []int32, id int32) bool {

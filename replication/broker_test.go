@@ -513,3 +513,112 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d records committed, want 200", total)
 	}
 }
+
+func TestSetTopicConfigsTakesEffect(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := startBroker(t, testConfig(dir))
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "cfg", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	big := batch(20, -1, -1, -1)
+	if err := b.SetTopicConfigs(ctx, "cfg", map[string]string{"max.message.bytes": "64"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Produce(ctx, "cfg", 0, batch(20, -1, -1, -1)); err != nil {
+		t.Fatalf("validate-only changed the config: %v", err)
+	}
+	if err := b.SetTopicConfigs(ctx, "cfg", map[string]string{"max.message.bytes": "x"}, false); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatal(err)
+	}
+	if err := b.SetTopicConfigs(ctx, "nope", nil, false); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatal(err)
+	}
+	if err := b.SetTopicConfigs(ctx, "cfg", map[string]string{"max.message.bytes": "64"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Produce(ctx, "cfg", 0, big); !errors.Is(err, log.ErrBatchTooLarge) {
+		t.Fatalf("big batch after max.message.bytes=64: %v", err)
+	}
+	b.Close()
+	// The override survives a restart and is applied at open.
+	b = startBroker(t, testConfig(dir))
+	defer b.Close()
+	if ti, _ := b.Topic("cfg"); ti.Configs["max.message.bytes"] != "64" {
+		t.Fatalf("%v", ti.Configs)
+	}
+	if _, err := b.Produce(ctx, "cfg", 0, batch(20, -1, -1, -1)); !errors.Is(err, log.ErrBatchTooLarge) {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// Partition directories of no topic are not adopted by a new topic of the
+// same name.
+func TestStrayDirectoryNotAdopted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := openLogs(t, dir)
+	p, err := m.Open(log.TopicPartition{Topic: "stray", Partition: 0}, log.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(batch(5, -1, -1, -1), 0); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	b := startBroker(t, testConfig(dir))
+	defer b.Close()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "stray", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	lp, _ := b.Partition("stray", 0)
+	if off := lp.Offsets(); off.LogEnd != 0 {
+		t.Fatalf("new topic adopted stray data: %+v", off)
+	}
+}
+
+func TestCreatePartitionsAssignmentAndValidateOnly(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, testConfig(t.TempDir()))
+	defer b.Close()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "grow", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitions(ctx, "grow", 3, [][]int32{{1}, {1}}, true); err != nil {
+		t.Fatal(err)
+	}
+	if ti, _ := b.Topic("grow"); len(ti.Partitions) != 1 {
+		t.Fatal("validate-only grew the topic")
+	}
+	if err := b.CreatePartitions(ctx, "grow", 3, [][]int32{{1}}, false); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitions(ctx, "grow", 3, [][]int32{{1}, {1, 1}}, false); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitions(ctx, "missing", 3, nil, false); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitions(ctx, "grow", 3, [][]int32{{1}, {1}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Produce(ctx, "grow", 2, batch(1, -1, -1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Partition("grow", 3); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatal(err)
+	}
+}
+
+func TestPartitionBudget(t *testing.T) {
+	im := newImage()
+	im.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		topics["big"] = &TopicInfo{Name: "big", Partitions: make([]PartitionInfo, maxPartitionsPerBroker-1)}
+	})
+	if err := checkPartitionBudget(im, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPartitionBudget(im, 2); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatal(err)
+	}
+}

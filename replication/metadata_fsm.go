@@ -100,7 +100,11 @@ type image struct {
 	nextProducerID int64
 	// applied counts the commands applied (rejected ones included).
 	applied int64
+	// partitions is the number of partitions of all topics in topics.
+	partitions int
 }
+
+func (im *image) partitionCount() int { return im.partitions }
 
 // firstProducerID is where producer IDs start; 0 is valid in Kafka but
 // starting higher makes IDs easy to tell from counts in logs.
@@ -134,8 +138,10 @@ func (im *image) withTopics(f func(topics map[string]*TopicInfo, byID map[[16]by
 	f(topics, byID)
 	im.topics, im.byID = topics, byID
 	im.names = im.names[:0:0]
-	for n := range topics {
+	im.partitions = 0
+	for n, t := range topics {
 		im.names = append(im.names, n)
+		im.partitions += len(t.Partitions)
 	}
 	sort.Strings(im.names)
 }
