@@ -91,6 +91,9 @@ type ManagerOptions struct {
 	Logger *slog.Logger     // nil = slog.Default()
 	Now    func() time.Time // nil = time.Now; injected for tests
 
+	// DefaultConfig is the configuration of partitions found on disk at
+	// start, until Open applies theirs (broker defaults).
+	DefaultConfig Config
 	// UseHighWatermarkCheckpoint makes a reopened partition start at its
 	// checkpointed high watermark (replication-offset-checkpoint) instead
 	// of its log end. Leave false for a single voter, where everything

@@ -82,7 +82,8 @@ func newClock() *clock { return &clock{t: time.UnixMilli(1_700_000_000_000)} }
 // testManager opens a manager on a fresh MemFS.
 func testManager(t testing.TB, fsys segment.FS, c *clock) *Manager {
 	t.Helper()
-	m, err := OpenManager(ManagerOptions{Dir: "/data", FS: fsys, Now: c.now, FlushCheckInterval: time.Hour, CheckpointInterval: time.Hour})
+	m, err := OpenManager(ManagerOptions{Dir: "/data", FS: fsys, Now: c.now, FlushCheckInterval: time.Hour, CheckpointInterval: time.Hour,
+		DefaultConfig: Config{SegmentIndexBytes: 4096}})
 	if err != nil {
 		t.Fatal(err)
 	}

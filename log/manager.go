@@ -133,7 +133,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		if v, ok := hws[tp]; ok && m.opts.UseHighWatermarkCheckpoint {
 			st.hw = v
 		}
-		p, err := openPartition(m.fs, filepath.Join(m.dir, e.Name), tp, Config{}, st, m.logger, m.now)
+		p, err := openPartition(m.fs, filepath.Join(m.dir, e.Name), tp, m.opts.DefaultConfig, st, m.logger, m.now)
 		if err != nil {
 			m.closeAll()
 			return nil, err
