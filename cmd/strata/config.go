@@ -50,6 +50,8 @@ type Config struct {
 	// name: the topic-default synonyms retention understands, and the rest
 	// for DescribeConfigs.
 	BrokerProps map[string]string
+	// Warnings are logged once the logger exists (ignored settings).
+	Warnings []string
 }
 
 // setting is one broker setting Strata understands, besides the
@@ -76,6 +78,19 @@ var settings = []setting{
 	{"log.level", "info", "Log level: debug, info, warn or error (Strata-specific)."},
 }
 
+// ignoredSettings are Kafka broker settings that a stock server.properties
+// carries but that mean nothing to Strata (yet): accepted, so that an
+// operator's existing file works, with one warning each at start-up.
+var ignoredSettings = map[string]bool{
+	"process.roles": true, "controller.quorum.voters": true, "controller.quorum.bootstrap.servers": true,
+	"controller.listener.names": true, "inter.broker.listener.name": true, "listener.security.protocol.map": true,
+	"num.network.threads": true, "num.io.threads": true, "socket.send.buffer.bytes": true, "socket.receive.buffer.bytes": true,
+	"num.recovery.threads.per.data.dir": true, "offsets.topic.replication.factor": true,
+	"transaction.state.log.replication.factor": true, "transaction.state.log.min.isr": true,
+	"share.coordinator.state.topic.replication.factor": true, "share.coordinator.state.topic.min.isr": true,
+	"log.retention.check.interval.ms": true, "group.initial.rebalance.delay.ms": true, "log.cleaner.enable": true,
+}
+
 var settingByName = func() map[string]*setting {
 	m := map[string]*setting{}
 	for i := range settings {
@@ -85,7 +100,7 @@ var settingByName = func() map[string]*setting {
 }()
 
 func knownSetting(name string) bool {
-	return settingByName[name] != nil || retention.IsBrokerSetting(name)
+	return settingByName[name] != nil || retention.IsBrokerSetting(name) || ignoredSettings[name]
 }
 
 // rawValue is a setting's value and where it came from.
@@ -340,8 +355,12 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 				return nil, fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
 			}
 		}
+		if ignoredSettings[name] {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("setting %s (from %s) is accepted for compatibility with Kafka but not used by Strata", name, rv.origin))
+		}
 		cfg.BrokerProps[name] = rv.value
 	}
+	sort.Strings(cfg.Warnings)
 	return cfg, nil
 }
 

@@ -102,6 +102,9 @@ func TestConfigPrecedence(t *testing.T) {
 			func(c *Config) bool {
 				return !c.AutoCreateTopics && !c.DeleteTopicEnable && c.LogLevel == slog.LevelDebug
 			}},
+		{"ignored kafka setting warns", []string{"--set", "num.io.threads=8"}, nil, func(c *Config) bool {
+			return len(c.Warnings) == 1 && strings.Contains(c.Warnings[0], "num.io.threads")
+		}},
 		{"explicit settings passed to broker", []string{"--set", "message.max.bytes=2000", "--set", "log.roll.ms=1000", "--set", "log.flush.interval.messages=1"}, nil,
 			func(c *Config) bool {
 				return c.BrokerProps["message.max.bytes"] == "2000" && c.BrokerProps["log.roll.ms"] == "1000" && c.BrokerProps["log.flush.interval.messages"] == "1"

@@ -29,6 +29,9 @@ func serveCommand(ctx context.Context, stop func(), args, environ []string, stdo
 		return exitConfig
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	for _, w := range cfg.Warnings {
+		logger.Warn(w)
+	}
 	if err := serve(ctx, stop, cfg, logger, nil); err != nil {
 		logger.Error("strata stopped with an error", "err", err)
 		return exitCodeFor(err)
