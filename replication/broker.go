@@ -326,8 +326,10 @@ func (b *Broker) CreateTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	if _, err := retention.LogConfig(req.Configs, b.cfg.BrokerProps); err != nil {
 		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	// A collision of 122 random bits does not happen; the bound only keeps
+	// the loop finite.
 	id := randomUUID()
-	for img.byID[id] != nil || img.pending[id].Name != "" {
+	for i := 0; i < 10 && (img.byID[id] != nil || img.pending[id].Name != ""); i++ {
 		id = randomUUID()
 	}
 	c := Command{Type: CmdCreateTopic, Topic: req.Name, TopicID: id, Partitions: assign, Configs: req.Configs}
