@@ -2,6 +2,8 @@ package log
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -72,6 +74,9 @@ func makeBatch(t testing.TB, s spec) []byte {
 	return b
 }
 
+// quietLogger keeps expected recovery warnings out of test output.
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 // clock is a settable test clock.
 type clock struct{ t time.Time }
 
@@ -82,7 +87,7 @@ func newClock() *clock { return &clock{t: time.UnixMilli(1_700_000_000_000)} }
 // testManager opens a manager on a fresh MemFS.
 func testManager(t testing.TB, fsys segment.FS, c *clock) *Manager {
 	t.Helper()
-	m, err := OpenManager(ManagerOptions{Dir: "/data", FS: fsys, Now: c.now, FlushCheckInterval: time.Hour, CheckpointInterval: time.Hour,
+	m, err := OpenManager(ManagerOptions{Dir: "/data", FS: fsys, Now: c.now, Logger: quietLogger, FlushCheckInterval: time.Hour, CheckpointInterval: time.Hour,
 		DefaultConfig: Config{SegmentIndexBytes: 4096}})
 	if err != nil {
 		t.Fatal(err)
