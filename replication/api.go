@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/segment"
 )
 
 // This file is the contract protocol codes against. In the foundation the
@@ -75,6 +76,10 @@ type BrokerConfig struct {
 	BrokerProps map[string]string
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// FS is the filesystem for the broker's own files (meta.properties,
+	// metadata.log); nil = the operating system's. Tests pass the same
+	// segment.MemFS as the log manager's to simulate crashes.
+	FS segment.FS
 }
 
 // CreateTopicRequest is one topic of a CreateTopics request.

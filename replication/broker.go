@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
+	"github.com/strata-io/strata/segment"
 )
 
 const (
@@ -86,15 +86,18 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err := retention.ValidateBroker(cfg.BrokerProps); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if cfg.FS == nil {
+		cfg.FS = segment.OSFS{}
+	}
 	logger := cfg.Logger.With("component", "broker")
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := cfg.FS.MkdirAll(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("%w: create data dir: %v", ErrMetadataStorage, err)
 	}
-	mp, err := loadOrCreateMetaProperties(cfg.DataDir, cfg.NodeID)
+	mp, err := loadOrCreateMetaProperties(cfg.FS, cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return nil, err
 	}
-	mlog, cmds, err := openMetadataLog(cfg.DataDir, logger)
+	mlog, cmds, err := openMetadataLog(cfg.FS, cfg.DataDir, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/strata-io/strata/segment"
 )
 
 // meta.properties identifies a data directory, as in Kafka: written once at
@@ -41,12 +43,12 @@ type metaProperties struct {
 // loadOrCreateMetaProperties returns the data dir's identity, writing a new
 // one (with a fresh cluster ID) if the file does not exist, and failing if
 // it names another node.
-func loadOrCreateMetaProperties(dir string, nodeID int32) (metaProperties, error) {
+func loadOrCreateMetaProperties(fsys segment.FS, dir string, nodeID int32) (metaProperties, error) {
 	path := filepath.Join(dir, metaPropertiesName)
-	data, err := readFileLimited(path, maxMetaPropertiesBytes)
-	if errors.Is(err, os.ErrNotExist) {
+	data, err := readFileLimited(fsys, path, maxMetaPropertiesBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		mp := metaProperties{Version: 1, ClusterID: randomUUIDString(), NodeID: nodeID}
-		return mp, writeMetaProperties(dir, mp)
+		return mp, writeMetaProperties(fsys, dir, mp)
 	}
 	if err != nil {
 		return metaProperties{}, fmt.Errorf("%w: read %s: %v", ErrMetaProperties, path, err)
@@ -106,16 +108,16 @@ func parseMetaProperties(data []byte) (metaProperties, error) {
 
 // writeMetaProperties writes the file atomically: temp file, fsync, rename,
 // fsync the directory.
-func writeMetaProperties(dir string, mp metaProperties) error {
+func writeMetaProperties(fsys segment.FS, dir string, mp metaProperties) error {
 	body := fmt.Sprintf("#\n# Written by strata at first start; do not edit.\nversion=%d\ncluster.id=%s\nnode.id=%d\n",
 		mp.Version, mp.ClusterID, mp.NodeID)
 	path := filepath.Join(dir, metaPropertiesName)
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("%w: create %s: %v", ErrMetaProperties, tmp, err)
 	}
-	if _, err := f.WriteString(body); err != nil {
+	if _, err := f.WriteAt([]byte(body), 0); err != nil {
 		f.Close()
 		return fmt.Errorf("%w: write %s: %v", ErrMetaProperties, tmp, err)
 	}
@@ -126,27 +128,27 @@ func writeMetaProperties(dir string, mp metaProperties) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("%w: close %s: %v", ErrMetaProperties, tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return fmt.Errorf("%w: rename %s: %v", ErrMetaProperties, tmp, err)
 	}
-	return syncDir(dir)
+	return syncDir(fsys, dir)
 }
 
-func readFileLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+func readFileLimited(fsys segment.FS, path string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		return nil, err
 	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("file is %d bytes, more than %d", fi.Size(), limit)
+	if size > limit {
+		return nil, fmt.Errorf("file is %d bytes, more than %d", size, limit)
 	}
-	buf := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, buf); err != nil {
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
 		return nil, err
 	}
 	return buf, nil

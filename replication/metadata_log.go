@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
+
+	"github.com/strata-io/strata/segment"
 )
 
 // The metadata log: an append-only file of metadata commands, one record
@@ -48,7 +50,8 @@ var (
 // metadataLog is the open metadata log. Not safe for concurrent use: the
 // broker's writer lock serializes Append and Close.
 type metadataLog struct {
-	f    *os.File
+	fs   segment.FS
+	f    segment.File
 	path string
 	size int64 // bytes of whole records; the next record goes here
 	werr error // sticky write error
@@ -56,29 +59,30 @@ type metadataLog struct {
 
 // openMetadataLog opens (creating) dir/metadata.log, reads every whole
 // record, truncates a torn tail, and returns the commands in order.
-func openMetadataLog(dir string, logger *slog.Logger) (*metadataLog, []Command, error) {
+func openMetadataLog(fsys segment.FS, dir string, logger *slog.Logger) (*metadataLog, []Command, error) {
 	path := filepath.Join(dir, metadataLogName)
-	_, statErr := os.Stat(path)
-	created := errors.Is(statErr, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := fsys.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = fsys.Create(path)
+		if err == nil {
+			err = fsys.SyncDir(dir)
+			if err != nil {
+				f.Close()
+			}
+		}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, path, err)
 	}
-	if created {
-		if err := syncDir(dir); err != nil {
-			f.Close()
-			return nil, nil, err
-		}
-	}
-	fi, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%w: stat %s: %v", ErrMetadataStorage, path, err)
+		return nil, nil, fmt.Errorf("%w: size of %s: %v", ErrMetadataStorage, path, err)
 	}
-	cmds, good, why := readMetadataRecords(f, fi.Size())
-	if good < fi.Size() {
+	cmds, good, why := readMetadataRecords(f, size)
+	if good < size {
 		logger.Warn("metadata log: truncating torn or corrupt tail", "path", path,
-			"position", good, "dropped_bytes", fi.Size()-good, "reason", why)
+			"position", good, "dropped_bytes", size-good, "reason", why)
 		if err := f.Truncate(good); err != nil {
 			f.Close()
 			return nil, nil, fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, path, err)
@@ -88,7 +92,7 @@ func openMetadataLog(dir string, logger *slog.Logger) (*metadataLog, []Command, 
 			return nil, nil, fmt.Errorf("%w: sync %s: %v", ErrMetadataStorage, path, err)
 		}
 	}
-	return &metadataLog{f: f, path: path, size: good}, cmds, nil
+	return &metadataLog{fs: fsys, f: f, path: path, size: good}, cmds, nil
 }
 
 // readMetadataRecords decodes records from r (size bytes long) and returns
@@ -188,13 +192,8 @@ func (l *metadataLog) Close() error {
 
 // syncDir fsyncs a directory so that a file created or renamed in it
 // survives a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("%w: open dir %s: %v", ErrMetadataStorage, dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+func syncDir(fsys segment.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("%w: sync dir %s: %v", ErrMetadataStorage, dir, err)
 	}
 	return nil

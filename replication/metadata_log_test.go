@@ -6,13 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/strata-io/strata/segment"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestMetadataLogRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	l, cmds, err := openMetadataLog(dir, discardLogger())
+	l, cmds, err := openMetadataLog(segment.OSFS{}, dir, discardLogger())
 	if err != nil || len(cmds) != 0 {
 		t.Fatal(err, cmds)
 	}
@@ -25,7 +27,7 @@ func TestMetadataLogRoundTrip(t *testing.T) {
 	if err := l.Append(Command{Type: CmdRegisterBroker}); err == nil {
 		t.Fatal("append after close")
 	}
-	l, cmds, err = openMetadataLog(dir, discardLogger())
+	l, cmds, err = openMetadataLog(segment.OSFS{}, dir, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestMetadataLogTornTail(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			l, _, err := openMetadataLog(dir, discardLogger())
+			l, _, err := openMetadataLog(segment.OSFS{}, dir, discardLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +73,7 @@ func TestMetadataLogTornTail(t *testing.T) {
 			f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 			f.Write(tt.tail)
 			f.Close()
-			l, cmds, err := openMetadataLog(dir, discardLogger())
+			l, cmds, err := openMetadataLog(segment.OSFS{}, dir, discardLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +87,7 @@ func TestMetadataLogTornTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.Close()
-			l, cmds, _ = openMetadataLog(dir, discardLogger())
+			l, cmds, _ = openMetadataLog(segment.OSFS{}, dir, discardLogger())
 			l.Close()
 			if len(cmds) != 3 || cmds[2].ProducerIDStart != 2 {
 				t.Fatalf("after rewrite: %+v", cmds)
