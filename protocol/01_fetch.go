@@ -186,6 +186,10 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 			close(stop)
 			s.fetchRead(parts, maxBytes)
 			return resp, nil
+		case <-s.draining:
+			close(stop)
+			s.fetchRead(parts, maxBytes)
+			return resp, nil
 		case <-ctx.Done():
 			close(stop)
 			return nil, ctx.Err()

@@ -296,45 +296,25 @@ func (c *conn) dispatchFrame(frame []byte) bool {
 }
 
 // barrierWait records p in the barrier bookkeeping and returns what p must
-// wait for before it runs (doc.go, "Ordering between handlers").
-func (c *conn) barrierWait(p *pending, barrier bool) []chan struct{} {
-	var wait []chan struct{}
+// wait for before it runs (doc.go, "Ordering between handlers"): every
+// request waits for the last state-changing request before it, so it sees
+// that change, and state-changing requests run one after another in
+// request order.
+func (c *conn) barrierWait(p *pending, barrier bool) chan struct{} {
+	wait := c.lastBarrier
 	if barrier {
-		wait = append(wait, c.sinceBarrier...)
-		if c.lastBarrier != nil {
-			wait = append(wait, c.lastBarrier)
-		}
 		c.lastBarrier = p.done
-		c.sinceBarrier = c.sinceBarrier[:0:0]
-		return wait
 	}
-	if c.lastBarrier != nil {
-		wait = append(wait, c.lastBarrier)
-	}
-	// Drop finished reads so the slice stays bounded by the requests in
-	// flight.
-	if len(c.sinceBarrier) >= cap(c.queue) {
-		live := c.sinceBarrier[:0]
-		for _, d := range c.sinceBarrier {
-			select {
-			case <-d:
-			default:
-				live = append(live, d)
-			}
-		}
-		c.sinceBarrier = live
-	}
-	c.sinceBarrier = append(c.sinceBarrier, p.done)
 	return wait
 }
 
 // run waits for p's predecessors, runs its handler and marks it done.
-func (c *conn) run(p *pending, kreq kmsg.Request, wait []chan struct{}) {
+func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}) {
 	defer c.s.wg.Done()
 	defer close(p.done)
-	for _, w := range wait {
+	if wait != nil {
 		select {
-		case <-w:
+		case <-wait:
 		case <-c.ctx.Done():
 			p.err = c.ctx.Err()
 			return
@@ -342,6 +322,7 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait []chan struct{}) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			c.s.panics.Add(1)
 			c.log.Error("handler panicked", "key", p.key, "panic", r, "stack", string(debug.Stack()))
 			p.resp, p.err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 		}

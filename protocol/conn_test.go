@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -119,4 +120,54 @@ func TestParseHeader(t *testing.T) {
 	if rest, err := skipTags([]byte{1, 0, 1, 7, 9}); err != nil || len(rest) != 1 {
 		t.Fatalf("skipTags: %v %v", rest, err)
 	}
+}
+
+// A Produce pipelined behind a long-polling Fetch on the same connection is
+// not held up by it, and responses still come back in request order.
+func TestProduceNotBehindLongPoll(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("lp2", 2)
+	rc := dialRaw(t, c.addr)
+	fetch := fetchReq(11, "lp2", 0, 0)
+	fetch.MaxWaitMillis = 1500
+	start := time.Now()
+	fc := rc.send(fetch)
+	prod := produceReq(9, -1, "lp2", 1, makeBatch(batchOpts{}, values(1, "x")...))
+	pc := rc.send(prod)
+	rc.recv(fetch, fc) // order: fetch first
+	if sp := producePart(t, rc.recv(prod, pc)); sp.ErrorCode != 0 {
+		t.Fatal(sp.ErrorCode)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("took %v", el)
+	}
+	// The produce ran during the poll: it is committed well before the
+	// fetch returned (checked through the partition's offsets).
+	p, _ := c.b.Partition("lp2", 1)
+	if p.Offsets().HighWatermark != 1 {
+		t.Fatal("produce not applied")
+	}
+}
+
+// Close with a long poll in flight returns promptly, and Serve returns nil.
+func TestCloseWithLongPollInFlight(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("cl", 1)
+	rc := dialRaw(t, c.addr)
+	fetch := fetchReq(11, "cl", 0, 0)
+	fetch.MaxWaitMillis = 60000
+	rc.send(fetch)
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := c.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > closeGrace/2 {
+		t.Fatalf("Close took %v", el)
+	}
+	// The long poll was answered before the connection closed.
+	if sp := fetchPartResp(t, rc.recv(fetch, 1)); sp.ErrorCode != 0 {
+		t.Fatal(sp.ErrorCode)
+	}
+	rc.expectClosed()
 }

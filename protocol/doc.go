@@ -33,13 +33,15 @@
 //
 // Ordering between handlers on one connection: requests that change state
 // (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId)
-// are barriers. A barrier starts only once every earlier request on the
-// connection has finished, and a later request starts only once the
-// barrier has finished. Read-only requests (Metadata, Fetch, ListOffsets,
-// ...) between two barriers run concurrently. This keeps Kafka's
-// one-request-at-a-time semantics (an idempotent producer's pipelined
-// batches are appended in the order they were sent) while a long-polling
-// Fetch does not hold up a Metadata request behind it.
+// are barriers. Every request starts only once the last barrier before it
+// has finished, so it sees that change, and barriers therefore run one
+// after another in request order: an idempotent producer's pipelined
+// batches are appended in the order they were sent. Read-only requests
+// (Metadata, Fetch, ListOffsets, ...) run concurrently with each other and
+// with a later barrier; a barrier does not wait for an earlier read, so a
+// Produce is not held behind a long-polling Fetch on the same connection
+// (Kafka, which handles one request per connection at a time, would hold
+// it; seeing newer data in an earlier read is harmless).
 //
 // A Produce with acks=0 is processed but produces no response. A frame that
 // is too large (or has a negative size), an unknown API key, an unsupported

@@ -94,6 +94,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		// The server still answers.
 		rc := dialRaw(t, c.addr)
 		rc.roundTrip(apiVersionsReq(3))
+		if n := c.s.panics.Load(); n != 0 {
+			t.Fatalf("%d handler panics", n)
+		}
 		if after := snapshot(); !bytes.Equal(before, after) {
 			t.Fatalf("records of an existing topic changed")
 		}

@@ -36,6 +36,9 @@ func startServerWith(t testing.TB, cfg Config, mk func(port int32) *replication.
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
 		s.Close()
+		if n := s.panics.Load(); n != 0 {
+			t.Errorf("%d handler panics recovered", n)
+		}
 		select {
 		case err := <-done:
 			if err != nil {

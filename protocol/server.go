@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-io/strata/replication"
@@ -33,6 +34,10 @@ type Server struct {
 
 	ctx    context.Context // cancelled by Close; parent of every connection's context
 	cancel context.CancelFunc
+	// draining is closed when Close starts: long polls answer at once with
+	// what they have, so queued responses can be written before the grace
+	// period ends.
+	draining chan struct{}
 
 	mu        sync.Mutex
 	closed    bool                      // protected by mu
@@ -40,6 +45,9 @@ type Server struct {
 	conns     map[*conn]struct{}        // protected by mu
 
 	wg sync.WaitGroup // connection goroutines (reader, writer, handlers)
+
+	// panics counts recovered handler panics (bugs); tests assert it stays 0.
+	panics atomic.Int64
 }
 
 // NewServer returns a server answering for b.
@@ -63,6 +71,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		log:       cfg.Logger.With("component", "protocol"),
 		ctx:       ctx,
 		cancel:    cancel,
+		draining:  make(chan struct{}),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
@@ -144,6 +153,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.draining)
 	for ln := range s.listeners {
 		ln.Close()
 	}
