@@ -22,6 +22,12 @@
 //     cluster.id generated at first start, node.id); a node.id mismatch fails
 //     start-up.
 //
+// Both files go through BrokerConfig.FS (segment.FS; the OS by default), so
+// crash tests run the broker and the log manager on one segment.MemFS and
+// drop every write not yet fsync'd (crash_test.go). A failed write or fsync
+// of metadata.log sticks (ErrMetadataStorage): metadata changes fail until
+// a restart replays the file, since its tail is then unknown.
+//
 // Produce is Partition lookup + log.Partition.Append + Commit(last+1): with
 // one voter, a write is committed as soon as it is in the log.
 //
