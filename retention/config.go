@@ -92,6 +92,8 @@ type Def struct {
 	Min, Max float64
 	// Valid lists the accepted values of a string, or of each list element.
 	Valid []string
+	// Also lists numeric values accepted outside [Min, Max] (gzip's -1).
+	Also []string
 }
 
 const (
@@ -113,6 +115,16 @@ var defs = []Def{
 		Valid:    []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
 		Doc:      "The final compression type of the topic; producer keeps the codec the producer used.",
 		Synonyms: []Synonym{{Name: "compression.type", Type: TypeString, Scale: 1, Default: "producer"}}},
+	// Codec levels (KIP-390, Kafka 3.8) for when the broker recompresses.
+	{Name: "compression.gzip.level", Type: TypeInt, Default: "-1", Min: 1, Max: 9, Also: []string{"-1"},
+		Doc:      "The gzip level when compression.type is gzip; -1 = the codec's default.",
+		Synonyms: []Synonym{{Name: "compression.gzip.level", Type: TypeInt, Scale: 1, Default: "-1"}}},
+	{Name: "compression.lz4.level", Type: TypeInt, Default: "9", Min: 1, Max: 17,
+		Doc:      "The lz4 level when compression.type is lz4.",
+		Synonyms: []Synonym{{Name: "compression.lz4.level", Type: TypeInt, Scale: 1, Default: "9"}}},
+	{Name: "compression.zstd.level", Type: TypeInt, Default: "3", Min: -131072, Max: 22,
+		Doc:      "The zstd level when compression.type is zstd.",
+		Synonyms: []Synonym{{Name: "compression.zstd.level", Type: TypeInt, Scale: 1, Default: "3"}}},
 	{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Min: 0, Max: maxLong,
 		Doc:      "How long delete tombstones are retained for compacted topics.",
 		Synonyms: []Synonym{{Name: "log.cleaner.delete.retention.ms", Type: TypeLong, Scale: 1, Default: "86400000"}}},
@@ -331,7 +343,7 @@ func checkValue(name string, typ Type, value string, d *Def) error {
 		if err != nil {
 			return bad("expected a " + typ.String())
 		}
-		if d != nil && (n < int64(d.Min) || (d.Max < maxLong && n > int64(d.Max))) {
+		if d != nil && !contains(d.Also, v) && (n < int64(d.Min) || (d.Max < maxLong && n > int64(d.Max))) {
 			return bad(fmt.Sprintf("out of range [%s, %s]", fmtBound(d.Min), fmtBound(d.Max)))
 		}
 	case TypeDouble:

@@ -31,6 +31,8 @@ func TestValidateTopic(t *testing.T) {
 		{"bad list elem", map[string]string{"cleanup.policy": "delete,keep"}, ErrInvalidValue, "cleanup.policy"},
 		{"empty list", map[string]string{"cleanup.policy": ""}, ErrInvalidValue, "cleanup.policy"},
 		{"compaction lags", map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, ErrInvalidValue, "min.compaction.lag.ms"},
+		{"gzip level", map[string]string{"compression.gzip.level": "0"}, ErrInvalidValue, "compression.gzip.level"},
+		{"zstd negative ok", map[string]string{"compression.zstd.level": "-5"}, nil, ""},
 		{"huge value", map[string]string{"compression.type": strings.Repeat("x", maxValueLen+1)}, ErrInvalidValue, "compression.type"},
 	}
 	for _, tt := range tests {
