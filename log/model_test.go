@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"errors"
 	"math/rand"
 	"testing"
 
@@ -13,6 +14,9 @@ type modelBatch struct {
 	data       []byte
 	base, last int64
 	maxTs      int64
+	pid        int64 // 0 = not idempotent
+	seq        int32
+	n          int
 }
 
 // model is the tiny reference the randomized workload checks against.
@@ -31,6 +35,24 @@ func (m *model) truncate(off int64) {
 	if n > 0 {
 		m.leo = m.batches[n-1].last + 1
 	}
+}
+
+// lastIdempotent is the producer's last batch still in the log.
+func (m *model) lastIdempotent() *modelBatch {
+	for i := len(m.batches) - 1; i >= 0; i-- {
+		if m.batches[i].pid != 0 {
+			return &m.batches[i]
+		}
+	}
+	return nil
+}
+
+// nextSeq is the sequence the idempotent producer must send next.
+func (m *model) nextSeq() int32 {
+	if b := m.lastIdempotent(); b != nil {
+		return b.seq + int32(b.n)
+	}
+	return 0
 }
 
 // TestRandomWorkload runs append/commit/truncate/roll/reopen/crash/read
@@ -57,10 +79,31 @@ func TestRandomWorkload(t *testing.T) {
 	const ops = 3000
 	for i := 0; i < ops; i++ {
 		switch op := rng.Intn(100); {
-		case op < 45: // append
+		case op < 45: // append, half of them from an idempotent producer
 			n := 1 + rng.Intn(5)
 			ts := 1000 + int64(rng.Intn(5000))
-			b := makeBatch(t, spec{n: n, valueLen: rng.Intn(200), ts: ts})
+			sp := spec{n: n, valueLen: rng.Intn(200), ts: ts}
+			if rng.Intn(2) == 0 {
+				sp.pid, sp.seq = 5, md.nextSeq()
+			}
+			lastIdem := md.lastIdempotent()
+			if sp.pid != 0 && lastIdem != nil && rng.Intn(6) == 0 {
+				// Retry the producer's last batch: a duplicate.
+				dup := makeBatch(t, spec{n: lastIdem.n, pid: 5, seq: lastIdem.seq, ts: 1})
+				res, err := p.Append(dup, int32(i))
+				if !errors.Is(err, ErrDuplicateSequence) || res.BaseOffset != lastIdem.base || res.LastOffset != lastIdem.last {
+					t.Fatalf("op %d: duplicate: %+v %v, model %d-%d", i, res, err, lastIdem.base, lastIdem.last)
+				}
+				continue
+			}
+			if sp.pid != 0 && rng.Intn(8) == 0 {
+				bad := makeBatch(t, spec{n: 1, pid: 5, seq: sp.seq + 1 + int32(rng.Intn(3)), ts: 1})
+				if _, err := p.Append(bad, int32(i)); !errors.Is(err, ErrOutOfOrderSequence) {
+					t.Fatalf("op %d: out of order accepted: %v", i, err)
+				}
+				continue
+			}
+			b := makeBatch(t, sp)
 			res, err := p.Append(b, int32(i))
 			if err != nil {
 				t.Fatalf("op %d append: %v", i, err)
@@ -68,7 +111,7 @@ func TestRandomWorkload(t *testing.T) {
 			if res.BaseOffset != md.leo {
 				t.Fatalf("op %d: base %d, model leo %d", i, res.BaseOffset, md.leo)
 			}
-			md.batches = append(md.batches, modelBatch{data: append([]byte(nil), b...), base: md.leo, last: res.LastOffset, maxTs: ts + int64(n-1)})
+			md.batches = append(md.batches, modelBatch{data: append([]byte(nil), b...), base: md.leo, last: res.LastOffset, maxTs: ts + int64(n-1), pid: sp.pid, seq: sp.seq, n: n})
 			md.leo = res.LastOffset + 1
 		case op < 65: // commit, usually at a batch boundary
 			off := md.leo

@@ -239,24 +239,40 @@ func (p *Partition) removeFrom(bases []int64) error {
 	return nil
 }
 
-// rebuildDerivedLocked replays every batch header from the log start:
-// producer state (with the snapshot at the active segment's base), the
-// committed max timestamp and the pending batches above hw. Headers only:
-// payloads are skipped by length. Caller holds mu (or owns p).
+// rebuildDerivedLocked derives the producer state (and the snapshot at
+// the active segment's base), the committed max timestamp and the pending
+// batches above hw from the log. Producer state starts from the newest
+// usable snapshot file and replays batch headers from there (payloads
+// skipped by length); segments wholly committed and before the snapshot
+// contribute their cached max timestamp without any read. Caller holds mu
+// (or owns p).
 func (p *Partition) rebuildDerivedLocked() error {
-	p.producers = newProducerState()
 	p.pending = p.pending[:0]
 	p.maxTs, p.maxTsOff = -1, -1
+	snap, snapOff := p.loadSnapshotLocked()
+	if snap == nil {
+		snap = newProducerState()
+	}
+	p.producers = snap
 	last := len(p.segs) - 1
 	for i, s := range p.segs {
 		if i == last {
 			p.activeSnap = p.producers.clone()
 		}
-		if s.NextOffset() <= p.logStart || s.Empty() {
+		if s.Empty() || s.NextOffset() <= p.logStart {
+			continue
+		}
+		replay := s.Base() >= snapOff
+		if !replay && s.NextOffset() <= p.hw {
+			if ts, off := s.MaxTimestamp(); ts > p.maxTs {
+				p.maxTs, p.maxTsOff = ts, off
+			}
 			continue
 		}
 		err := s.ScanHeaders(0, s.Size(), func(pos int64, h *segment.Header) bool {
-			p.producers.replay(h)
+			if replay {
+				p.producers.replay(h)
+			}
 			if h.LastOffset() < p.hw {
 				if h.MaxTimestamp > p.maxTs {
 					p.maxTs, p.maxTsOff = h.MaxTimestamp, h.LastOffset()
@@ -455,6 +471,10 @@ func (p *Partition) rollLocked(cfg *Config) error {
 	p.segs = append(p.segs, s)
 	p.activeSnap = p.producers.clone()
 	p.activeCreated = p.now()
+	if err := p.writeSnapshotLocked(p.leo, p.activeSnap); err != nil {
+		// Only an optimization for the next open: log and carry on.
+		p.logger.Warn("cannot write producer snapshot", "offset", p.leo, "err", err)
+	}
 	// The sealed segment was fsync'd, so only the new one is unflushed.
 	p.unflushedMsgs = 0
 	p.firstUnflushed = time.Time{}
@@ -558,6 +578,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 		n--
 	}
 	p.pending = p.pending[:n]
+	p.removeSnapshotsAbove(p.leo)
 	if removed {
 		p.activeCreated = p.now()
 		err = p.rebuildDerivedLocked()
