@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -156,23 +157,48 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		sp.LogAppendTime = res.LogAppendTime
 		sp.LogStartOffset = res.LogStartOffset
 	}
-	if len(jobs) == 1 {
-		produce(jobs[0])
+	// One goroutine per partition (bounded); a partition named twice in
+	// one request is produced in request order by the same goroutine.
+	groups := make(map[string][]job, len(jobs))
+	var order []string
+	for _, jb := range jobs {
+		key := jb.topic + "\x00" + strconv.Itoa(int(jb.rt.Partitions[jb.idx].Partition))
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], jb)
+	}
+	if len(order) == 1 {
+		for _, jb := range groups[order[0]] {
+			produce(jb)
+		}
 	} else {
 		sem := make(chan struct{}, produceConcurrency)
 		var wg sync.WaitGroup
-		for _, jb := range jobs {
+		for _, key := range order {
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				produce(jb)
+				for _, jb := range groups[key] {
+					produce(jb)
+				}
 			}()
 		}
 		wg.Wait()
 	}
 
 	if req.Acks == 0 {
+		// No response; but an error closes the connection, as Kafka does,
+		// so the client notices (e.g. refreshes metadata after
+		// NOT_LEADER_OR_FOLLOWER) instead of losing records silently.
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if sp.ErrorCode != 0 {
+					return nil, fmt.Errorf("%w: acks=0 produce to %s/%d failed: %v", ErrAcksZeroFailed, st.Topic, sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
+				}
+			}
+		}
 		return nil, nil
 	}
 	return resp, nil

@@ -140,7 +140,6 @@ func TestProduceAcksZeroNoResponse(t *testing.T) {
 	c.createTopic("z", 1)
 	rc := dialRaw(t, c.addr)
 	rc.send(produceReq(9, 0, "z", 0, makeBatch(batchOpts{}, values(4, "z")...)))
-	rc.send(produceReq(9, 0, "nope", 0, makeBatch(batchOpts{}, values(4, "z")...)))
 	req := apiVersionsReq(3)
 	corr := rc.send(req)
 	rc.recv(req, corr) // fails if a produce response came first
@@ -150,6 +149,28 @@ func TestProduceAcksZeroNoResponse(t *testing.T) {
 	}
 	if off := p.Offsets(); off.HighWatermark != 4 {
 		t.Fatalf("acks=0 batch not written: %+v", off)
+	}
+	// A failed acks=0 produce closes the connection (Kafka does the same).
+	rc = dialRaw(t, c.addr)
+	rc.send(produceReq(9, 0, "nope", 0, makeBatch(batchOpts{}, values(4, "z")...)))
+	rc.expectClosed()
+}
+
+// A partition named twice in one request is produced in request order.
+func TestProduceSamePartitionTwice(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("twice", 2)
+	rc := dialRaw(t, c.addr)
+	req := produceReq(9, -1, "twice", 0, makeBatch(batchOpts{}, values(2, "a")...))
+	for _, p := range []int32{1, 0} {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, makeBatch(batchOpts{}, values(3, "b")...)
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	r := rc.roundTrip(req).(*kmsg.ProduceResponse)
+	ps := r.Topics[0].Partitions
+	if ps[0].BaseOffset != 0 || ps[1].BaseOffset != 0 || ps[2].BaseOffset != 2 {
+		t.Fatalf("offsets %d %d %d", ps[0].BaseOffset, ps[1].BaseOffset, ps[2].BaseOffset)
 	}
 }
 

@@ -62,6 +62,10 @@ func init() { regKey(1, 4, 18) }
 // maxFetchWait caps MaxWaitMillis so a request cannot park for hours.
 const maxFetchWait = 5 * time.Minute
 
+// fetchMaxBytes caps a request's MaxBytes, as Kafka's broker setting
+// fetch.max.bytes (default 55 MiB) does, bounding one response's memory.
+const fetchMaxBytes = 55 << 20
+
 // fetchPart is one requested partition being served.
 type fetchPart struct {
 	topic  string
@@ -136,8 +140,8 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 	}
 
 	maxBytes := req.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = 0x7fffffff
+	if maxBytes <= 0 || maxBytes > fetchMaxBytes {
+		maxBytes = fetchMaxBytes
 	}
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	wait = min(wait, maxFetchWait)

@@ -41,6 +41,13 @@ type conn struct {
 
 	closeOnce sync.Once
 
+	// Request bytes held by requests not yet answered: bounded by
+	// Server.cfg.MaxRequestBytes, except that one request may always be in
+	// flight (so a single maximum-size request is never refused).
+	budgetMu   sync.Mutex
+	budgetCond *sync.Cond
+	inFlight   int64 // protected by budgetMu
+
 	// Barrier bookkeeping, owned by the reader goroutine (see doc.go).
 	lastBarrier  chan struct{}   // done channel of the last state-changing request
 	sinceBarrier []chan struct{} // done channels of reads started after it
@@ -59,7 +66,7 @@ type pending struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{
+	c := &conn{
 		s:      s,
 		nc:     nc,
 		log:    s.log.With("remote", nc.RemoteAddr().String()),
@@ -67,6 +74,31 @@ func newConn(s *Server, nc net.Conn) *conn {
 		cancel: cancel,
 		queue:  make(chan *pending, s.cfg.MaxInFlightPerConn),
 	}
+	c.budgetCond = sync.NewCond(&c.budgetMu)
+	return c
+}
+
+// acquire waits until n more request bytes may be held, or the connection
+// dies (false).
+func (c *conn) acquire(n int64) bool {
+	c.budgetMu.Lock()
+	defer c.budgetMu.Unlock()
+	for c.inFlight > 0 && c.inFlight+n > int64(c.s.cfg.MaxRequestBytes) {
+		if c.ctx.Err() != nil {
+			return false
+		}
+		c.budgetCond.Wait()
+	}
+	c.inFlight += n
+	return c.ctx.Err() == nil
+}
+
+// release returns n request bytes to the budget.
+func (c *conn) release(n int64) {
+	c.budgetMu.Lock()
+	c.inFlight -= n
+	c.budgetMu.Unlock()
+	c.budgetCond.Broadcast()
 }
 
 // close tears the connection down at once.
@@ -74,6 +106,9 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.cancel()
 		c.nc.Close()
+		c.budgetMu.Lock()
+		c.budgetMu.Unlock()
+		c.budgetCond.Broadcast() // wake an acquire waiting on the budget
 	})
 }
 
@@ -137,6 +172,18 @@ func (c *conn) readFrame(r *bufio.Reader) ([]byte, error) {
 	if n > c.s.cfg.MaxRequestBytes {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, c.s.cfg.MaxRequestBytes)
 	}
+	if !c.acquire(int64(n)) {
+		return nil, net.ErrClosed
+	}
+	buf, err := readBody(r, n)
+	if err != nil {
+		c.release(int64(n))
+	}
+	return buf, err
+}
+
+// readBody reads an n-byte frame body.
+func readBody(r *bufio.Reader, n int32) ([]byte, error) {
 	if n <= exactAllocBytes {
 		buf := make([]byte, n)
 		_, err := io.ReadFull(r, buf)
@@ -236,6 +283,13 @@ func flexibleRequest(key, version int16) bool {
 // when the connection must close (the reason is queued behind the earlier
 // responses).
 func (c *conn) dispatchFrame(frame []byte) bool {
+	size := int64(len(frame))
+	started := false
+	defer func() {
+		if !started {
+			c.release(size)
+		}
+	}()
 	h, body, err := parseHeader(frame)
 	if err != nil {
 		c.log.Warn("closing connection: bad request header", "err", err)
@@ -291,7 +345,8 @@ func (c *conn) dispatchFrame(frame []byte) bool {
 		return false
 	}
 	c.s.wg.Add(1)
-	go c.run(p, kreq, wait)
+	started = true
+	go c.run(p, kreq, wait, size)
 	return true
 }
 
@@ -309,9 +364,10 @@ func (c *conn) barrierWait(p *pending, barrier bool) chan struct{} {
 }
 
 // run waits for p's predecessors, runs its handler and marks it done.
-func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}) {
+func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64) {
 	defer c.s.wg.Done()
 	defer close(p.done)
+	defer c.release(size)
 	if wait != nil {
 		select {
 		case <-wait:

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/binary"
+	"net"
 	"testing"
 	"time"
 
@@ -170,4 +171,34 @@ func TestCloseWithLongPollInFlight(t *testing.T) {
 		t.Fatal(sp.ErrorCode)
 	}
 	rc.expectClosed()
+}
+
+// The request byte budget: a second request waits until the first is
+// answered when both together exceed MaxRequestBytes, one request always
+// fits, and close wakes a waiter.
+func TestRequestByteBudget(t *testing.T) {
+	s := NewServer(Config{MaxRequestBytes: 100}, nil)
+	a, b := net.Pipe()
+	defer b.Close()
+	c := newConn(s, a)
+	if !c.acquire(100) {
+		t.Fatal("first acquire refused")
+	}
+	got := make(chan bool)
+	go func() { got <- c.acquire(1) }()
+	select {
+	case <-got:
+		t.Fatal("acquire over budget did not wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.release(100)
+	if !<-got {
+		t.Fatal("acquire after release refused")
+	}
+	go func() { got <- c.acquire(100) }()
+	time.Sleep(20 * time.Millisecond)
+	c.close()
+	if <-got {
+		t.Fatal("acquire after close succeeded")
+	}
 }

@@ -28,8 +28,12 @@
 // kmsg, then starts the handler in its own goroutine and queues the request
 // for the writer. The writer waits for each queued request in turn and
 // writes its response, so responses leave strictly in request order however
-// the handlers interleave. The queue is bounded by
-// Config.MaxInFlightPerConn: the reader stops reading when it is full.
+// the handlers interleave. Two limits bound a connection's memory: the
+// queue holds at most Config.MaxInFlightPerConn requests, and the request
+// bytes held by unanswered requests stay within Config.MaxRequestBytes
+// (one request may always be in flight); the reader stops reading while
+// either is exhausted. A Fetch response is capped at 55 MiB (Kafka's
+// fetch.max.bytes).
 //
 // Ordering between handlers on one connection: requests that change state
 // (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId)
@@ -53,10 +57,11 @@
 //
 // # Goroutines and locks
 //
-// Server.mu protects the listener and connection sets; conn state is owned
-// by its reader goroutine (barrier bookkeeping) and writer goroutine (the
-// socket's write side). Handlers share nothing but the Broker, which is safe
-// for concurrent use. There is one mutex (Server.mu), so no lock order.
+// Server.mu protects the listener and connection sets; conn.budgetMu the
+// connection's request byte budget. They are never held together, so there
+// is no lock order. Other conn state is owned by its reader goroutine
+// (barrier bookkeeping) or its writer goroutine (the socket's write side).
+// Handlers share nothing but the Broker, which is safe for concurrent use.
 //
 // # Errors
 //

@@ -21,6 +21,7 @@ var (
 	ErrDecode             = errors.New("protocol: request does not parse")
 	ErrHandlerPanic       = errors.New("protocol: handler panicked")
 	ErrServerClosed       = errors.New("protocol: server closed")
+	ErrAcksZeroFailed     = errors.New("protocol: acks=0 produce failed")
 )
 
 // errorCodes is the one table from internal sentinel errors to Kafka error
