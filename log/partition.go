@@ -21,8 +21,6 @@ const (
 	defaultSegmentBytes    = 1 << 30
 	defaultSegmentMs       = 7 * 24 * time.Hour
 	defaultMaxMessageBytes = 1<<20 + 12
-	// minSegmentBytes keeps a tiny segment.bytes from rolling per byte.
-	minSegmentBytes = 1024
 )
 
 // TopicPartition names one partition.
@@ -37,9 +35,6 @@ func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(
 func withDefaults(c Config) Config {
 	if c.SegmentBytes <= 0 {
 		c.SegmentBytes = defaultSegmentBytes
-	}
-	if c.SegmentBytes < minSegmentBytes {
-		c.SegmentBytes = minSegmentBytes
 	}
 	if c.SegmentMs <= 0 {
 		c.SegmentMs = defaultSegmentMs
@@ -627,11 +622,11 @@ func (p *Partition) Read(offset int64, maxBytes int32) (ReadResult, error) {
 		return ReadResult{}, ErrClosed
 	}
 	res := ReadResult{Offsets: Offsets{LogStart: p.logStart, HighWatermark: p.hw, LogEnd: p.leo}}
-	if offset < p.logStart || offset > p.hw {
+	if offset < p.logStart || offset > p.leo {
 		p.mu.RUnlock()
-		return res, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.hw)
+		return res, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.leo)
 	}
-	if offset == p.hw {
+	if offset >= p.hw {
 		p.mu.RUnlock()
 		return res, nil
 	}

@@ -68,7 +68,11 @@ func TestAppendCommitRead(t *testing.T) {
 		t.Fatalf("mid-batch read: %+v", hs)
 	}
 	if _, err := p.Read(301, 100); !errors.Is(err, ErrOffsetOutOfRange) {
-		t.Fatalf("read past hw: %v", err)
+		t.Fatalf("read past leo: %v", err)
+	}
+	p.Append(makeBatch(t, spec{n: 2, ts: 1}), 7)
+	if r, err := p.Read(301, 100); err != nil || len(r.Records) != 0 {
+		t.Fatalf("read between hw and leo: %d bytes, %v", len(r.Records), err)
 	}
 	if off, ts, ok := p.OffsetForTimestamp(1500); !ok || off != 150 || ts != 1500 {
 		t.Fatalf("offset for ts: %d %d %v", off, ts, ok)
