@@ -48,12 +48,17 @@ func Open(fsys FS, dir string, base int64, opts Options, active bool) (*Segment,
 	s.refs.Store(1)
 
 	// Validate what the indexes claim against the log.
+	// A torn tail can leave active-segment entries past the log's end;
+	// a sealed segment was fsync'd whole, so any bad entry means its
+	// index (or log) is damaged and everything is rechecked.
 	nOff, cerr1 := s.oix.validateOffsets(size)
-	if cerr1 != nil || missing {
+	if cerr1 != nil || missing || (!active && nOff < s.oix.n) {
 		info.Rebuilt = true
 		nOff = 0
 	}
-	s.oix.truncateEntries(nOff)
+	if active {
+		s.oix.truncateEntries(nOff)
+	}
 
 	// Pick where to start scanning: the last offset entry that points at a
 	// batch whose last offset matches the entry.
@@ -137,8 +142,7 @@ func (s *Segment) findEnd(i int, size int64) error {
 // rebuildFrom rescans the log from offset index entry i (-1 = from the
 // start) to size, re-deriving the index entries after it, the time index
 // and the segment's end. With verify, each batch is read whole and
-// checked, and the log is truncated at the first bad batch. keepTimes
-// leaves the time index alone (a trusted sealed segment).
+// checked, and the log is truncated at the first bad batch.
 func (s *Segment) rebuildFrom(i int, size int64, verify bool, info *RecoveryInfo) error {
 	var pos int64
 	if i >= 0 {
@@ -165,7 +169,9 @@ func (s *Segment) rebuildFrom(i int, size int64, verify bool, info *RecoveryInfo
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
-		s.next = h.BaseOffset
+		// A first batch claiming to start before the segment fails the
+		// continuity check below and is cut.
+		s.next = max(h.BaseOffset, s.base)
 	}
 	// Keep time entries for batches wholly before pos.
 	nT, _ := s.tix.validateTimes(s.next - s.base)
