@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// run executes a command with a timeout and returns its combined output,
+// failing the test when it exits non-zero.
+func run(t *testing.T, timeout time.Duration, stdin string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestKcat produces, consumes and lists metadata with kcat (librdkafka).
+func TestKcat(t *testing.T) {
+	kcat := needTool(t, "kcat")
+	b := startBroker(t, "")
+	// Auto-creation through Metadata: kcat's producer asks for the topic.
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		var in strings.Builder
+		for i := 0; i < 200; i++ {
+			fmt.Fprintf(&in, "%s:line %d of %s\n", codec, i, codec)
+		}
+		run(t, time.Minute, in.String(), kcat, "-b", b.addr, "-P", "-t", "kcat", "-p", "0", "-K", ":", "-z", codec, "-X", "enable.idempotence=true")
+	}
+	out := run(t, time.Minute, "", kcat, "-b", b.addr, "-C", "-t", "kcat", "-p", "0", "-o", "beginning", "-e", "-f", "%o %k %s\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1000 {
+		t.Fatalf("kcat consumed %d lines, want 1000:\n%s", len(lines), out)
+	}
+	for i, l := range lines {
+		codec := []string{"none", "gzip", "snappy", "lz4", "zstd"}[i/200]
+		want := fmt.Sprintf("%d %s line %d of %s", i, codec, i%200, codec)
+		if l != want {
+			t.Fatalf("line %d: got %q want %q", i, l, want)
+		}
+	}
+	md := run(t, time.Minute, "", kcat, "-b", b.addr, "-L", "-t", "kcat")
+	if !strings.Contains(md, `topic "kcat" with 1 partitions`) || !strings.Contains(md, "leader 1") {
+		t.Fatalf("kcat -L output unexpected:\n%s", md)
+	}
+	// Offsets by time and the end of the log.
+	out = run(t, time.Minute, "", kcat, "-b", b.addr, "-Q", "-t", "kcat:0:-1")
+	if !strings.Contains(out, "kcat [0] offset 1000") {
+		t.Fatalf("kcat -Q latest: %s", out)
+	}
+}
+
+// TestPythonConfluentKafka drives the broker with python3-confluent-kafka.
+func TestPythonConfluentKafka(t *testing.T) {
+	py := pythonWith(t, "confluent_kafka")
+	b := startBroker(t, "")
+	out := run(t, 2*time.Minute, "", py, "testdata/confluent_client.py", b.addr, "py-confluent")
+	if !strings.Contains(out, "ok 3000") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+}
+
+// TestPythonKafka drives the broker with python3-kafka (kafka-python 2.0).
+func TestPythonKafka(t *testing.T) {
+	py := pythonWith(t, "kafka")
+	b := startBroker(t, "")
+	out := run(t, 2*time.Minute, "", py, "testdata/kafka_python_client.py", b.addr, "py-kafka")
+	if !strings.Contains(out, "ok 2000") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+}
+
+// pythonWith returns a Python interpreter that can import module. Debian's
+// python3-confluent-kafka and python3-kafka install for /usr/bin/python3,
+// which may not be the python3 first on PATH (pyenv), so try it first.
+func pythonWith(t *testing.T, module string) string {
+	t.Helper()
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(py, "-c", "import "+module).Run() == nil {
+			return py
+		}
+	}
+	return needTool(t, "python3 module "+module)
+}
