@@ -34,13 +34,13 @@ import (
 //     and LogStartOffset are always filled. IsolationLevel read_committed is
 //     accepted and reads the same as read_uncommitted until transactions
 //     exist; its AbortedTransactions is an empty list, not null.
-//   - Fetch sessions (KIP-227): the broker declines to create sessions, which
-//     KIP-227 allows: a request with SessionEpoch 0 or -1 is served as a full
-//     fetch and answered with SessionID 0, so clients keep sending full
-//     fetches. A request for an incremental fetch of a session we never
-//     created (SessionID != 0 and SessionEpoch > 0) gets
-//     FETCH_SESSION_ID_NOT_FOUND, after which clients start over with a full
-//     fetch. ForgottenTopics only apply to sessions and are ignored.
+//   - Fetch sessions (KIP-227, fetch_session.go): SessionEpoch 0 creates a
+//     session (answered with its ID); later incremental fetches name only
+//     changed partitions (Topics) and dropped ones (ForgottenTopics) and get
+//     back only the partitions with news; -1 is a sessionless full fetch
+//     (and closes the session named). An unknown session is
+//     FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH;
+//     clients then start over with a full fetch.
 //   - ReplicaID / ReplicaState: follower fetching is not how Strata replicates
 //     (Raft does), so a replica fetch is served like a consumer's.
 //
@@ -54,9 +54,9 @@ import (
 // * v13: topic IDs
 // * v15-v18: ReplicaState / replica directory; no change for consumers
 //
-// Differences from Kafka: no incremental fetch sessions yet (every fetch is
-// a full fetch); no sendfile: the stored bytes are copied once into the
-// response buffer.
+// Differences from Kafka: no sendfile: the stored bytes are copied once into
+// the response buffer. When the session cache is full the least recently
+// used session is evicted (Kafka prefers evicting small, stale sessions).
 func init() { regKey(1, 4, 18) }
 
 // maxFetchWait caps MaxWaitMillis so a request cannot park for hours.
@@ -66,10 +66,42 @@ const maxFetchWait = 5 * time.Minute
 // fetch.max.bytes (default 55 MiB) does, bounding one response's memory.
 const fetchMaxBytes = 55 << 20
 
-// fetchPart is one requested partition being served.
+// fetchTarget is one partition a fetch reads, from the request or, for an
+// incremental fetch, from the session.
+type fetchTarget struct {
+	topic       string   // v0-v12 (empty for v13+)
+	topicID     [16]byte // v13+
+	partition   int32
+	fetchOffset int64
+	maxBytes    int32 // PartitionMaxBytes
+	leaderEpoch int32 // CurrentLeaderEpoch; -1 = unchecked
+}
+
+// requestTargets lists the partitions named in req.Topics.
+func requestTargets(req *kmsg.FetchRequest) []fetchTarget {
+	var out []fetchTarget
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			t := fetchTarget{topic: rt.Topic, topicID: rt.TopicID, partition: rp.Partition,
+				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch}
+			if req.Version >= 13 {
+				t.topic = ""
+			} else {
+				t.topicID = [16]byte{}
+			}
+			if req.Version < 9 {
+				t.leaderEpoch = -1
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// fetchPart is one partition being served.
 type fetchPart struct {
-	topic  string
-	req    *kmsg.FetchRequestTopicPartition
+	target fetchTarget
+	name   string // the topic's name, resolved
 	resp   *kmsg.FetchResponseTopicPartition
 	part   *log.Partition // nil when the partition errored
 	failed bool           // an error code is set; nothing to read or wait for
@@ -79,65 +111,40 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
 
-	if req.Version >= 7 && req.SessionEpoch > 0 && req.SessionID != 0 {
-		// An incremental fetch in a session we never created.
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp, nil
+	var targets []fetchTarget
+	var sess *fetchSession
+	now := time.Now()
+	switch {
+	case req.Version < 7 || req.SessionEpoch < 0:
+		if req.Version >= 7 && req.SessionID != 0 {
+			s.sessions.remove(req.SessionID) // epoch -1 closes the session
+		}
+		targets = requestTargets(req)
+	case req.SessionEpoch == 0:
+		if req.SessionID != 0 {
+			s.sessions.remove(req.SessionID)
+		}
+		targets = requestTargets(req)
+		sess = s.sessions.create(targets, now) // nil: too large, served sessionless
+	default:
+		var code int16
+		if sess, code = s.sessions.get(req.SessionID, req.SessionEpoch, now); code != 0 {
+			resp.ErrorCode = code
+			return resp, nil
+		}
+		if !sess.update(req) {
+			sess.mu.Unlock()
+			s.sessions.remove(req.SessionID)
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil
+		}
+		targets = sess.targets()
+	}
+	if sess != nil {
+		defer sess.mu.Unlock()
 	}
 
-	var parts []*fetchPart
-	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		st := &resp.Topics[i]
-		*st = kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-
-		var topic replication.TopicInfo
-		var ok bool
-		topicErr := int16(0)
-		if req.Version >= 13 {
-			if topic, ok = s.broker.TopicByID(rt.TopicID); !ok {
-				topicErr = kerr.UnknownTopicID.Code
-			}
-		} else if topic, ok = s.broker.Topic(rt.Topic); !ok {
-			topicErr = kerr.UnknownTopicOrPartition.Code
-		}
-
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			sp := &st.Partitions[j]
-			*sp = kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			sp.PreferredReadReplica = -1
-			if req.IsolationLevel == 1 {
-				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-			}
-			fp := &fetchPart{topic: topic.Name, req: rp, resp: sp}
-			parts = append(parts, fp)
-			if topicErr != 0 {
-				sp.ErrorCode, fp.failed = topicErr, true
-				continue
-			}
-			pi, ok := partitionInfo(topic, rp.Partition)
-			if !ok {
-				sp.ErrorCode, fp.failed = kerr.UnknownTopicOrPartition.Code, true
-				continue
-			}
-			if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, pi.LeaderEpoch); code != 0 {
-				sp.ErrorCode, fp.failed = code, true
-				continue
-			}
-			p, err := s.broker.Partition(topic.Name, rp.Partition)
-			if err != nil {
-				sp.ErrorCode, fp.failed = errCode(err), true
-				continue
-			}
-			fp.part = p
-		}
-	}
+	parts := s.fetchParts(req, resp, targets)
 
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 || maxBytes > fetchMaxBytes {
@@ -152,12 +159,25 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		deadline = t.C
 	}
 
+	if err := s.fetchWait(ctx, req, parts, maxBytes, deadline); err != nil {
+		return nil, err
+	}
+	if sess != nil {
+		sess.answered(resp, parts, req.SessionEpoch)
+		resp.SessionID = sess.id
+	}
+	return resp, nil
+}
+
+// fetchWait reads every partition, long polling until MinBytes are there
+// (or an error, the deadline, Close, or the connection dying).
+func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []*fetchPart, maxBytes int32, deadline <-chan time.Time) error {
 	// Bounded: each pass either answers or waits for a high watermark
 	// to move, the deadline, or the connection to close.
 	for {
 		total, anyErr := s.fetchRead(parts, maxBytes)
 		if anyErr || total >= int64(req.MinBytes) || deadline == nil {
-			return resp, nil
+			return nil
 		}
 		wake := make(chan struct{}, 1)
 		stop := make(chan struct{})
@@ -166,7 +186,7 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 			if fp.part == nil {
 				continue
 			}
-			ch := fp.part.Wait(fp.req.FetchOffset)
+			ch := fp.part.Wait(fp.target.fetchOffset)
 			waiting++
 			go func() {
 				select {
@@ -181,7 +201,7 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		}
 		if waiting == 0 {
 			close(stop)
-			return resp, nil
+			return nil
 		}
 		select {
 		case <-wake:
@@ -189,16 +209,88 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		case <-deadline:
 			close(stop)
 			s.fetchRead(parts, maxBytes)
-			return resp, nil
+			return nil
 		case <-s.draining:
 			close(stop)
 			s.fetchRead(parts, maxBytes)
-			return resp, nil
+			return nil
 		case <-ctx.Done():
 			close(stop)
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
+}
+
+// fetchParts builds the response skeleton for targets (grouping consecutive
+// partitions of one topic) and resolves each partition.
+func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget) []*fetchPart {
+	parts := make([]*fetchPart, 0, len(targets))
+	// Count partitions per topic run first so the response slices never
+	// move (fetchPart keeps pointers into them).
+	type run struct{ start, n int }
+	var runs []run
+	for i, t := range targets {
+		if len(runs) > 0 {
+			prev := targets[runs[len(runs)-1].start]
+			if prev.topic == t.topic && prev.topicID == t.topicID {
+				runs[len(runs)-1].n++
+				continue
+			}
+		}
+		runs = append(runs, run{start: i, n: 1})
+	}
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(runs))
+	for i, r := range runs {
+		first := targets[r.start]
+		st := &resp.Topics[i]
+		*st = kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = first.topic, first.topicID
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, r.n)
+
+		var topic replication.TopicInfo
+		var ok bool
+		topicErr := int16(0)
+		if req.Version >= 13 {
+			if topic, ok = s.broker.TopicByID(first.topicID); !ok {
+				topicErr = kerr.UnknownTopicID.Code
+			}
+		} else if topic, ok = s.broker.Topic(first.topic); !ok {
+			topicErr = kerr.UnknownTopicOrPartition.Code
+		}
+		for j := range r.n {
+			t := targets[r.start+j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = t.partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			if req.IsolationLevel == 1 {
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
+			fp := &fetchPart{target: t, name: topic.Name, resp: sp}
+			parts = append(parts, fp)
+			if topicErr != 0 {
+				sp.ErrorCode, fp.failed = topicErr, true
+				continue
+			}
+			pi, ok := partitionInfo(topic, t.partition)
+			if !ok {
+				sp.ErrorCode, fp.failed = kerr.UnknownTopicOrPartition.Code, true
+				continue
+			}
+			if code := checkLeaderEpoch(t.leaderEpoch, pi.LeaderEpoch); code != 0 {
+				sp.ErrorCode, fp.failed = code, true
+				continue
+			}
+			p, err := s.broker.Partition(topic.Name, t.partition)
+			if err != nil {
+				sp.ErrorCode, fp.failed = errCode(err), true
+				continue
+			}
+			fp.part = p
+		}
+	}
+	return parts
 }
 
 // fetchRead (re)reads every partition into the response. It returns the
@@ -216,13 +308,13 @@ func (s *Server) fetchRead(parts []*fetchPart, maxBytes int32) (total int64, any
 		}
 		sp := fp.resp
 		sp.RecordBatches = nil
-		limit := min(int64(fp.req.PartitionMaxBytes), remaining)
+		limit := min(int64(fp.target.maxBytes), remaining)
 		if limit <= 0 && !first {
 			off := fp.part.Offsets()
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = off.HighWatermark, off.HighWatermark, off.LogStart
 			continue
 		}
-		res, err := fp.part.Read(fp.req.FetchOffset, int32(max(limit, 1)))
+		res, err := fp.part.Read(fp.target.fetchOffset, int32(max(limit, 1)))
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.Offsets.HighWatermark, res.Offsets.HighWatermark, res.Offsets.LogStart
 		if err != nil {
 			sp.ErrorCode = errCode(err)

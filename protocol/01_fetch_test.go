@@ -126,16 +126,112 @@ func TestFetchErrors(t *testing.T) {
 		t.Fatalf("current epoch: %v", kerr.ErrorForCode(sp.ErrorCode))
 	}
 
-	// Sessions: a new-session request gets session 0 (declined); an
-	// incremental fetch of an unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+	// An incremental fetch of an unknown session.
 	req = fetchReq(11, "fe", 0, 0)
-	req.SessionEpoch = 0
-	if r := rc.roundTrip(req).(*kmsg.FetchResponse); r.ErrorCode != 0 || r.SessionID != 0 {
-		t.Fatalf("new session: %+v", r)
-	}
 	req.SessionID, req.SessionEpoch = 77, 1
 	if r := rc.roundTrip(req).(*kmsg.FetchResponse); r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("unknown session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// KIP-227 incremental fetch sessions.
+func TestFetchSessions(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("fs", 2)
+	rc := dialRaw(t, c.addr)
+	produceN(t, rc, "fs", 0, 1, 2)
+
+	full := fetchReq(12, "fs", 0, 2) // p0 already read up to its end
+	p1 := kmsg.NewFetchRequestTopicPartition()
+	p1.Partition, p1.PartitionMaxBytes = 1, 1<<20
+	full.Topics[0].Partitions = append(full.Topics[0].Partitions, p1)
+	full.SessionEpoch = 0
+	r := rc.roundTrip(full).(*kmsg.FetchResponse)
+	if r.ErrorCode != 0 || r.SessionID <= 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 2 {
+		t.Fatalf("session start: %+v", r)
+	}
+	id := r.SessionID
+
+	incr := func(epoch int32, mod func(*kmsg.FetchRequest)) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.SessionID, req.SessionEpoch = 12, id, epoch
+		req.MaxBytes, req.MinBytes = 1<<20, 1
+		if mod != nil {
+			mod(req)
+		}
+		return rc.roundTrip(req).(*kmsg.FetchResponse)
+	}
+	// Nothing new: an empty answer.
+	if r := incr(1, nil); r.ErrorCode != 0 || len(r.Topics) != 0 || r.SessionID != id {
+		t.Fatalf("nothing new: %+v", r)
+	}
+	// New data in partition 1 only.
+	produceN(t, rc, "fs", 1, 1, 3)
+	r = incr(2, nil)
+	if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].Partition != 1 {
+		t.Fatalf("news in p1: %+v", r)
+	}
+	if _, n := countBatches(t, r.Topics[0].Partitions[0].RecordBatches); n != 3 {
+		t.Fatalf("p1 records: %d", n)
+	}
+	// The client moves p1's offset to 3 and p0's to 2: nothing to read.
+	r = incr(3, func(req *kmsg.FetchRequest) {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "fs"
+		for p, off := range map[int32]int64{0: 2, 1: 3} {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	})
+	if r.ErrorCode != 0 || len(r.Topics) != 0 {
+		t.Fatalf("after moving offsets: %+v", r)
+	}
+	// Wrong epoch.
+	if r := incr(9, nil); r.ErrorCode != kerr.InvalidFetchSessionEpoch.Code {
+		t.Fatalf("wrong epoch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// Forget p1: its news no longer shows; p0's does.
+	r = incr(4, func(req *kmsg.FetchRequest) {
+		ft := kmsg.NewFetchRequestForgottenTopic()
+		ft.Topic, ft.Partitions = "fs", []int32{1}
+		req.ForgottenTopics = append(req.ForgottenTopics, ft)
+	})
+	if r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	produceN(t, rc, "fs", 1, 1, 1)
+	produceN(t, rc, "fs", 0, 1, 1)
+	r = incr(5, nil)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].Partition != 0 {
+		t.Fatalf("after forgetting p1: %+v", r)
+	}
+	// Long poll in a session wakes on news.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		pc := dialRaw(t, c.addr)
+		produceN(t, pc, "fs", 0, 1, 1)
+	}()
+	r = incr(6, func(req *kmsg.FetchRequest) {
+		req.MaxWaitMillis = 5000
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "fs"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, 3, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	})
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("session long poll: %+v", r)
+	}
+	// Epoch -1 closes the session.
+	full.SessionID, full.SessionEpoch = id, -1
+	if r := rc.roundTrip(full).(*kmsg.FetchResponse); r.ErrorCode != 0 || r.SessionID != 0 {
+		t.Fatalf("close: %+v", r)
+	}
+	if r := incr(7, nil); r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("after close: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
 

@@ -46,6 +46,8 @@ type Server struct {
 
 	wg sync.WaitGroup // connection goroutines (reader, writer, handlers)
 
+	sessions fetchSessions // incremental fetch sessions (fetch_session.go)
+
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
 }
