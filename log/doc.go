@@ -39,16 +39,34 @@
 //
 // # Producer state
 //
-// Derived from the log only: on open every batch header is replayed
-// (payloads skipped by length). An in-memory snapshot of the state at the
-// active segment's base offset is taken at each roll, so TruncateTo within
-// the active segment replays only that segment; a truncation that removes
-// segments replays everything. Per producer the last 5 batches are kept
+// Derived from the log only. At each roll the state as of the new
+// segment's base offset is written to "<offset>.snapshot" (CRC-checked,
+// like Kafka's) and kept in memory, so TruncateTo within the active
+// segment replays only that segment, and opening a partition replays batch
+// headers (payloads skipped by length) only from the newest usable
+// snapshot on; with none, from the log start. Per producer the last 5 batches are kept
 // for duplicate detection (ErrDuplicateSequence with the original
 // offsets); sequence gaps give ErrOutOfOrderSequence, an older epoch
 // ErrInvalidProducerEpoch, a newer epoch must start at 0, an unknown
 // producer must start at 0 (Kafka 2.5+). The table is bounded
 // (maxProducers, least recently written evicted).
+//
+// # Leader-epoch cache
+//
+// Each leader epoch's first offset, from the batches' partitionLeaderEpoch
+// (EndOffsetForEpoch answers OffsetForLeaderEpoch). Persisted in the
+// partition's leader-epoch-checkpoint on each new epoch, cut by TruncateTo
+// and AdvanceLogStart, and rebuilt from every batch if the file is lost.
+//
+// # Files in a partition directory
+//
+//	00000000000000000000.log / .index / .timeindex   segments (package segment)
+//	00000000000000001234.snapshot                     producer state at offset 1234
+//	leader-epoch-checkpoint                           epoch -> start offset
+//
+// and per data directory: replication-offset-checkpoint and
+// log-start-offset-checkpoint. segment.ms counts from the segment's
+// creation or from the partition's open, by the injected clock.
 //
 // # Reading and deletion
 //

@@ -91,7 +91,10 @@ type Partition struct {
 	producers       *producerState
 	// activeSnap is the producer state as of the active segment's base
 	// offset, so TruncateTo within the active segment replays only it.
-	activeSnap     *producerState
+	activeSnap *producerState
+	// epochs is the leader-epoch cache (epochs.go), ascending in both
+	// fields. Protected by mu.
+	epochs         []epochEntry
 	activeCreated  time.Time // for segment.ms
 	unflushedMsgs  int64
 	firstUnflushed time.Time // zero when everything is flushed
@@ -245,6 +248,13 @@ func (p *Partition) rebuildDerivedLocked() error {
 	p.pending = p.pending[:0]
 	p.maxTs, p.maxTsOff = -1, -1
 	snap, snapOff := p.loadSnapshotLocked()
+	epochs, ok := readEpochs(p.fs, p.dir)
+	if !ok {
+		// No usable epoch cache: derive it (and producers) from every batch.
+		snap, snapOff, epochs = nil, -1, nil
+	}
+	p.epochs = epochs
+	p.truncateEpochsLocked(p.leo)
 	if snap == nil {
 		snap = newProducerState()
 	}
@@ -267,6 +277,7 @@ func (p *Partition) rebuildDerivedLocked() error {
 		err := s.ScanHeaders(0, s.Size(), func(pos int64, h *segment.Header) bool {
 			if replay {
 				p.producers.replay(h)
+				p.noteEpochLocked(h.LeaderEpoch, h.BaseOffset)
 			}
 			if h.LastOffset() < p.hw {
 				if h.MaxTimestamp > p.maxTs {
@@ -345,7 +356,8 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 	}
 	// Validation (CRC over every byte) runs before taking the lock.
 	hdrs := make([]segment.Header, len(spans))
-	nowMs := p.now().UnixMilli()
+	now := p.now()
+	nowMs := now.UnixMilli()
 	appendTime := cfg.MessageTimestampType == "LogAppendTime"
 	for i, sp := range spans {
 		b := records[sp[0]:sp[1]]
@@ -405,7 +417,7 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 		infos[i] = segment.BatchInfo{Pos: spans[i][0], Len: len(b), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}
 		off = h.LastOffset() + 1
 	}
-	if err := p.maybeRollLocked(cfg, int64(len(records)), off-1); err != nil {
+	if err := p.maybeRollLocked(cfg, now, int64(len(records)), off-1); err != nil {
 		return res, err
 	}
 	act := p.segs[len(p.segs)-1]
@@ -416,6 +428,12 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 		return res, fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	txn.commit()
+	if p.noteEpochLocked(leaderEpoch, p.leo) {
+		if err := p.writeEpochsLocked(); err != nil {
+			// Rebuilt from the batches at the next open if lost.
+			p.logger.Warn("cannot write leader epoch checkpoint", "err", err)
+		}
+	}
 	var nrec int64
 	for i := range hdrs {
 		p.pending = append(p.pending, pendingBatch{seg: act, pos: start + int64(infos[i].Pos), lastOffset: infos[i].LastOffset, maxTs: infos[i].MaxTimestamp})
@@ -426,7 +444,7 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 	p.leo = off
 	p.unflushedMsgs += nrec
 	if p.firstUnflushed.IsZero() {
-		p.firstUnflushed = p.now()
+		p.firstUnflushed = now
 	}
 	if cfg.FlushIntervalMessages > 0 && p.unflushedMsgs >= cfg.FlushIntervalMessages {
 		if err := p.flushLocked(); err != nil {
@@ -439,12 +457,12 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 // maybeRollLocked starts a new segment when the active one is non-empty
 // and would pass segment.bytes, is older than segment.ms, or its indexes or
 // relative offsets are full.
-func (p *Partition) maybeRollLocked(cfg *Config, size int64, lastOffset int64) error {
+func (p *Partition) maybeRollLocked(cfg *Config, now time.Time, size int64, lastOffset int64) error {
 	act := p.segs[len(p.segs)-1]
 	if act.Empty() {
 		return nil
 	}
-	if act.Size()+size <= cfg.SegmentBytes && p.now().Sub(p.activeCreated) < cfg.SegmentMs && act.CanHold(size, lastOffset) {
+	if act.Size()+size <= cfg.SegmentBytes && now.Sub(p.activeCreated) < cfg.SegmentMs && act.CanHold(size, lastOffset) {
 		return nil
 	}
 	return p.rollLocked(cfg)
@@ -574,6 +592,11 @@ func (p *Partition) TruncateTo(offset int64) error {
 	}
 	p.pending = p.pending[:n]
 	p.removeSnapshotsAbove(p.leo)
+	if p.truncateEpochsLocked(p.leo) {
+		if err := p.writeEpochsLocked(); err != nil {
+			p.logger.Warn("cannot write leader epoch checkpoint", "err", err)
+		}
+	}
 	if removed {
 		p.activeCreated = p.now()
 		err = p.rebuildDerivedLocked()
@@ -858,6 +881,19 @@ func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
 		return p.logStart, nil
 	}
 	p.logStart = offset
+	// Epochs wholly before the new log start go (as Kafka's
+	// truncateFromStart); the one covering it now starts there.
+	k := 0
+	for k+1 < len(p.epochs) && p.epochs[k+1].start <= offset {
+		k++
+	}
+	if k > 0 || (len(p.epochs) > 0 && p.epochs[0].start < offset) {
+		p.epochs = append(p.epochs[:0], p.epochs[k:]...)
+		p.epochs[0].start = max(p.epochs[0].start, offset)
+		if err := p.writeEpochsLocked(); err != nil {
+			p.logger.Warn("cannot write leader epoch checkpoint", "err", err)
+		}
+	}
 	removed := false
 	for len(p.segs) > 1 && p.segs[1].Base() <= offset {
 		s := p.segs[0]
