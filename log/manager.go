@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -39,7 +40,9 @@ type Manager struct {
 	saved  map[TopicPartition]partitionState // last checkpointed state of partitions not open; protected by mu
 	closed bool                              // protected by mu
 
-	ckMu sync.Mutex // serializes checkpoint writes
+	ckMu     sync.Mutex               // serializes checkpoint writes
+	ckHW     map[TopicPartition]int64 // last written; protected by ckMu
+	ckStarts map[TopicPartition]int64 // last written; protected by ckMu
 
 	stop chan struct{}
 	done chan struct{}
@@ -274,10 +277,20 @@ func (m *Manager) checkpoint() error {
 		o := p.Offsets()
 		hws[tp], starts[tp] = o.HighWatermark, o.LogStart
 	}
-	if err := writeCheckpoint(m.fs, m.dir, hwCheckpointFile, hws); err != nil {
-		return err
+	// Skip the fsyncs when nothing moved since the last write.
+	if !maps.Equal(hws, m.ckHW) {
+		if err := writeCheckpoint(m.fs, m.dir, hwCheckpointFile, hws); err != nil {
+			return err
+		}
+		m.ckHW = hws
 	}
-	return writeCheckpoint(m.fs, m.dir, logStartCheckpointFile, starts)
+	if !maps.Equal(starts, m.ckStarts) {
+		if err := writeCheckpoint(m.fs, m.dir, logStartCheckpointFile, starts); err != nil {
+			return err
+		}
+		m.ckStarts = starts
+	}
+	return nil
 }
 
 // background runs the flush.ms policy and the periodic checkpoint. One
