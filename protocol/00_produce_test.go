@@ -106,6 +106,11 @@ func TestProduceV3AndErrors(t *testing.T) {
 		{"truncated", produceReq(9, 1, "p", 0, makeBatch(batchOpts{}, values(1, "x")...)[:40]), kerr.InvalidRecord.Code, nil},
 		{"magic 1", produceReq(9, 1, "p", 0, func() []byte { b := makeBatch(batchOpts{}, values(1, "x")...); b[16] = 1; return b }()), kerr.InvalidRecord.Code, nil},
 		{"bad crc", produceReq(9, 1, "p", 0, func() []byte { b := makeBatch(batchOpts{}, values(1, "x")...); b[len(b)-1] ^= 0xff; return b }()), kerr.CorruptMessage.Code, nil},
+		{"record count lies", produceReq(9, 1, "p", 0, func() []byte {
+			b := makeBatch(batchOpts{}, values(2, "x")...)
+			b[60] = 3 // three records claimed, two present; CRC still valid
+			return recrc(b)
+		}()), kerr.InvalidRecord.Code, nil},
 		{"zstd below v7", produceReq(6, 1, "p", 0, makeBatch(batchOpts{attrs: 4}, values(1, "x")...)), kerr.UnsupportedCompressionType.Code, nil},
 		{"transactional", func() *kmsg.ProduceRequest {
 			r := produceReq(9, -1, "p", 0, makeBatch(batchOpts{}, values(1, "x")...))

@@ -208,10 +208,17 @@ func TestFetchSessions(t *testing.T) {
 		t.Fatalf("after forgetting p1: %+v", r)
 	}
 	// Long poll in a session wakes on news.
+	pc := dialRaw(t, c.addr)
+	produced := make(chan kmsg.Response, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		pc := dialRaw(t, c.addr)
-		produceN(t, pc, "fs", 0, 1, 1)
+		req := produceReq(9, -1, "fs", 0, makeBatch(batchOpts{}, values(1, "w")...))
+		corr := pc.corr + 1
+		pc.corr = corr
+		pc.nc.Write(pc.fmt.AppendRequest(nil, req, corr))
+		b, _ := pc.readFrame()
+		_ = b
+		produced <- nil
 	}()
 	r = incr(6, func(req *kmsg.FetchRequest) {
 		req.MaxWaitMillis = 5000
@@ -222,6 +229,7 @@ func TestFetchSessions(t *testing.T) {
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 	})
+	<-produced
 	if len(r.Topics) != 1 || len(r.Topics[0].Partitions[0].RecordBatches) == 0 {
 		t.Fatalf("session long poll: %+v", r)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/strata-io/strata/replication"
 )
 
-// ListOffsets: v1-11
+// ListOffsets: v0-11
 //
 // Behaviour, by requested Timestamp:
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset.
@@ -37,9 +37,15 @@ import (
 //   - v6: flexible
 //   - v7: -3; v8: -4; v9: -5; v10: TimeoutMillis; v11: -6
 //
-// Differences from Kafka: v0 (OldStyleOffsets, Kafka 0.10-era clients) is not
-// served. The answer never waits, so TimeoutMillis (v10+) is not needed.
-func init() { regKey(2, 1, 11) }
+// v0 (Kafka 0.10-era clients; Kafka 4.0 removed it) answers in
+// OldStyleOffsets: [] when MaxNumOffsets <= 0, otherwise one offset: the
+// log start for -2, the high watermark for -1.
+//
+// Differences from Kafka: v0 with a real timestamp returns the first offset
+// at or after it (or the high watermark when none), where Kafka 2.x
+// returned the base offsets of segments older than it. The answer never
+// waits, so TimeoutMillis (v10+) is not needed.
+func init() { regKey(2, 0, 11) }
 
 func (s *Server) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -86,6 +92,25 @@ func (s *Server) listOffset(req *kmsg.ListOffsetsRequest, topic replication.Topi
 	}
 	sp.LeaderEpoch = pi.LeaderEpoch
 	off := p.Offsets()
+	if req.Version == 0 {
+		sp.OldStyleOffsets = []int64{}
+		if rp.MaxNumOffsets <= 0 {
+			return
+		}
+		switch rp.Timestamp {
+		case -2:
+			sp.OldStyleOffsets = append(sp.OldStyleOffsets, off.LogStart)
+		case -1:
+			sp.OldStyleOffsets = append(sp.OldStyleOffsets, off.HighWatermark)
+		default:
+			o, _, found := p.OffsetForTimestamp(rp.Timestamp)
+			if !found {
+				o = off.HighWatermark
+			}
+			sp.OldStyleOffsets = append(sp.OldStyleOffsets, o)
+		}
+		return
+	}
 	switch ts := rp.Timestamp; {
 	case ts == -2 || (ts == -4 && req.Version >= 8):
 		sp.Offset = off.LogStart

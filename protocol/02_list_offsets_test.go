@@ -70,6 +70,17 @@ func TestListOffsets(t *testing.T) {
 		t.Fatalf("newer leader epoch: %v", kerr.ErrorForCode(p.ErrorCode))
 	}
 
+	// v0: old-style offsets.
+	req = listOffsetsReq(0, "lo", 0, -1)
+	req.Topics[0].Partitions[0].MaxNumOffsets = 1
+	if p := listOffsetsPart(t, rc, req); p.ErrorCode != 0 || len(p.OldStyleOffsets) != 1 || p.OldStyleOffsets[0] != 6 {
+		t.Fatalf("v0 latest: %+v", p)
+	}
+	req.Topics[0].Partitions[0].Timestamp = -2
+	if p := listOffsetsPart(t, rc, req); len(p.OldStyleOffsets) != 1 || p.OldStyleOffsets[0] != 0 {
+		t.Fatalf("v0 earliest: %+v", p)
+	}
+
 	// kadm agrees.
 	adm := c.admin()
 	ctx := testCtx(t)

@@ -35,7 +35,7 @@ func TestApiVersionsListsRegistry(t *testing.T) {
 // for Produce/Fetch): the ranges we promise.
 func TestApiVersionsRanges(t *testing.T) {
 	want := map[int16][2]int16{
-		0: {3, 12}, 1: {4, 17}, 2: {1, 10}, 3: {0, 13}, 18: {0, 4}, 19: {0, 7},
+		0: {3, 12}, 1: {4, 17}, 2: {0, 10}, 3: {0, 13}, 18: {0, 4}, 19: {0, 7},
 		20: {0, 6}, 22: {0, 5}, 32: {0, 4}, 37: {0, 3}, 60: {0, 2},
 	}
 	for key, w := range want {

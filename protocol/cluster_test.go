@@ -170,6 +170,11 @@ func makeBatch(o batchOpts, recs ...recordSpec) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(o.baseSequence))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(recs)))
 	b = append(b, body...)
+	return recrc(b)
+}
+
+// recrc recomputes a batch's CRC after a test edits it.
+func recrc(b []byte) []byte {
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
 }
