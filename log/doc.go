@@ -88,8 +88,10 @@
 //
 // # Locks
 //
-// Lock order: Manager.mu, then Partition.mu, then Partition.waiters.mu.
-// Manager.ckMu (checkpoint writes) is taken before Manager.mu. One writer
+// Lock order: Manager.adminMu (creating, deleting, closing partitions; their
+// disk I/O runs under it), Manager.ckMu (checkpoint writes), Manager.mu (the
+// partition map only, never held across I/O), Partition.mu,
+// Partition.waiters.mu. One writer
 // at a time holds Partition.mu exclusively (Append, Commit, TruncateTo,
 // Flush, roll); Read, Offsets, OffsetForTimestamp, MaxTimestamp take it
 // shared (index lookups and batch header reads happen under it; Read's

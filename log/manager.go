@@ -35,10 +35,13 @@ type Manager struct {
 	now    func() time.Time
 	opts   ManagerOptions
 
-	mu     sync.Mutex                        // lock order: Manager.mu before Partition.mu
-	parts  map[TopicPartition]*Partition     // protected by mu
-	saved  map[TopicPartition]partitionState // last checkpointed state of partitions not open; protected by mu
-	closed bool                              // protected by mu
+	// adminMu serializes creating, deleting and closing partitions (their
+	// disk I/O happens under it, not under mu). Lock order: adminMu, ckMu,
+	// mu, then Partition.mu, then Partition.waiters.mu.
+	adminMu sync.Mutex
+	mu      sync.RWMutex
+	parts   map[TopicPartition]*Partition // protected by mu
+	closed  bool                          // protected by mu
 
 	ckMu     sync.Mutex               // serializes checkpoint writes
 	ckHW     map[TopicPartition]int64 // last written; protected by ckMu
@@ -149,12 +152,12 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 
 // Partitions lists the partitions found on disk or opened since.
 func (m *Manager) Partitions() []TopicPartition {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
 	out := make([]TopicPartition, 0, len(m.parts))
 	for tp := range m.parts {
 		out = append(out, tp)
 	}
+	m.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {
 			return out[i].Topic < out[j].Topic
@@ -166,19 +169,25 @@ func (m *Manager) Partitions() []TopicPartition {
 
 // Open returns the partition's log, creating its directory if needed.
 // Calling Open on an open partition returns it (cfg is then applied with
-// SetConfig).
+// SetConfig). Creating one does its I/O under adminMu only, so Get and
+// Partitions are never blocked behind a disk.
 func (m *Manager) Open(tp TopicPartition, cfg Config) (*Partition, error) {
 	if !validTopic(tp.Topic) || tp.Partition < 0 {
 		return nil, fmt.Errorf("%w: %q %d", ErrInvalidName, tp.Topic, tp.Partition)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
+	if p, err := m.lookup(tp); p != nil || err != nil {
+		if p != nil {
+			p.SetConfig(cfg)
+		}
+		return p, err
 	}
-	if p, ok := m.parts[tp]; ok {
-		p.SetConfig(cfg)
-		return p, nil
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
+	if p, err := m.lookup(tp); p != nil || err != nil {
+		if p != nil {
+			p.SetConfig(cfg)
+		}
+		return p, err
 	}
 	dir := filepath.Join(m.dir, tp.String())
 	if err := m.fs.MkdirAll(dir); err != nil {
@@ -191,14 +200,27 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Partition, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
 	m.parts[tp] = p
+	m.mu.Unlock()
 	return p, nil
+}
+
+// lookup returns an open partition, or ErrClosed once the manager is
+// closed.
+func (m *Manager) lookup(tp TopicPartition) (*Partition, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	return m.parts[tp], nil
 }
 
 // Get returns an open partition, or nil.
 func (m *Manager) Get(tp TopicPartition) *Partition {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	return m.parts[tp]
 }
 
@@ -209,13 +231,16 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if !validTopic(tp.Topic) || tp.Partition < 0 {
 		return fmt.Errorf("%w: %q %d", ErrInvalidName, tp.Topic, tp.Partition)
 	}
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return ErrClosed
 	}
 	p := m.parts[tp]
 	delete(m.parts, tp)
+	m.mu.Unlock()
 	var err error
 	if p != nil {
 		err = p.close(false)
@@ -231,6 +256,8 @@ func (m *Manager) Delete(tp TopicPartition) error {
 
 // Close flushes and closes every partition and writes the checkpoints.
 func (m *Manager) Close() error {
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -241,8 +268,6 @@ func (m *Manager) Close() error {
 	close(m.stop)
 	<-m.done
 	err := m.checkpoint()
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if e := m.closeAll(); err == nil {
 		err = e
 	}
@@ -250,8 +275,14 @@ func (m *Manager) Close() error {
 }
 
 func (m *Manager) closeAll() error {
-	var err error
+	m.mu.RLock()
+	parts := make([]*Partition, 0, len(m.parts))
 	for _, p := range m.parts {
+		parts = append(parts, p)
+	}
+	m.mu.RUnlock()
+	var err error
+	for _, p := range parts {
 		if e := p.Close(); e != nil && err == nil {
 			err = e
 		}
@@ -265,12 +296,12 @@ func (m *Manager) Checkpoint() error { return m.checkpoint() }
 func (m *Manager) checkpoint() error {
 	m.ckMu.Lock()
 	defer m.ckMu.Unlock()
-	m.mu.Lock()
+	m.mu.RLock()
 	parts := make(map[TopicPartition]*Partition, len(m.parts))
 	for tp, p := range m.parts {
 		parts[tp] = p
 	}
-	m.mu.Unlock()
+	m.mu.RUnlock()
 	hws := make(map[TopicPartition]int64, len(parts))
 	starts := make(map[TopicPartition]int64, len(parts))
 	for tp, p := range parts {
@@ -307,12 +338,12 @@ func (m *Manager) background() {
 			return
 		case <-flushT.C:
 			now := m.now()
-			m.mu.Lock()
+			m.mu.RLock()
 			parts := make([]*Partition, 0, len(m.parts))
 			for _, p := range m.parts {
 				parts = append(parts, p)
 			}
-			m.mu.Unlock()
+			m.mu.RUnlock()
 			for _, p := range parts {
 				p.maybeFlush(now)
 			}
