@@ -41,6 +41,11 @@ type conn struct {
 
 	closeOnce sync.Once
 
+	// fetchSem lets one Fetch run at a time on a connection, bounding the
+	// response memory a connection holds to one fetch (clients send one
+	// fetch per broker at a time anyway).
+	fetchSem chan struct{}
+
 	// Request bytes held by requests not yet answered: bounded by
 	// Server.cfg.MaxRequestBytes, except that one request may always be in
 	// flight (so a single maximum-size request is never refused).
@@ -67,12 +72,13 @@ type pending struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		s:      s,
-		nc:     nc,
-		log:    s.log.With("remote", nc.RemoteAddr().String()),
-		ctx:    ctx,
-		cancel: cancel,
-		queue:  make(chan *pending, s.cfg.MaxInFlightPerConn),
+		s:        s,
+		nc:       nc,
+		log:      s.log.With("remote", nc.RemoteAddr().String()),
+		ctx:      ctx,
+		cancel:   cancel,
+		queue:    make(chan *pending, s.cfg.MaxInFlightPerConn),
+		fetchSem: make(chan struct{}, 1),
 	}
 	c.budgetCond = sync.NewCond(&c.budgetMu)
 	return c
@@ -161,6 +167,15 @@ func (c *conn) enqueueErr(err error) {
 // readFrame reads one size-prefixed frame, checking the size before
 // allocating.
 func (c *conn) readFrame(r *bufio.Reader) ([]byte, error) {
+	// Idle limit; set before checking for Close, which sets a deadline in
+	// the past after marking the server draining, so one of the two sees
+	// the other.
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.ConnectionsMaxIdle))
+	select {
+	case <-c.s.draining:
+		return nil, net.ErrClosed
+	default:
+	}
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
@@ -371,6 +386,15 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 	if wait != nil {
 		select {
 		case <-wait:
+		case <-c.ctx.Done():
+			p.err = c.ctx.Err()
+			return
+		}
+	}
+	if _, ok := kreq.(*kmsg.FetchRequest); ok {
+		select {
+		case c.fetchSem <- struct{}{}:
+			defer func() { <-c.fetchSem }()
 		case <-c.ctx.Done():
 			p.err = c.ctx.Err()
 			return

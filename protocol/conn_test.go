@@ -202,3 +202,37 @@ func TestRequestByteBudget(t *testing.T) {
 		t.Fatal("acquire after close succeeded")
 	}
 }
+
+func TestMaxConnections(t *testing.T) {
+	_, addr := startServer(t, Config{MaxConnections: 2}, nil)
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	a.roundTrip(apiVersionsReq(3))
+	b.roundTrip(apiVersionsReq(3))
+	c := dialRaw(t, addr)
+	c.send(apiVersionsReq(3))
+	c.expectClosed()
+	a.nc.Close()
+	// The slot frees once the server notices; bounded retry.
+	for i := 0; ; i++ {
+		d := dialRaw(t, addr)
+		d.send(apiVersionsReq(3))
+		if _, err := d.readFrame(); err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatal("slot never freed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestIdleConnectionClosed(t *testing.T) {
+	_, addr := startServer(t, Config{ConnectionsMaxIdle: 200 * time.Millisecond}, nil)
+	rc := dialRaw(t, addr)
+	rc.roundTrip(apiVersionsReq(3))
+	start := time.Now()
+	rc.expectClosed()
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("idle close took %v", el)
+	}
+}

@@ -32,8 +32,10 @@
 // queue holds at most Config.MaxInFlightPerConn requests, and the request
 // bytes held by unanswered requests stay within Config.MaxRequestBytes
 // (one request may always be in flight); the reader stops reading while
-// either is exhausted. A Fetch response is capped at 55 MiB (Kafka's
-// fetch.max.bytes).
+// either is exhausted. One Fetch runs at a time per connection and its
+// response is capped at 55 MiB (Kafka's fetch.max.bytes). At most
+// Config.MaxConnections connections are open; one idle for
+// Config.ConnectionsMaxIdle is closed.
 //
 // Ordering between handlers on one connection: requests that change state
 // (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId)

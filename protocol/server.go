@@ -17,6 +17,8 @@ const (
 	DefaultMaxRequestBytes    = 100 << 20 // socket.request.max.bytes
 	DefaultMaxInFlightPerConn = 64
 	maxInFlightPerConnLimit   = 4096
+	DefaultMaxConnections     = 10000
+	DefaultConnectionsMaxIdle = 10 * time.Minute // connections.max.idle.ms
 )
 
 // Config configures the Kafka listener.
@@ -24,6 +26,13 @@ type Config struct {
 	MaxRequestBytes    int32        // socket.request.max.bytes (default 100 MiB); larger frames close the connection
 	MaxInFlightPerConn int          // pipelined requests read ahead per connection (default 64)
 	Logger             *slog.Logger // nil = slog.Default()
+	// MaxConnections bounds open client connections (max.connections;
+	// default 10000); one more is accepted and closed at once, with a log
+	// line.
+	MaxConnections int
+	// ConnectionsMaxIdle closes a connection that sends no request for
+	// this long (connections.max.idle.ms; default 10 minutes).
+	ConnectionsMaxIdle time.Duration
 }
 
 // Server serves the Kafka protocol for one broker.
@@ -65,6 +74,12 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.ConnectionsMaxIdle <= 0 {
+		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
@@ -128,6 +143,12 @@ func (s *Server) startConn(nc net.Conn) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxConnections {
+		s.mu.Unlock()
+		s.log.Warn("refusing connection: too many connections", "remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnections)
 		nc.Close()
 		return
 	}
