@@ -239,6 +239,28 @@ func checkModel(t *testing.T, i int, rng *rand.Rand, p *Partition, md *model) {
 	if len(got) == 0 || len(got) > len(want) || !bytes.Equal(got, want[:len(got)]) {
 		t.Fatalf("op %d read %d max %d: got %d bytes, model %d (prefix mismatch)", i, off, maxBytes, len(got), len(want))
 	}
+	// ReadUncommitted at a random offset below the log end.
+	if md.leo > o.LogStart {
+		off := o.LogStart + rng.Int63n(md.leo-o.LogStart)
+		r, err := p.ReadUncommitted(off, maxBytes)
+		if err != nil {
+			t.Fatalf("op %d read uncommitted %d: %v", i, off, err)
+		}
+		k := 0
+		for k < len(md.batches) && md.batches[k].last < off {
+			k++
+		}
+		var want []byte
+		for j := k; j < len(md.batches); j++ {
+			if j > k && len(want)+len(md.batches[j].data) > int(maxBytes) {
+				break
+			}
+			want = append(want, md.batches[j].data...)
+		}
+		if len(r.Records) == 0 || len(r.Records) > len(want) || !bytes.Equal(r.Records, want[:len(r.Records)]) {
+			t.Fatalf("op %d read uncommitted %d: got %d bytes, model %d", i, off, len(r.Records), len(want))
+		}
+	}
 	// Offset for a random timestamp.
 	ts := 1000 + int64(rng.Intn(5200))
 	wOff, found := int64(-1), false

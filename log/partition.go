@@ -639,21 +639,46 @@ func (p *Partition) segmentIndexLocked(offset int64) int {
 // the segment, so a segment deleted meanwhile stays readable until the
 // copy is done; the result never aliases storage.
 func (p *Partition) Read(offset int64, maxBytes int32) (ReadResult, error) {
+	return p.read(offset, maxBytes, false)
+}
+
+// ReadUncommitted is Read bounded by the log end instead of the high
+// watermark, for replication (a Raft leader sends entries before they
+// commit). Uncommitted bytes can be truncated and overwritten, so this
+// copies them while holding the partition's read lock.
+func (p *Partition) ReadUncommitted(offset int64, maxBytes int32) (ReadResult, error) {
+	return p.read(offset, maxBytes, true)
+}
+
+func (p *Partition) read(offset int64, maxBytes int32, uncommitted bool) (ReadResult, error) {
 	p.mu.RLock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			p.mu.RUnlock()
+		}
+	}
+	defer unlock()
 	if p.closed {
-		p.mu.RUnlock()
 		return ReadResult{}, ErrClosed
 	}
 	res := ReadResult{Offsets: Offsets{LogStart: p.logStart, HighWatermark: p.hw, LogEnd: p.leo}}
 	if offset < p.logStart || offset > p.leo {
-		p.mu.RUnlock()
 		return res, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.leo)
 	}
-	if offset >= p.hw {
-		p.mu.RUnlock()
+	end := p.hw
+	if uncommitted {
+		end = p.leo
+	}
+	if offset >= end {
 		return res, nil
 	}
 	limSeg, limPos := p.committedLimitLocked()
+	if uncommitted {
+		limSeg = p.segs[len(p.segs)-1]
+		limPos = limSeg.Size()
+	}
 	var (
 		seg   *segment.Segment
 		pos   int64
@@ -668,7 +693,6 @@ func (p *Partition) Read(offset int64, maxBytes int32) (ReadResult, error) {
 		}
 		ps, h, found, err := s.Find(offset, limit)
 		if err != nil {
-			p.mu.RUnlock()
 			return res, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 		if found {
@@ -680,11 +704,13 @@ func (p *Partition) Read(offset int64, maxBytes int32) (ReadResult, error) {
 		}
 	}
 	if seg == nil || !seg.Acquire() {
-		p.mu.RUnlock()
 		return res, nil
 	}
-	p.mu.RUnlock()
 	defer seg.Release()
+	if !uncommitted {
+		// Committed bytes never change: copy them without the lock.
+		unlock()
+	}
 
 	n := limit - pos
 	if maxBytes >= 0 && n > int64(maxBytes) {
@@ -698,15 +724,15 @@ func (p *Partition) Read(offset int64, maxBytes int32) (ReadResult, error) {
 		return res, fmt.Errorf("%w: read segment %d: %v", ErrStorage, seg.Base(), err)
 	}
 	// Keep whole batches only (the read may end inside one).
-	end := 0
-	for end+segment.HeaderSize <= len(buf) {
-		h, err := segment.ParseHeader(buf[end:])
-		if err != nil || int64(end)+h.Size() > int64(len(buf)) {
+	whole := 0
+	for whole+segment.HeaderSize <= len(buf) {
+		h, err := segment.ParseHeader(buf[whole:])
+		if err != nil || int64(whole)+h.Size() > int64(len(buf)) {
 			break
 		}
-		end += int(h.Size())
+		whole += int(h.Size())
 	}
-	res.Records = buf[:end]
+	res.Records = buf[:whole]
 	return res, nil
 }
 
