@@ -264,6 +264,9 @@ func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, ta
 			sp.Partition = t.partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
+			// Empty, never null: librdkafka rejects a null record set
+			// ("invalid MessageSetSize -1"); Kafka sends an empty one.
+			sp.RecordBatches = []byte{}
 			if req.IsolationLevel == 1 {
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
@@ -307,7 +310,7 @@ func (s *Server) fetchRead(parts []*fetchPart, maxBytes int32) (total int64, any
 			continue
 		}
 		sp := fp.resp
-		sp.RecordBatches = nil
+		sp.RecordBatches = []byte{}
 		limit := min(int64(fp.target.maxBytes), remaining)
 		if limit <= 0 && !first {
 			off := fp.part.Offsets()

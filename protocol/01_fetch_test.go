@@ -98,8 +98,12 @@ func TestFetchErrors(t *testing.T) {
 	rc := dialRaw(t, c.addr)
 	produceN(t, rc, "fe", 0, 1, 2)
 
-	if sp := fetchPartResp(t, rc.roundTrip(fetchReq(11, "nope", 0, 0))); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-		t.Fatalf("unknown topic: %v", kerr.ErrorForCode(sp.ErrorCode))
+	if sp := fetchPartResp(t, rc.roundTrip(fetchReq(11, "nope", 0, 0))); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code || sp.RecordBatches == nil {
+		t.Fatalf("unknown topic: %v (records must be empty, not null)", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	// At the end of the log: an empty record set, not null (librdkafka).
+	if sp := fetchPartResp(t, rc.roundTrip(fetchReq(11, "fe", 0, 2))); sp.ErrorCode != 0 || sp.RecordBatches == nil || len(sp.RecordBatches) != 0 {
+		t.Fatalf("at the end: %+v", sp)
 	}
 	if sp := fetchPartResp(t, rc.roundTrip(fetchReq(11, "fe", 3, 0))); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown partition: %v", kerr.ErrorForCode(sp.ErrorCode))

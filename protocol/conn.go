@@ -408,7 +408,12 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 		}
 	}()
 	p.resp, p.err = c.s.handle(c.ctx, kreq)
-	if p.err != nil {
+	switch {
+	case p.err == nil:
+	case c.ctx.Err() != nil:
+		// The connection died under the handler (client gone, Close).
+		c.log.Debug("request abandoned", "key", p.key, "err", p.err)
+	default:
 		c.log.Warn("closing connection", "key", p.key, "err", p.err)
 	}
 }
