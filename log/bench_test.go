@@ -36,3 +36,36 @@ func BenchmarkPartitionAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPartitionRead reads ~64 KiB of committed 1 KiB batches from a
+// spread of offsets, as fetches do (copy into a fresh buffer).
+func BenchmarkPartitionRead(b *testing.B) {
+	m, err := OpenManager(ManagerOptions{Dir: b.TempDir(), Logger: quietLogger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	p, _ := m.Open(tp0, Config{})
+	batch := makeBatch(b, spec{n: 8, valueLen: 100, ts: 1})
+	const batches = 20000
+	for i := 0; i < batches; i++ {
+		res, err := p.Append(batch, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Commit(res.LastOffset + 1)
+	}
+	b.SetBytes(64 << 10)
+	b.ResetTimer()
+	var records int
+	for i := 0; i < b.N; i++ {
+		off := int64((i * 7919) % (batches * 8))
+		r, err := p.Read(off, 64<<10)
+		if err != nil || len(r.Records) == 0 {
+			b.Fatal(err)
+		}
+		records += len(r.Records) / len(batch) * 8
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}

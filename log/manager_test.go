@@ -3,7 +3,6 @@ package log
 import (
 	"bytes"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -293,5 +292,3 @@ func TestRollOnSegmentMsAndFlushMs(t *testing.T) {
 		t.Fatalf("flushed data lost: %+v", o)
 	}
 }
-
-var _ = filepath.Join

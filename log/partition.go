@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -957,5 +956,3 @@ func (p *Partition) Segments() []SegmentInfo {
 	}
 	return out
 }
-
-var _ = math.MaxInt64

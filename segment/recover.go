@@ -1,9 +1,7 @@
 package segment
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 )
 
@@ -341,8 +339,3 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	}
 	return s.next, nil
 }
-
-// isEOF reports a short read at the end of a file.
-func isEOF(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) }
-
-var _ = isEOF
