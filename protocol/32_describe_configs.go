@@ -22,8 +22,8 @@ import (
 //     Kafka answers for a broker ID that is not its own.
 //   - Any other resource type (BROKER_LOGGER included: Strata has no dynamic
 //     log levels): INVALID_REQUEST.
-//   - ConfigNames null = every config; otherwise only those named (unknown
-//     names are left out, as Kafka does).
+//   - ConfigNames null or empty = every config; otherwise only those named
+//     (unknown names are left out, as Kafka does).
 //   - Synonyms only with IncludeSynonyms (v1+), documentation only with
 //     IncludeDocumentation (v3+). v0's IsDefault is Source == DEFAULT_CONFIG.
 //
@@ -79,7 +79,7 @@ func (s *Server) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeCo
 
 func describeConfigEntries(req *kmsg.DescribeConfigsRequest, names []string, entries []replication.ConfigEntry) []kmsg.DescribeConfigsResponseResourceConfig {
 	var want map[string]bool
-	if names != nil {
+	if len(names) > 0 { // null or empty: every config (Kafka's ConfigHelper)
 		want = make(map[string]bool, len(names))
 		for _, n := range names {
 			want[n] = true
