@@ -54,8 +54,9 @@ import (
 // * v13: topic IDs
 // * v15-v18: ReplicaState / replica directory; no change for consumers
 //
-// Differences from Kafka: no sendfile: the stored bytes are copied once into
-// the response buffer. When the session cache is full the least recently
+// Differences from Kafka: no sendfile yet: the log reads stored bytes into
+// memory, and the response hands them to the socket with writev
+// (fetch_encode.go) without another copy. When the session cache is full the least recently
 // used session is evicted (Kafka prefers evicting small, stale sessions).
 func init() { regKey(1, 4, 18) }
 

@@ -441,6 +441,17 @@ func (c *conn) writeLoop() {
 			}
 			continue
 		}
+		if fr, ok := p.resp.(*kmsg.FetchResponse); ok && fetchEncodable(fr) {
+			// Record sets go out by reference (writev), not copied.
+			if w.Flush() != nil {
+				return
+			}
+			bufs := encodeFetch(p.corr, fr)
+			if _, err := bufs.WriteTo(c.nc); err != nil {
+				return
+			}
+			continue
+		}
 		buf = appendResponse(buf[:0], p)
 		if _, err := w.Write(buf); err != nil {
 			return

@@ -16,6 +16,10 @@
 //	           tagged fields (header v2, only when the API version is flexible)
 //	response : [size int32][correlation_id int32][tagged fields (v1 header)][body]
 //
+// Fetch responses are written with writev (fetch_encode.go): the stored
+// record sets are handed to the socket as the log returned them, not copied
+// into the response buffer.
+//
 // The ApiVersions response header is always v0 (no tagged fields) even for
 // flexible versions, because a client parses it before it knows what the
 // broker supports.
