@@ -24,6 +24,7 @@ import (
 const (
 	hwCheckpointFile       = "replication-offset-checkpoint"
 	logStartCheckpointFile = "log-start-offset-checkpoint"
+	recoveryCheckpointFile = "recovery-point-offset-checkpoint"
 	// maxCheckpointBytes bounds what we read back.
 	maxCheckpointBytes = 64 << 20
 )

@@ -64,8 +64,11 @@
 //	00000000000000001234.snapshot                     producer state at offset 1234
 //	leader-epoch-checkpoint                           epoch -> start offset
 //
-// and per data directory: replication-offset-checkpoint and
-// log-start-offset-checkpoint. segment.ms counts from the segment's
+// and per data directory: replication-offset-checkpoint,
+// log-start-offset-checkpoint and recovery-point-offset-checkpoint (the
+// offset below which each partition is fsync'd: on open the active
+// segment is CRC-checked from there, all of it when unknown; after
+// recovery the active segment is fsync'd and the point moves to the end). segment.ms counts from the segment's
 // creation or from the partition's open, by the injected clock.
 //
 // # Reading and deletion

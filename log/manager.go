@@ -43,9 +43,10 @@ type Manager struct {
 	parts   map[TopicPartition]*Partition // protected by mu
 	closed  bool                          // protected by mu
 
-	ckMu     sync.Mutex               // serializes checkpoint writes
-	ckHW     map[TopicPartition]int64 // last written; protected by ckMu
-	ckStarts map[TopicPartition]int64 // last written; protected by ckMu
+	ckMu       sync.Mutex               // serializes checkpoint writes
+	ckHW       map[TopicPartition]int64 // last written; protected by ckMu
+	ckStarts   map[TopicPartition]int64 // last written; protected by ckMu
+	ckRecovery map[TopicPartition]int64 // last written; protected by ckMu
 
 	stop chan struct{}
 	done chan struct{}
@@ -120,6 +121,10 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if err != nil {
 		m.logger.Warn("ignoring unreadable checkpoint", "err", err)
 	}
+	rps, err := readCheckpoint(m.fs, filepath.Join(m.dir, recoveryCheckpointFile))
+	if err != nil {
+		m.logger.Warn("ignoring unreadable checkpoint", "err", err)
+	}
 	ents, err := m.fs.ReadDir(m.dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
@@ -132,7 +137,10 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		if !ok {
 			continue
 		}
-		st := partitionState{logStart: -1, hw: -1}
+		st := partitionState{logStart: -1, hw: -1, recovery: -1}
+		if v, ok := rps[tp]; ok {
+			st.recovery = v
+		}
 		if v, ok := starts[tp]; ok {
 			st.logStart = v
 		}
@@ -196,7 +204,7 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Partition, error) {
 	if err := m.fs.SyncDir(m.dir); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
 	}
-	p, err := openPartition(m.fs, dir, tp, cfg, partitionState{logStart: -1, hw: -1}, m.logger, m.now)
+	p, err := openPartition(m.fs, dir, tp, cfg, partitionState{logStart: -1, hw: -1, recovery: -1}, m.logger, m.now)
 	if err != nil {
 		return nil, err
 	}
@@ -267,8 +275,10 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	close(m.stop)
 	<-m.done
-	err := m.checkpoint()
-	if e := m.closeAll(); err == nil {
+	// Close (and so flush) first, so the checkpoints carry the final
+	// recovery points.
+	err := m.closeAll()
+	if e := m.checkpoint(); err == nil {
 		err = e
 	}
 	return err
@@ -304,9 +314,16 @@ func (m *Manager) checkpoint() error {
 	m.mu.RUnlock()
 	hws := make(map[TopicPartition]int64, len(parts))
 	starts := make(map[TopicPartition]int64, len(parts))
+	rps := make(map[TopicPartition]int64, len(parts))
 	for tp, p := range parts {
 		o := p.Offsets()
-		hws[tp], starts[tp] = o.HighWatermark, o.LogStart
+		hws[tp], starts[tp], rps[tp] = o.HighWatermark, o.LogStart, p.RecoveryPoint()
+	}
+	if !maps.Equal(rps, m.ckRecovery) {
+		if err := writeCheckpoint(m.fs, m.dir, recoveryCheckpointFile, rps); err != nil {
+			return err
+		}
+		m.ckRecovery = rps
 	}
 	// Skip the fsyncs when nothing moved since the last write.
 	if !maps.Equal(hws, m.ckHW) {

@@ -97,8 +97,11 @@ type Partition struct {
 	activeCreated  time.Time // for segment.ms
 	unflushedMsgs  int64
 	firstUnflushed time.Time // zero when everything is flushed
-	werr           error     // sticky storage error: appends refused until reopen
-	closed         bool
+	// recoveryPoint: every offset below it is fsync'd (Kafka's recovery
+	// point); checkpointed so the next open knows where checking starts.
+	recoveryPoint int64
+	werr          error // sticky storage error: appends refused until reopen
+	closed        bool
 
 	waiters waiters
 }
@@ -125,6 +128,7 @@ func parseSegmentBase(name string) (int64, bool) {
 type partitionState struct {
 	logStart int64 // -1 unknown
 	hw       int64 // -1 unknown; used only with UseHighWatermarkCheckpoint
+	recovery int64 // recovery point: everything below was fsync'd; -1 unknown
 }
 
 // openPartition opens or creates the partition's directory and recovers
@@ -154,7 +158,14 @@ func openPartition(fsys segment.FS, dir string, tp TopicPartition, cfg Config, s
 	}
 	for i, b := range bases {
 		active := i == len(bases)-1
-		s, info, err := segment.Open(fsys, dir, b, opts, active)
+		// The active segment is checked from the recovery point on (all
+		// of it when the point is unknown), and from its last index
+		// entry at the latest.
+		verifyFrom := st.recovery
+		if verifyFrom < 0 {
+			verifyFrom = 0
+		}
+		s, info, err := segment.OpenFrom(fsys, dir, b, opts, active, verifyFrom)
 		if err != nil {
 			return fail(fmt.Errorf("%w: open segment %d of %s: %v", ErrStorage, b, tp, err))
 		}
@@ -197,7 +208,13 @@ func openPartition(fsys segment.FS, dir string, tp TopicPartition, cfg Config, s
 	if err := act.Reactivate(); err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrStorage, err))
 	}
+	// What recovery kept may be only in the page cache (a process crash):
+	// make it durable so the recovery point can move to the log end.
+	if err := act.Sync(); err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrStorage, err))
+	}
 	p.leo = act.NextOffset()
+	p.recoveryPoint = p.leo
 	p.logStart = p.segs[0].Base()
 	if st.logStart > p.logStart {
 		p.logStart = st.logStart
@@ -490,6 +507,7 @@ func (p *Partition) rollLocked(cfg *Config) error {
 	// The sealed segment was fsync'd, so only the new one is unflushed.
 	p.unflushedMsgs = 0
 	p.firstUnflushed = time.Time{}
+	p.recoveryPoint = p.leo
 	return nil
 }
 
@@ -585,6 +603,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	p.leo = next
+	p.recoveryPoint = min(p.recoveryPoint, next) // the cut was fsync'd above
 	n := len(p.pending)
 	for n > 0 && p.pending[n-1].lastOffset >= next {
 		n--
@@ -832,7 +851,15 @@ func (p *Partition) flushLocked() error {
 	}
 	p.unflushedMsgs = 0
 	p.firstUnflushed = time.Time{}
+	p.recoveryPoint = p.leo
 	return nil
+}
+
+// RecoveryPoint returns the offset below which everything is fsync'd.
+func (p *Partition) RecoveryPoint() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.recoveryPoint
 }
 
 // maybeFlush flushes when the oldest unflushed write is older than

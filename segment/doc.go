@@ -78,7 +78,10 @@
 //     segment is created, so only the last (active) segment of a
 //     partition can have a torn tail.
 //   - Open(active=true) scans from the last offset index entry that points
-//     at a batch boundary (or from the start), reads each batch whole and
+//     at a batch boundary (or from the start; OpenFrom also goes back to
+//     the entry before a recovery point, so that everything not known to
+//     be fsync'd is checked even if an index page reached the disk before
+//     the log data it points at), reads each batch whole and
 //     checks length, CRC-32C and offset continuity (each batch starts at
 //     or after the previous one's end, relative offsets fit uint32), and
 //     truncates the log at the first batch that fails. Index entries for

@@ -23,6 +23,14 @@ type RecoveryInfo struct {
 // is trusted (it was fsync'd at roll) unless an index is missing or
 // corrupt, in which case it is rescanned and checked in full.
 func Open(fsys FS, dir string, base int64, opts Options, active bool) (*Segment, RecoveryInfo, error) {
+	return OpenFrom(fsys, dir, base, opts, active, -1)
+}
+
+// OpenFrom is Open with a recovery point for the active segment: every
+// batch holding an offset at or above verifyFrom is read and checked
+// even when an index entry lies beyond it (the index may have reached the
+// disk before the log data it points at). verifyFrom < 0 means no bound.
+func OpenFrom(fsys FS, dir string, base int64, opts Options, active bool, verifyFrom int64) (*Segment, RecoveryInfo, error) {
 	var info RecoveryInfo
 	s := &Segment{fs: fsys, dir: dir, base: base, opts: opts.withDefaults(), next: base, maxTs: -1, maxTsOff: -1, lastTixTs: -1}
 	_, oerr := fsys.Stat(s.path(IndexExt))
@@ -61,7 +69,18 @@ func Open(fsys FS, dir string, base int64, opts Options, active bool) (*Segment,
 	// Pick where to start scanning: the last offset entry that points at a
 	// batch whose last offset matches the entry.
 	start := -1 // entry index to start from; -1 = the beginning
-	for i, tries := nOff-1, 0; i >= 0 && tries < maxIndexRetries; i, tries = i-1, tries+1 {
+	cand := nOff
+	if active && verifyFrom >= 0 {
+		// Only entries whose batch ends before the recovery point.
+		for cand > 0 {
+			rel, _ := s.oix.offsetEntry(cand - 1)
+			if s.base+int64(rel) < verifyFrom {
+				break
+			}
+			cand--
+		}
+	}
+	for i, tries := cand-1, 0; i >= 0 && tries < maxIndexRetries; i, tries = i-1, tries+1 {
 		rel, pos := s.oix.offsetEntry(i)
 		h, err := s.readHeader(int64(pos), size)
 		if err == nil && h.LastOffset() == s.base+int64(rel) {
@@ -69,7 +88,7 @@ func Open(fsys FS, dir string, base int64, opts Options, active bool) (*Segment,
 			break
 		}
 	}
-	if start < 0 && nOff > 0 {
+	if start < 0 && cand > 0 {
 		info.Rebuilt = true
 	}
 	if !active && !info.Rebuilt {

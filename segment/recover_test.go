@@ -259,3 +259,38 @@ func allValid(b []byte) bool {
 	}
 	return true
 }
+
+// TestRecoveryPointChecksPastIndex: with a recovery point, batches after it
+// are checked even when an index entry lies beyond them.
+func TestRecoveryPointChecksPastIndex(t *testing.T) {
+	fsys := NewMemFS()
+	fsys.MkdirAll("/d")
+	opts := Options{IndexBytes: 4096, IndexInterval: 50}
+	s, _ := Create(fsys, "/d", 0, opts)
+	appendN(t, s, 40, 1, 20, 100)
+	if s.oix.n < 3 {
+		t.Fatalf("%d index entries", s.oix.n)
+	}
+	_, lastPos := s.oix.offsetEntry(s.oix.n - 1)
+	victim, _, _, _ := s.Find(10, s.Size())
+	if victim >= int64(lastPos) {
+		t.Fatalf("batch 10 at %d is not before the last entry at %d", victim, lastPos)
+	}
+	s.Sync()
+	s.Close()
+	// Corrupt a batch well before the last index entry.
+	f, _ := fsys.Open("/d/" + FileName(0, LogExt))
+	f.WriteAt([]byte{0xff}, victim+HeaderSize+3)
+	f.Close()
+	s, _, err := OpenFrom(fsys, "/d", 0, opts, true, -1)
+	if err != nil || s.NextOffset() != 40 {
+		t.Fatalf("without a recovery point: %v next %d", err, s.NextOffset())
+	}
+	s.Close()
+	s, info, err := OpenFrom(fsys, "/d", 0, opts, true, 0)
+	if err != nil || info.TruncatedBytes == 0 || s.NextOffset() >= 40 {
+		t.Fatalf("with recovery point 0: %+v %v next %d", info, err, s.NextOffset())
+	}
+	checkAllValid(t, s)
+	s.Close()
+}
