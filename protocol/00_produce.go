@@ -21,8 +21,10 @@ import (
 // Behaviour:
 //   - Only magic-2 record batches (v3+). Each partition's records must be
 //     exactly one batch (Kafka's ProduceRequest.validateRecords): several
-//     batches, a truncated batch or another magic is INVALID_RECORD, zstd
-//     below v7 is UNSUPPORTED_COMPRESSION_TYPE. CRC, record count and
+//     batches, a truncated batch, another magic or a control batch is
+//     INVALID_RECORD, zstd below v7 is UNSUPPORTED_COMPRESSION_TYPE, a
+//     transactional batch without a TransactionalID is
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as Kafka). CRC, record count and
 //     producer fields are checked by log.Partition.Append.
 //   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS for every
 //     partition). acks=0 is processed and answered with nothing. acks=1 and
@@ -210,6 +212,9 @@ const (
 	batchMagicOffset      = 16 // int8
 	batchAttributesOffset = 21 // int16
 	batchHeaderLen        = 61
+
+	batchTransactionalBit = 1 << 4 // attributes
+	batchControlBit       = 1 << 5
 )
 
 // validateProduceRecords does Kafka's cheap request-level checks: exactly
@@ -229,6 +234,14 @@ func validateProduceRecords(version int16, rec []byte) (int16, string) {
 	attrs := binary.BigEndian.Uint16(rec[batchAttributesOffset:])
 	if attrs&0x7 == 4 && version < 7 {
 		return kerr.UnsupportedCompressionType.Code, "zstd needs produce v7 or later"
+	}
+	if attrs&batchControlBit != 0 {
+		return kerr.InvalidRecord.Code, "control batches cannot be produced by clients"
+	}
+	if attrs&batchTransactionalBit != 0 {
+		// Kafka: transactional records need an authorized transactional
+		// ID; without one the answer is this authorization error.
+		return kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id"
 	}
 	return 0, ""
 }
