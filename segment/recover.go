@@ -203,6 +203,10 @@ func (s *Segment) rebuildFrom(i int, size int64, verify bool, info *RecoveryInfo
 		if err == nil && (h.BaseOffset < s.next || h.LastOffset()-s.base > math.MaxUint32) {
 			err = fmt.Errorf("%w: offset %d after %d", ErrCorrupt, h.BaseOffset, s.next)
 		}
+		if err == nil && pos+h.Size() > math.MaxUint32 {
+			// Index positions are uint32: a segment never grows past it.
+			err = fmt.Errorf("%w: segment longer than 4 GiB", ErrCorrupt)
+		}
 		if err == nil && verify {
 			n := int(h.Size())
 			if cap(buf) < n {
