@@ -47,7 +47,7 @@ func TestWaitersBoundedAndShared(t *testing.T) {
 		t.Fatal("hw moved backwards")
 	}
 	w.close()
-	if !isClosed(far[1]) || !isClosed(w.wait(1 << 40)) {
+	if !isClosed(far[1]) || !isClosed(w.wait(1<<40)) {
 		t.Fatal("close must wake everyone")
 	}
 	if len(w.byOffset) != 0 {
