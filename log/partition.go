@@ -20,6 +20,9 @@ const (
 	defaultSegmentBytes    = 1 << 30
 	defaultSegmentMs       = 7 * 24 * time.Hour
 	defaultMaxMessageBytes = 1<<20 + 12
+	// maxReadBytes bounds the buffer one Read allocates (a single batch
+	// larger than this is still returned whole).
+	maxReadBytes = 64 << 20
 )
 
 // TopicPartition names one partition.
@@ -733,6 +736,9 @@ func (p *Partition) read(offset int64, maxBytes int32, uncommitted bool) (ReadRe
 	n := limit - pos
 	if maxBytes >= 0 && n > int64(maxBytes) {
 		n = int64(maxBytes)
+	}
+	if n > maxReadBytes {
+		n = maxReadBytes // whatever the caller asked, one read is bounded
 	}
 	if n < first.Size() {
 		n = first.Size()
