@@ -133,7 +133,7 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 			resp.ErrorCode = code
 			return resp, nil
 		}
-		if !sess.update(req) {
+		if !sess.update(req) || !s.sessions.resize(sess, len(sess.parts)) {
 			sess.mu.Unlock()
 			s.sessions.remove(req.SessionID)
 			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code

@@ -64,8 +64,9 @@
 // # Goroutines and locks
 //
 // Server.mu protects the listener and connection sets; conn.budgetMu the
-// connection's request byte budget. They are never held together, so there
-// is no lock order. Other conn state is owned by its reader goroutine
+// connection's request byte budget; they are never held together. The
+// fetch session cache has its own two-level order (fetch_session.go: a
+// session's mu before fetchSessions.mu), and never nests with the others. Other conn state is owned by its reader goroutine
 // (barrier bookkeeping) or its writer goroutine (the socket's write side).
 // Handlers share nothing but the Broker, which is safe for concurrent use.
 //

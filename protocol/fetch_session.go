@@ -23,18 +23,24 @@ import (
 // Limits: at most maxFetchSessions sessions per broker (Kafka's
 // max.incremental.fetch.session.cache.slots default); creating one more
 // evicts the least recently used. A session holds at most
-// maxSessionPartitions partitions: a full fetch above that is served
-// without a session, and an incremental fetch that would grow past it ends
-// the session with FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
+// maxSessionPartitions partitions, and all sessions together at most
+// maxCachedPartitions: a full fetch above the first is served without a
+// session, a new session evicts old ones to fit the second, and an
+// incremental fetch that would pass either ends the session with
+// FETCH_SESSION_ID_NOT_FOUND, so the client starts over.
 //
 // Locking: fetchSessions.mu guards the map; each session's mu is held for
 // the whole of one fetch in it (a client sends one fetch per session at a
-// time; a second one waits, then fails the epoch check). fetchSessions.mu
-// is never held while waiting for a session's mu.
+// time; a second one waits, then fails the epoch check). Lock order: a
+// session's mu before fetchSessions.mu (get releases fetchSessions.mu
+// before taking the session's).
 
 const (
 	maxFetchSessions     = 1000
 	maxSessionPartitions = 50000
+	// maxCachedPartitions bounds the partitions of all sessions together
+	// (about 100 bytes each).
+	maxCachedPartitions = 1_000_000
 )
 
 type sessionKey struct {
@@ -61,18 +67,45 @@ type fetchSession struct {
 	parts    map[sessionKey]*sessionPart
 	order    []sessionKey // insertion order; protected by mu
 	lastUsed time.Time    // protected by fetchSessions.mu
+	size     int          // partitions counted in fetchSessions.total; protected by fetchSessions.mu
 }
 
 type fetchSessions struct {
 	mu       sync.Mutex
 	nextID   int32
 	sessions map[int32]*fetchSession // protected by mu
+	// total is the sum of the registered sessions' sizes. Invariant:
+	// total <= maxCachedPartitions. Protected by mu.
+	total int
 }
 
 func (fs *fetchSessions) remove(id int32) {
 	fs.mu.Lock()
-	delete(fs.sessions, id)
+	fs.removeLocked(id)
 	fs.mu.Unlock()
+}
+
+func (fs *fetchSessions) removeLocked(id int32) {
+	if sess, ok := fs.sessions[id]; ok {
+		fs.total -= sess.size
+		delete(fs.sessions, id)
+	}
+}
+
+// resize records that sess now holds n partitions. It returns false (and
+// leaves the count alone) when that would pass maxCachedPartitions.
+func (fs *fetchSessions) resize(sess *fetchSession, n int) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.sessions[sess.id] != sess {
+		return true // evicted meanwhile: not counted
+	}
+	if fs.total-sess.size+n > maxCachedPartitions {
+		return false
+	}
+	fs.total += n - sess.size
+	sess.size = n
+	return true
 }
 
 // create registers a new session holding targets and returns it locked, or
@@ -92,14 +125,16 @@ func (fs *fetchSessions) create(targets []fetchTarget, now time.Time) *fetchSess
 	if fs.sessions == nil {
 		fs.sessions = make(map[int32]*fetchSession)
 	}
-	if len(fs.sessions) >= maxFetchSessions {
+	// Evict least recently used sessions until this one fits; bounded by
+	// the number of sessions.
+	for len(fs.sessions) > 0 && (len(fs.sessions) >= maxFetchSessions || fs.total+len(sess.parts) > maxCachedPartitions) {
 		var lru *fetchSession
 		for _, s := range fs.sessions {
 			if lru == nil || s.lastUsed.Before(lru.lastUsed) {
 				lru = s
 			}
 		}
-		delete(fs.sessions, lru.id)
+		fs.removeLocked(lru.id)
 	}
 	for { // IDs are positive and unused; bounded: fewer than maxFetchSessions are taken
 		fs.nextID++
@@ -112,6 +147,8 @@ func (fs *fetchSessions) create(targets []fetchTarget, now time.Time) *fetchSess
 	}
 	sess.id = fs.nextID
 	sess.lastUsed = now
+	sess.size = len(sess.parts)
+	fs.total += sess.size
 	fs.sessions[sess.id] = sess
 	return sess
 }
