@@ -339,7 +339,7 @@ func (c *conn) dispatchFrame(frame []byte) bool {
 	}
 	kreq.SetVersion(h.version)
 	if supported {
-		if err := kreq.ReadFrom(body); err != nil {
+		if err := decodeBody(kreq, body); err != nil {
 			err = fmt.Errorf("%w: %s v%d: %v", ErrDecode, kmsg.NameForKey(h.key), h.version, err)
 			log.Warn("closing connection", "err", err)
 			c.enqueueErr(err)
@@ -363,6 +363,18 @@ func (c *conn) dispatchFrame(frame []byte) bool {
 	started = true
 	go c.run(p, kreq, wait, size)
 	return true
+}
+
+// decodeBody parses a request body. A panic inside the decoder (a bug in
+// it, triggered by bad input) is turned into an error: the connection
+// closes, the server stays up.
+func decodeBody(kreq kmsg.Request, body []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoder panicked: %v", r)
+		}
+	}()
+	return kreq.ReadFrom(body)
 }
 
 // barrierWait records p in the barrier bookkeeping and returns what p must
