@@ -53,7 +53,8 @@
 // (Kafka, which handles one request per connection at a time, would hold
 // it; seeing newer data in an earlier read is harmless).
 //
-// A Produce with acks=0 is processed but produces no response. A frame that
+// A Produce with acks=0 is processed but produces no response (if it
+// failed, the connection is closed instead, as Kafka does). A frame that
 // is too large (or has a negative size), an unknown API key, an unsupported
 // version of any API but ApiVersions, or a body that does not parse closes
 // the connection after the responses already queued are written, with a log
@@ -65,10 +66,17 @@
 //
 // Server.mu protects the listener and connection sets; conn.budgetMu the
 // connection's request byte budget; they are never held together. The
-// fetch session cache has its own two-level order (fetch_session.go: a
-// session's mu before fetchSessions.mu), and never nests with the others. Other conn state is owned by its reader goroutine
+// fetch session cache (fetch_session.go) is shared by all connections and
+// has its own order: a session's mu before fetchSessions.mu; neither nests
+// with the other locks. Other conn state is owned by its reader goroutine
 // (barrier bookkeeping) or its writer goroutine (the socket's write side).
-// Handlers share nothing but the Broker, which is safe for concurrent use.
+// Handlers share nothing else but the Broker, which is safe for concurrent
+// use.
+//
+// Close stops the listeners and the readers, answers parked long polls at
+// once, lets the writers finish what is queued (bounded by a grace period),
+// then closes every socket and waits for every goroutine. A client that
+// closes its side (EOF) has its in-flight handlers cancelled.
 //
 // # Errors
 //
