@@ -1,5 +1,68 @@
-// Package groupcoord will own consumer groups (classic and KIP-848), offset
-// commits, share groups (KIP-932) and transaction coordinator state, all
-// persisted in internal compacted topics. Not built yet: see the groups and
-// transactions issues.
+// Package groupcoord is Strata's group coordinator: classic consumer groups
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, with static membership),
+// committed offsets (OffsetCommit, OffsetFetch, OffsetDelete), and the
+// group admin APIs (FindCoordinator, DescribeGroups, ListGroups,
+// DeleteGroups). KIP-848 groups, share groups and transaction state are
+// not built yet.
+//
+// # Where state lives
+//
+// Every group's metadata and committed offsets are records in the internal
+// compacted topic __consumer_offsets (created on the first FindCoordinator
+// with offsets.topic.num.partitions partitions, cleanup.policy=compact),
+// in Kafka's own formats (records.go), appended through Broker.Produce so
+// they replicate like any partition. A group belongs to partition
+// abs(javaHashCode(groupID)) % partitions (Kafka's formula), and its
+// coordinator is that partition's leader. Nothing lives only in memory:
+// the in-memory groups are a cache of the partition, rebuilt by replaying
+// it whenever this broker starts leading it at a new leader epoch.
+//
+//	__consumer_offsets-N record       key (int16 version first)        value (nil = tombstone)
+//	offset commit                     v1 OffsetCommitKey{group,topic,p} OffsetCommitValue v3
+//	group metadata                    v2 GroupMetadataKey{group}        GroupMetadataValue v3
+//
+// # Goroutines
+//
+// One goroutine per loaded coordinator partition (a shard, shard.go) owns
+// that partition's groups; nothing else touches them. Requests reach it as
+// calls on a bounded channel and timers as ticks every TickInterval. One
+// goroutine per partition rather than one for all because a shard's
+// writes block on Broker.Produce (with Raft, on a quorum round trip):
+// with one goroutine for all, every group's heartbeat would wait behind
+// every other partition's commit. Partitions are independent, so shards
+// never share state and need no locks between them.
+//
+// Invariant: a shard sends the replies an event produced only after that
+// event's records are in the log (committed). If a write fails, its
+// replies become NOT_COORDINATOR and the shard unloads; the next request
+// reloads it from the log, so memory never stays ahead of the log.
+//
+// A shard is tied to the leader epoch it loaded at. A request that finds
+// the partition led by this broker at a newer epoch stops the old shard,
+// waits for it to finish, and replays the partition (requests meanwhile
+// get COORDINATOR_LOAD_IN_PROGRESS); a request for a partition led
+// elsewhere gets NOT_COORDINATOR, and a shard whose epoch is gone unloads
+// at its next tick.
+//
+// # State machines
+//
+// group.go and offsets.go are pure: methods take (event, now) and fill an
+// effects value with records and replies. They read no clock and do no
+// I/O, so testdata/*.txt scripts drive them on an injected clock
+// (script_test.go; run with -rewrite to regenerate, and read the diff).
+//
+// # Locks
+//
+// Coordinator.mu guards the shard map; Coordinator.createMu serializes
+// creating the offsets topic. Neither is held while waiting on a shard.
+// Lock order: createMu, then (inside the broker) the broker's own locks;
+// mu is never held with createMu.
+//
+// # Differences from Kafka
+//
+//   - Offsets never expire (offsets.retention.minutes is not applied) and
+//     the compaction of __consumer_offsets is retention's job.
+//   - ListGroups reports every group as type "classic".
+//   - A commit of more than ~900 KiB of offsets is written as several
+//     batches, so it is not atomic across them.
 package groupcoord

@@ -1,0 +1,119 @@
+package groupcoord
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+)
+
+// OffsetsTopic is the internal compacted topic that holds every group's
+// metadata and committed offsets (Kafka's name, so tools find it).
+const OffsetsTopic = "__consumer_offsets"
+
+// Config holds the coordinator settings, with Kafka's broker setting names.
+// Zero values take the defaults documented on each field.
+type Config struct {
+	NumPartitions     int32         // offsets.topic.num.partitions (50); used when the topic is created
+	ReplicationFactor int16         // offsets.topic.replication.factor (3), capped at the broker count
+	SegmentBytes      int64         // offsets.topic.segment.bytes (100 MiB)
+	MinSessionTimeout time.Duration // group.min.session.timeout.ms (6 s)
+	MaxSessionTimeout time.Duration // group.max.session.timeout.ms (30 min)
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (3 s):
+	// how long the first rebalance of an empty group waits for more
+	// members. Negative means 0.
+	InitialRebalanceDelay time.Duration
+	MaxGroupSize          int           // group.max.size (Kafka: unbounded; here 100000)
+	MaxMetadataBytes      int           // offset.metadata.max.bytes (4096)
+	TickInterval          time.Duration // how often timers are checked (100 ms)
+	// LoadTimeout bounds how long loading waits for the partition's tail
+	// to commit before giving up (and trying again on the next request).
+	LoadTimeout time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time // nil = time.Now
+	// NewMemberID makes a member ID for a client ID; nil = Kafka's form,
+	// "<client.id>-<random UUID>".
+	NewMemberID func(clientID string) string
+}
+
+func (c Config) withDefaults() Config {
+	if c.NumPartitions <= 0 {
+		c.NumPartitions = 50
+	}
+	if c.ReplicationFactor <= 0 {
+		c.ReplicationFactor = 3
+	}
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = 100 << 20
+	}
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MaxGroupSize <= 0 {
+		c.MaxGroupSize = 100000
+	}
+	if c.MaxMetadataBytes <= 0 {
+		c.MaxMetadataBytes = 4096
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.LoadTimeout <= 0 {
+		c.LoadTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.NewMemberID == nil {
+		c.NewMemberID = randomMemberID
+	}
+	return c
+}
+
+// randomMemberID is Kafka's member ID form: client ID, '-', a UUID.
+func randomMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return clientID + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// javaStringHashCode is Java's String.hashCode over UTF-16 code units,
+// which Kafka uses to place a group: the coordinator partition must match
+// Kafka's so that tools computing it agree.
+func javaStringHashCode(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// PartitionFor is the __consumer_offsets partition of a group:
+// abs(hashCode) % n, with Kafka's Utils.abs (MinInt32 maps to 0).
+func PartitionFor(groupID string, n int32) int32 {
+	h := javaStringHashCode(groupID)
+	if h == -2147483648 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}

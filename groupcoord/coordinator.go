@@ -1,0 +1,814 @@
+package groupcoord
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// loadWait is how long a request waits for its coordinator partition to
+// load before it is answered COORDINATOR_LOAD_IN_PROGRESS (clients retry).
+const loadWait = 2 * time.Second
+
+// Coordinator is this broker's group coordinator: it routes each group's
+// requests to the shard of the __consumer_offsets partition the group
+// hashes to, loading that shard when this broker leads the partition.
+// Methods are safe for concurrent use; each returns an error only when ctx
+// ends first (the connection is going away).
+type Coordinator struct {
+	cfg    Config
+	broker *replication.Broker
+
+	createMu sync.Mutex // serializes creation of the offsets topic
+
+	mu     sync.Mutex
+	shards map[int32]*shard // protected by mu
+	closed bool             // protected by mu
+}
+
+// New returns a coordinator over broker. Nothing is loaded until a request
+// for a group arrives.
+func New(cfg Config, broker *replication.Broker) *Coordinator {
+	return &Coordinator{cfg: cfg.withDefaults(), broker: broker, shards: map[int32]*shard{}}
+}
+
+// Close stops every shard and waits for them. Later requests are answered
+// NOT_COORDINATOR.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	shards := make([]*shard, 0, len(c.shards))
+	for _, s := range c.shards {
+		shards = append(shards, s)
+	}
+	c.mu.Unlock()
+	for _, s := range shards {
+		s.halt()
+		<-s.done
+	}
+}
+
+func (s *shard) halt() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+}
+
+func (c *Coordinator) forget(s *shard) {
+	c.mu.Lock()
+	if c.shards[s.partition] == s {
+		delete(c.shards, s.partition)
+	}
+	c.mu.Unlock()
+}
+
+// leads reports whether this broker leads partition p at epoch.
+func (c *Coordinator) leads(p, epoch int32) bool {
+	t, ok := c.broker.Topic(OffsetsTopic)
+	if !ok || int(p) >= len(t.Partitions) {
+		return false
+	}
+	pi := t.Partitions[p]
+	return pi.Leader == c.broker.NodeID() && pi.LeaderEpoch == epoch
+}
+
+// route finds (starting a load if needed) the shard of groupID: 0, or
+// NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) route(groupID string) (*shard, int16) {
+	t, ok := c.broker.Topic(OffsetsTopic)
+	if !ok || len(t.Partitions) == 0 {
+		return nil, kerr.NotCoordinator.Code
+	}
+	return c.routePartition(t.Partitions[PartitionFor(groupID, int32(len(t.Partitions)))])
+}
+
+// routePartition is route for a known partition of the offsets topic.
+func (c *Coordinator) routePartition(pi replication.PartitionInfo) (*shard, int16) {
+	p := pi.Partition
+	if pi.Leader != c.broker.NodeID() {
+		return nil, kerr.NotCoordinator.Code
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, kerr.NotCoordinator.Code
+	}
+	s := c.shards[p]
+	if s != nil && s.epoch != pi.LeaderEpoch {
+		s.halt()
+		prev := s
+		s = newShard(c, p, pi.LeaderEpoch)
+		c.shards[p] = s
+		go func() {
+			<-prev.done // the old epoch's writes finish before the replay
+			s.run()
+		}()
+	} else if s == nil {
+		s = newShard(c, p, pi.LeaderEpoch)
+		c.shards[p] = s
+		go s.run()
+	}
+	c.mu.Unlock()
+	if !s.loaded.Load() {
+		t := time.NewTimer(loadWait)
+		defer t.Stop()
+		for !s.loaded.Load() {
+			select {
+			case <-s.done:
+				return nil, kerr.NotCoordinator.Code
+			case <-t.C:
+				return nil, kerr.CoordinatorLoadInProgress.Code
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return s, 0
+}
+
+// do runs fn on groupID's shard and returns what it replies, or the
+// routing error code.
+func (c *Coordinator) do(ctx context.Context, groupID string, fn func(s *shard, e *effects, rid uint64)) (kmsg.Response, int16, error) {
+	s, code := c.route(groupID)
+	return c.doOn(ctx, s, code, fn)
+}
+
+func (c *Coordinator) doOn(ctx context.Context, s *shard, code int16, fn func(s *shard, e *effects, rid uint64)) (kmsg.Response, int16, error) {
+	if code != 0 {
+		return nil, code, nil
+	}
+	ch := make(chan kmsg.Response, 1)
+	select {
+	case s.calls <- call{fn: fn, ch: ch}:
+	case <-s.done:
+		return nil, kerr.NotCoordinator.Code, nil
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+	select {
+	case r := <-ch:
+		return r, 0, nil
+	case <-s.done:
+		select {
+		case r := <-ch:
+			return r, 0, nil
+		default:
+			return nil, kerr.NotCoordinator.Code, nil
+		}
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+}
+
+// ensureTopic returns the offsets topic, creating it on first use.
+func (c *Coordinator) ensureTopic(ctx context.Context) (replication.TopicInfo, error) {
+	if t, ok := c.broker.Topic(OffsetsTopic); ok {
+		return t, nil
+	}
+	c.createMu.Lock()
+	defer c.createMu.Unlock()
+	if t, ok := c.broker.Topic(OffsetsTopic); ok {
+		return t, nil
+	}
+	rf := c.cfg.ReplicationFactor
+	if n := len(c.broker.Brokers()); int(rf) > n {
+		rf = int16(n)
+	}
+	t, err := c.broker.CreateTopic(ctx, replication.CreateTopicRequest{
+		Name:              OffsetsTopic,
+		NumPartitions:     c.cfg.NumPartitions,
+		ReplicationFactor: rf,
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    itoa64(c.cfg.SegmentBytes),
+		},
+	})
+	if errors.Is(err, replication.ErrTopicExists) {
+		if t, ok := c.broker.Topic(OffsetsTopic); ok {
+			return t, nil
+		}
+	}
+	return t, err
+}
+
+func itoa64(v int64) string {
+	if v == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// FindCoordinator answers FindCoordinator (v0-6, batched keys from v4).
+// Group keys create the offsets topic on first use; transaction and share
+// keys get COORDINATOR_NOT_AVAILABLE (no such coordinator yet).
+func (c *Coordinator) FindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, k := range keys {
+		co := c.findOne(ctx, req.CoordinatorType, k)
+		if req.Version < 4 {
+			resp.ErrorCode, resp.ErrorMessage = co.ErrorCode, co.ErrorMessage
+			resp.NodeID, resp.Host, resp.Port = co.NodeID, co.Host, co.Port
+			break
+		}
+		resp.Coordinators = append(resp.Coordinators, co)
+	}
+	return resp
+}
+
+func (c *Coordinator) findOne(ctx context.Context, typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	co := kmsg.NewFindCoordinatorResponseCoordinator()
+	co.Key, co.NodeID, co.Port = key, -1, -1
+	fail := func(e *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
+		co.ErrorCode = e.Code
+		msg := e.Message
+		co.ErrorMessage = &msg
+		return co
+	}
+	if typ != 0 {
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	if key == "" {
+		return fail(kerr.InvalidRequest)
+	}
+	t, err := c.ensureTopic(ctx)
+	if err != nil || len(t.Partitions) == 0 {
+		c.cfg.Logger.Warn("offsets topic unavailable", "err", err)
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	pi := t.Partitions[PartitionFor(key, int32(len(t.Partitions)))]
+	if pi.Leader < 0 {
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	for _, b := range c.broker.Brokers() {
+		if b.NodeID == pi.Leader {
+			co.NodeID, co.Host, co.Port = b.NodeID, b.Host, b.Port
+			if b.NodeID == c.broker.NodeID() {
+				// Start loading now: the client's next request is for it.
+				go c.route(key)
+			}
+			return co
+		}
+	}
+	return fail(kerr.CoordinatorNotAvailable)
+}
+
+// JoinGroup answers JoinGroup (v0-9); it may wait for the rebalance.
+func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string) (*kmsg.JoinGroupResponse, error) {
+	if req.Group == "" {
+		return joinError(req.Version, req.MemberID, kerr.InvalidGroupID.Code), nil
+	}
+	r, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		g := s.group(req.Group, true)
+		g.join(&s.c.cfg, e, s.c.cfg.Now(), rid, joinArgs{req: req, clientID: clientID, clientHost: clientHost})
+		s.dropIfGone(req.Group, g)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return joinError(req.Version, req.MemberID, code), nil
+	}
+	return r.(*kmsg.JoinGroupResponse), nil
+}
+
+// SyncGroup answers SyncGroup (v0-5); followers wait for the leader.
+func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, error) {
+	fail := func(code int16) *kmsg.SyncGroupResponse {
+		r := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		r.ErrorCode = code
+		return r
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID.Code), nil
+	}
+	r, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		g := s.group(req.Group, false)
+		if g == nil {
+			e.reply(rid, fail(kerr.UnknownMemberID.Code))
+			return
+		}
+		g.sync(e, s.c.cfg.Now(), rid, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return fail(code), nil
+	}
+	return r.(*kmsg.SyncGroupResponse), nil
+}
+
+// Heartbeat answers Heartbeat (v0-4).
+func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (*kmsg.HeartbeatResponse, error) {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	_, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		if g := s.group(req.Group, false); g == nil {
+			resp.ErrorCode = kerr.UnknownMemberID.Code
+		} else {
+			resp.ErrorCode = g.heartbeat(s.c.cfg.Now(), req)
+		}
+		e.reply(rid, resp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		resp.ErrorCode = code
+	}
+	return resp, nil
+}
+
+// LeaveGroup answers LeaveGroup (v0-5, batched from v3).
+func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, error) {
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	ids := req.Members
+	if req.Version < 3 {
+		ids = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
+	}
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	_, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		g := s.group(req.Group, false)
+		if g == nil {
+			resp.ErrorCode = kerr.UnknownMemberID.Code
+			e.reply(rid, resp)
+			return
+		}
+		codes := g.leave(e, s.c.cfg.Now(), ids)
+		if req.Version < 3 {
+			resp.ErrorCode = codes[0]
+		} else {
+			for i, id := range ids {
+				resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{MemberID: id.MemberID, InstanceID: id.InstanceID, ErrorCode: codes[i]})
+			}
+		}
+		e.reply(rid, resp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		resp.ErrorCode = code
+		resp.Members = nil
+	}
+	return resp, nil
+}
+
+// OffsetCommit answers OffsetCommit (v0-10; topic IDs from v10).
+func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	// pre holds a per-partition error found before the group is asked
+	// (unknown topic or partition, metadata too large); names the topics.
+	names := make([]string, len(req.Topics))
+	pre := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
+		pre[i] = make([]int16, len(t.Partitions))
+		var info replication.TopicInfo
+		var ok bool
+		if req.Version >= 10 {
+			info, ok = c.broker.TopicByID(t.TopicID)
+		} else {
+			info, ok = c.broker.Topic(t.Topic)
+		}
+		names[i] = info.Name
+		for j, p := range t.Partitions {
+			switch {
+			case !ok && req.Version >= 10:
+				pre[i][j] = kerr.UnknownTopicID.Code
+			case !ok || p.Partition < 0 || int(p.Partition) >= len(info.Partitions):
+				pre[i][j] = kerr.UnknownTopicOrPartition.Code
+			case p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes:
+				pre[i][j] = kerr.OffsetMetadataTooLarge.Code
+			}
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pre[i][j]})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	setAll := func(code int16) {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if pre[i][j] == 0 {
+					resp.Topics[i].Partitions[j].ErrorCode = code
+				}
+			}
+		}
+	}
+	if req.Group == "" {
+		setAll(kerr.InvalidGroupID.Code)
+		return resp, nil
+	}
+	generation, memberID := req.Generation, req.MemberID
+	if req.Version == 0 {
+		generation = -1
+	}
+	_, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		now := s.c.cfg.Now()
+		g := s.group(req.Group, false)
+		if g == nil {
+			if generation >= 0 {
+				if req.Version >= 9 {
+					setAll(kerr.GroupIDNotFound.Code)
+				} else {
+					setAll(kerr.IllegalGeneration.Code)
+				}
+				e.reply(rid, resp)
+				return
+			}
+			g = s.group(req.Group, true)
+		}
+		if code := g.commitCheck(now, req.Version, generation, memberID, req.InstanceID); code != 0 {
+			setAll(code)
+			s.dropIfGone(req.Group, g)
+			e.reply(rid, resp)
+			return
+		}
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if pre[i][j] != 0 {
+					continue
+				}
+				o := offsetEntry{Offset: p.Offset, LeaderEpoch: -1, CommitMs: now.UnixMilli()}
+				if req.Version >= 6 {
+					o.LeaderEpoch = p.LeaderEpoch
+				}
+				if p.Metadata != nil {
+					o.Metadata = *p.Metadata
+				}
+				e.records = append(e.records, g.commit(names[i], p.Partition, o))
+			}
+		}
+		s.dropIfGone(req.Group, g)
+		e.reply(rid, resp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		setAll(code)
+	}
+	return resp, nil
+}
+
+// fetchTopic is one topic of an OffsetFetch, by name (and ID for v10).
+type fetchTopic struct {
+	name       string
+	id         [16]byte
+	known      bool
+	partitions []int32
+}
+
+type fetchedPartition struct {
+	partition int32
+	o         offsetEntry
+	found     bool
+	code      int16
+}
+
+// fetchGroup reads one group's offsets. topics nil = every committed
+// offset. RequireStable needs nothing more: Strata has no transactional
+// offset commits, so no offset is ever pending.
+func (c *Coordinator) fetchGroup(ctx context.Context, group string, topics []fetchTopic) ([]fetchTopic, [][]fetchedPartition, int16, error) {
+	var outT []fetchTopic
+	var outP [][]fetchedPartition
+	_, code, err := c.do(ctx, group, func(s *shard, e *effects, rid uint64) {
+		g := s.group(group, false)
+		if topics == nil {
+			if g != nil {
+				for _, t := range g.sortedOffsetTopics() {
+					ft := fetchTopic{name: t, known: true}
+					if info, ok := c.broker.Topic(t); ok {
+						ft.id = info.ID
+					}
+					var ps []fetchedPartition
+					for _, p := range sortedPartitions(g.offsets[t]) {
+						ps = append(ps, fetchedPartition{partition: p, o: g.offsets[t][p], found: true})
+					}
+					outT, outP = append(outT, ft), append(outP, ps)
+				}
+			}
+		} else {
+			for _, t := range topics {
+				var ps []fetchedPartition
+				for _, p := range t.partitions {
+					fp := fetchedPartition{partition: p}
+					switch {
+					case !t.known:
+						fp.code = kerr.UnknownTopicID.Code
+					case g != nil:
+						fp.o, fp.found = g.offset(t.name, p)
+					}
+					ps = append(ps, fp)
+				}
+				outT, outP = append(outT, t), append(outP, ps)
+			}
+		}
+		e.reply(rid, nil)
+	})
+	return outT, outP, code, err
+}
+
+// OffsetFetch answers OffsetFetch (v0-10; several groups from v8).
+func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		var topics []fetchTopic
+		if req.Topics != nil || req.Version < 2 {
+			topics = []fetchTopic{}
+			for _, t := range req.Topics {
+				topics = append(topics, fetchTopic{name: t.Topic, known: true, partitions: t.Partitions})
+			}
+		}
+		ts, ps, code, err := c.fetchGroup(ctx, req.Group, topics)
+		if err != nil {
+			return nil, err
+		}
+		if code == 0 && req.Group == "" {
+			code = kerr.InvalidGroupID.Code
+		}
+		if code != 0 {
+			if req.Version >= 2 {
+				resp.ErrorCode = code
+				return resp, nil
+			}
+			ts, ps = nil, nil
+			for _, t := range req.Topics {
+				ts = append(ts, fetchTopic{name: t.Topic})
+				var fps []fetchedPartition
+				for _, p := range t.Partitions {
+					fps = append(fps, fetchedPartition{partition: p, code: code})
+				}
+				ps = append(ps, fps)
+			}
+		}
+		for i, t := range ts {
+			rt := kmsg.OffsetFetchResponseTopic{Topic: t.name}
+			for _, p := range ps[i] {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.partition, p.code
+				fillFetched(&rp.Offset, &rp.LeaderEpoch, &rp.Metadata, p)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	for _, rg := range req.Groups {
+		var topics []fetchTopic
+		if rg.Topics != nil {
+			topics = []fetchTopic{}
+			for _, t := range rg.Topics {
+				ft := fetchTopic{name: t.Topic, id: t.TopicID, known: true, partitions: t.Partitions}
+				if req.Version >= 10 {
+					info, ok := c.broker.TopicByID(t.TopicID)
+					ft.name, ft.known = info.Name, ok
+				}
+				topics = append(topics, ft)
+			}
+		}
+		g := kmsg.NewOffsetFetchResponseGroup()
+		g.Group = rg.Group
+		ts, ps, code, err := c.fetchGroup(ctx, rg.Group, topics)
+		if err != nil {
+			return nil, err
+		}
+		if code == 0 && rg.Group == "" {
+			code = kerr.InvalidGroupID.Code
+		}
+		g.ErrorCode = code
+		if code == 0 {
+			for i, t := range ts {
+				rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.name, TopicID: t.id}
+				for _, p := range ps[i] {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.ErrorCode = p.partition, p.code
+					fillFetched(&rp.Offset, &rp.LeaderEpoch, &rp.Metadata, p)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				g.Topics = append(g.Topics, rt)
+			}
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
+}
+
+func fillFetched(off *int64, epoch *int32, meta **string, p fetchedPartition) {
+	*off, *epoch = -1, -1
+	md := ""
+	if p.found {
+		*off, *epoch, md = p.o.Offset, p.o.LeaderEpoch, p.o.Metadata
+	}
+	*meta = &md
+}
+
+// DescribeGroups answers DescribeGroups (v0-6). An unknown group is
+// described as Dead (v6+: with GROUP_ID_NOT_FOUND, as Kafka 4 does).
+func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (*kmsg.DescribeGroupsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		d := kmsg.NewDescribeGroupsResponseGroup()
+		d.Group, d.State, d.AuthorizedOperations = id, stateDead.String(), -2147483648
+		if id == "" {
+			d.ErrorCode = kerr.InvalidGroupID.Code
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
+		_, code, err := c.do(ctx, id, func(s *shard, e *effects, rid uint64) {
+			if g := s.group(id, false); g != nil {
+				d = g.describe(req.Version)
+			} else if req.Version >= 6 {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+			}
+			e.reply(rid, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if code != 0 {
+			d.ErrorCode = code
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp, nil
+}
+
+// ListGroups answers ListGroups (v0-5) with the groups of every partition
+// this broker coordinates, filtered by state (v4+) and type (v5+, where
+// every group here is "classic").
+func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (*kmsg.ListGroupsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	t, ok := c.broker.Topic(OffsetsTopic)
+	if !ok {
+		return resp, nil
+	}
+	states := map[string]bool{}
+	for _, s := range req.StatesFilter {
+		states[lower(s)] = true
+	}
+	types := map[string]bool{}
+	for _, s := range req.TypesFilter {
+		types[lower(s)] = true
+	}
+	if len(types) > 0 && !types["classic"] {
+		return resp, nil
+	}
+	for _, pi := range t.Partitions {
+		if pi.Leader != c.broker.NodeID() {
+			continue
+		}
+		s, code := c.routePartition(pi)
+		_, code, err := c.doOn(ctx, s, code, func(s *shard, e *effects, rid uint64) {
+			for _, g := range s.groups {
+				if len(states) > 0 && !states[lower(g.state.String())] {
+					continue
+				}
+				resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+					Group: g.id, ProtocolType: g.protocolType, GroupState: g.state.String(), GroupType: "classic",
+				})
+			}
+			e.reply(rid, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if code == kerr.CoordinatorLoadInProgress.Code {
+			resp.ErrorCode = code
+		}
+	}
+	sort.Slice(resp.Groups, func(i, j int) bool { return resp.Groups[i].Group < resp.Groups[j].Group })
+	return resp, nil
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// DeleteGroups answers DeleteGroups (v0-3): only empty groups go; their
+// offsets and metadata are tombstoned.
+func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (*kmsg.DeleteGroupsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		if id == "" {
+			rg.ErrorCode = kerr.InvalidGroupID.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		one := &kmsg.DeleteGroupsResponse{Groups: []kmsg.DeleteGroupsResponseGroup{rg}}
+		_, code, err := c.do(ctx, id, func(s *shard, e *effects, rid uint64) {
+			g := s.group(id, false)
+			if g == nil {
+				one.Groups[0].ErrorCode = kerr.GroupIDNotFound.Code
+			} else {
+				recs, code := g.deleteAll()
+				one.Groups[0].ErrorCode = code
+				e.records = append(e.records, recs...)
+				s.dropIfGone(id, g)
+			}
+			e.reply(rid, one)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if code != 0 {
+			one.Groups[0].ErrorCode = code
+		}
+		resp.Groups = append(resp.Groups, one.Groups[0])
+	}
+	return resp, nil
+}
+
+// OffsetDelete answers OffsetDelete (v0): offsets of topics the group is
+// not subscribed to (any topic, for an empty group) are tombstoned.
+func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	_, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		g := s.group(req.Group, false)
+		switch {
+		case g == nil:
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+		case g.state != stateEmpty && g.protocolType != "consumer":
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
+		default:
+			var subscribed map[string]bool
+			if g.state != stateEmpty {
+				subscribed = g.subscribedTopics()
+			}
+			for _, t := range req.Topics {
+				rt := kmsg.OffsetDeleteResponseTopic{Topic: t.Topic}
+				_, known := c.broker.Topic(t.Topic)
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+					rp.Partition = p.Partition
+					switch {
+					case !known:
+						rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					case subscribed[t.Topic]:
+						rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+					default:
+						if r, ok := g.deleteOffset(t.Topic, p.Partition); ok {
+							e.records = append(e.records, r)
+						}
+					}
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		e.reply(rid, resp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		resp.ErrorCode = code
+		resp.Topics = nil
+	}
+	return resp, nil
+}

@@ -1,0 +1,290 @@
+package groupcoord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/log"
+)
+
+// A shard owns the groups of one __consumer_offsets partition that this
+// broker leads, at one leader epoch. Its goroutine (run) is the only one
+// that touches the groups: requests arrive as calls on a bounded channel,
+// timers as ticks. Records are written through Broker.Produce before the
+// replies they back are sent, so a client never sees state that is not in
+// the log. Any write failure unloads the shard: the next request reloads
+// it from the log, the only source of truth.
+
+const (
+	maxQueuedCalls = 1024    // calls waiting for a shard; more wait in the sender
+	loadReadBytes  = 1 << 20 // bytes per Read while loading
+	// maxLoadReads bounds the load loop (1 MiB reads: 1 TiB).
+	maxLoadReads = 1 << 20
+	writeTimeout = 30 * time.Second
+)
+
+// errShardGone is returned to callers whose shard stopped.
+var errShardGone = errors.New("groupcoord: coordinator partition unloaded")
+
+// call is one request for a shard: fn runs on the shard goroutine with a
+// reply ID; whatever it (or a later event) replies under that ID goes to ch.
+type call struct {
+	fn func(s *shard, e *effects, rid uint64)
+	ch chan kmsg.Response // buffered 1
+}
+
+type shard struct {
+	c         *Coordinator
+	partition int32
+	epoch     int32
+
+	calls  chan call
+	stop   chan struct{} // closed to ask run to return
+	done   chan struct{} // closed when run returned
+	loaded atomic.Bool   // set once the partition is replayed
+
+	// Owned by the run goroutine.
+	groups  map[string]*group
+	waiters map[uint64]chan kmsg.Response
+	nextRID uint64
+}
+
+func newShard(c *Coordinator, partition, epoch int32) *shard {
+	return &shard{
+		c: c, partition: partition, epoch: epoch,
+		calls:   make(chan call, maxQueuedCalls),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		groups:  map[string]*group{},
+		waiters: map[uint64]chan kmsg.Response{},
+	}
+}
+
+func (s *shard) run() {
+	defer close(s.done)
+	defer s.c.forget(s)
+	start := time.Now()
+	if err := s.load(); err != nil {
+		s.c.cfg.Logger.Warn("group coordinator load failed", "partition", s.partition, "epoch", s.epoch, "err", err)
+		return
+	}
+	s.loaded.Store(true)
+	s.c.cfg.Logger.Info("group coordinator loaded", "partition", s.partition, "epoch", s.epoch, "groups", len(s.groups), "took", time.Since(start))
+	tick := time.NewTicker(s.c.cfg.TickInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case cl := <-s.calls:
+			s.nextRID++
+			rid := s.nextRID
+			s.waiters[rid] = cl.ch
+			var e effects
+			cl.fn(s, &e, rid)
+			if !s.apply(&e) {
+				return
+			}
+		case <-tick.C:
+			if !s.c.leads(s.partition, s.epoch) {
+				s.c.cfg.Logger.Info("group coordinator unloading: no longer leader", "partition", s.partition, "epoch", s.epoch)
+				return
+			}
+			now := s.c.cfg.Now()
+			var e effects
+			for id, g := range s.groups {
+				g.tick(&e, now)
+				s.dropIfGone(id, g)
+			}
+			if !s.apply(&e) {
+				return
+			}
+		}
+	}
+}
+
+// dropIfGone forgets a deleted group, or an empty one with no offsets.
+func (s *shard) dropIfGone(id string, g *group) {
+	if g.state == stateDead || (g.state == stateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 && g.generation == 0) {
+		delete(s.groups, id)
+	}
+}
+
+// group returns the group, creating an empty one when create is set.
+func (s *shard) group(id string, create bool) *group {
+	g := s.groups[id]
+	if g == nil && create {
+		g = newGroup(id, s.c.cfg.Now())
+		s.groups[id] = g
+	}
+	return g
+}
+
+// apply writes e's records, then sends its replies. A failed write turns
+// every reply into NOT_COORDINATOR and reports false: the shard must
+// unload, its memory being ahead of the log.
+func (s *shard) apply(e *effects) bool {
+	ok := true
+	if len(e.records) > 0 {
+		if err := s.write(e.records); err != nil {
+			s.c.cfg.Logger.Warn("group coordinator write failed; unloading", "partition", s.partition, "err", err)
+			for i := range e.replies {
+				setErrorCode(e.replies[i].resp, kerr.NotCoordinator.Code)
+			}
+			ok = false
+		}
+	}
+	for _, r := range e.replies {
+		if ch, found := s.waiters[r.id]; found {
+			delete(s.waiters, r.id)
+			ch <- r.resp
+		}
+	}
+	return ok
+}
+
+func (s *shard) write(recs []record) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	for _, b := range buildBatches(recs, s.c.cfg.Now().UnixMilli()) {
+		if _, err := s.c.broker.Produce(ctx, OffsetsTopic, s.partition, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// load replays the partition from its log start to the log end seen at
+// start, waiting (bounded) for that tail to commit: as leader, everything
+// in the log will commit, and state must include all of it.
+func (s *shard) load() error {
+	lp, err := s.c.broker.Partition(OffsetsTopic, s.partition)
+	if err != nil {
+		return err
+	}
+	target := lp.Offsets().LogEnd
+	off := lp.Offsets().LogStart
+	deadline := time.NewTimer(s.c.cfg.LoadTimeout)
+	defer deadline.Stop()
+	now := s.c.cfg.Now()
+	for i := 0; off < target; i++ {
+		if i >= maxLoadReads {
+			return fmt.Errorf("groupcoord: load of partition %d did not finish in %d reads", s.partition, maxLoadReads)
+		}
+		res, err := lp.Read(off, loadReadBytes)
+		if errors.Is(err, log.ErrOffsetOutOfRange) && off < res.Offsets.LogStart {
+			off = res.Offsets.LogStart // retention moved the start meanwhile
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(res.Records) == 0 {
+			select {
+			case <-lp.Wait(off):
+			case <-deadline.C:
+				return fmt.Errorf("groupcoord: partition %d tail did not commit in %v", s.partition, s.c.cfg.LoadTimeout)
+			case <-s.stop:
+				return errShardGone
+			}
+			continue
+		}
+		next, err := decodeBatches(res.Records, off, func(r decodedRecord) error { return s.replay(r, now) })
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			return fmt.Errorf("%w: no progress at offset %d", ErrBadRecord, off)
+		}
+		off = next
+	}
+	for id, g := range s.groups {
+		s.dropIfGone(id, g)
+	}
+	return nil
+}
+
+// replay applies one stored record. Records that do not decode are logged
+// and skipped: one bad record must not make every group of the partition
+// unavailable.
+func (s *shard) replay(r decodedRecord, now time.Time) error {
+	if len(r.Key) < 2 {
+		return nil
+	}
+	switch version := int16(r.Key[0])<<8 | int16(r.Key[1]); version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(r.Key); err != nil {
+			s.c.cfg.Logger.Warn("skipping bad offset key", "partition", s.partition, "offset", r.Offset, "err", err)
+			return nil
+		}
+		if r.Value == nil {
+			if g := s.groups[k.Group]; g != nil {
+				g.deleteOffset(k.Topic, k.Partition)
+			}
+			return nil
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(r.Value); err != nil {
+			s.c.cfg.Logger.Warn("skipping bad offset value", "partition", s.partition, "offset", r.Offset, "err", err)
+			return nil
+		}
+		le := v.LeaderEpoch
+		if v.Version < 3 {
+			le = -1
+		}
+		s.group(k.Group, true).commit(k.Topic, k.Partition, offsetEntry{Offset: v.Offset, LeaderEpoch: le, Metadata: v.Metadata, CommitMs: v.CommitTimestamp})
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(r.Key); err != nil {
+			s.c.cfg.Logger.Warn("skipping bad group key", "partition", s.partition, "offset", r.Offset, "err", err)
+			return nil
+		}
+		if r.Value == nil {
+			delete(s.groups, k.Group)
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(r.Value); err != nil {
+			s.c.cfg.Logger.Warn("skipping bad group value", "partition", s.partition, "offset", r.Offset, "err", err)
+			return nil
+		}
+		s.group(k.Group, true).loadMetadata(&v, now)
+	default:
+		// KIP-848 and share-group record types: not built yet.
+	}
+	return nil
+}
+
+// setErrorCode sets the top-level (or every per-item) error code of a
+// response held back by a failed write.
+func setErrorCode(r kmsg.Response, code int16) {
+	switch r := r.(type) {
+	case *kmsg.JoinGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.SyncGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.HeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.LeaveGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.OffsetCommitResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+	case *kmsg.DeleteGroupsResponse:
+		for i := range r.Groups {
+			r.Groups[i].ErrorCode = code
+		}
+	case *kmsg.OffsetDeleteResponse:
+		r.ErrorCode = code
+	}
+}
