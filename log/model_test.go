@@ -58,14 +58,27 @@ func (m *model) nextSeq() int32 {
 // TestRandomWorkload runs append/commit/truncate/roll/reopen/crash/read
 // against a Partition on MemFS and the model, with a fixed seed.
 func TestRandomWorkload(t *testing.T) {
-	const seed = 20261130
+	runWorkload(t, 20261130, 3000, Config{SegmentBytes: 2048, IndexIntervalBytes: 128, SegmentIndexBytes: 256})
+}
+
+// FuzzWorkload explores other seeds and segment geometries with shorter
+// runs of the same workload (go test -fuzz FuzzWorkload ./log/).
+func FuzzWorkload(f *testing.F) {
+	f.Add(int64(1), uint16(2048), uint8(128))
+	f.Add(int64(7), uint16(200), uint8(1))
+	f.Fuzz(func(t *testing.T, seed int64, segBytes uint16, interval uint8) {
+		runWorkload(t, seed, 300, Config{SegmentBytes: int64(segBytes) + 1, IndexIntervalBytes: int32(interval) + 1, SegmentIndexBytes: 128})
+	})
+}
+
+// runWorkload drives ops random operations from seed (printed on failure).
+func runWorkload(t *testing.T, seed int64, ops int, cfg Config) {
 	rng := rand.New(rand.NewSource(seed))
 	defer func() {
 		if t.Failed() {
 			t.Logf("seed %d", seed)
 		}
 	}()
-	cfg := Config{SegmentBytes: 2048, IndexIntervalBytes: 128, SegmentIndexBytes: 256}
 	fsys := segment.NewMemFS()
 	c := newClock()
 	mgr := testManager(t, fsys, c)
@@ -76,7 +89,6 @@ func TestRandomWorkload(t *testing.T) {
 	}
 	var md model
 	var lost, truncs, reads int
-	const ops = 3000
 	for i := 0; i < ops; i++ {
 		switch op := rng.Intn(100); {
 		case op < 45: // append, half of them from an idempotent producer
