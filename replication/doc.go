@@ -54,6 +54,118 @@
 // modified. Broker.mu is the package's only mutex; the log package's locks
 // are taken inside it (log.Manager.Open/Delete) but never the other way.
 //
+// # Raft design (issue 3; in progress)
+//
+// The single-voter insides above are being replaced, file by file, by the
+// design below. What is built so far is listed under "Built"; everything
+// else in this section is the plan the next steps follow.
+//
+// One transport per broker (transport.go, transport_codec.go). A Mux owns
+// one TCP listener (the broker's replication listener) and, per peer
+// broker, a fixed pool of connections (muxConnsPerPeer). Every Raft group
+// (the metadata group and each partition's group) gets a GroupTransport
+// from the Mux: a raft.Transport whose RPCs carry the group id. A group is
+// pinned to one connection of the pool (hash of the group id), so a
+// group's RPCs, and its pipelined AppendEntries, stay in order. Frames are
+// length-prefixed and bounded (maxFrameBytes); the RPC structs are encoded
+// by hand (no msgpack: not an allowed dependency), every length checked
+// before allocating. Writes go through one buffered writer per connection,
+// flushed when its queue is empty, so the heartbeats of hundreds of
+// groups to one peer leave in a few syscalls (coalesced at the socket).
+// InstallSnapshot streams on a connection of its own, never on the shared
+// ones. Heartbeats take hashicorp's fast path (SetHeartbeatHandler) on the
+// receiving side and never wait behind disk I/O.
+//
+//	frame:  | len u32 | kind u8 | reqID u64 | group (uvarint len + bytes) | body |
+//	kind:   AppendEntries, RequestVote, RequestPreVote, TimeoutNow,
+//	        InstallSnapshot (own connection, body then len bytes of data),
+//	        Response (body = encoded response), Error (body = message)
+//
+// Raft timing (raftConfig in raft_config.go sets every raft.Config field
+// explicitly). hashicorp/raft costs each leader, per follower, one
+// heartbeat every HeartbeatTimeout/10..2/10 and one commit-index
+// AppendEntries every CommitTimeout..2x; each follower arms a timer every
+// HeartbeatTimeout. Partition groups use HeartbeatTimeout 2s, CommitTimeout
+// 1s, LeaderLeaseTimeout 1s, ElectionTimeout 2s (so ~4 RPCs/s per
+// follower per group; a leader failure is noticed in 2-4s); the metadata
+// group and single-voter groups keep their own values. Measured idle cost
+// is in the final report of issue 3 and in bench notes.
+//
+// Metadata group (the controller quorum, as KRaft). Voters are
+// controller.quorum.voters (Kafka syntax id@host:port,...; the port is the
+// replication listener); empty = this broker alone, one voter, the same
+// code. The FSM is image.Apply: a Command is one raft log entry (the JSON
+// of metadata_log.go's records), applied in index order on every broker;
+// local effects (open or delete a partition's log, start or stop its Raft
+// group) follow the applied image on each broker, never the proposer's
+// call. Raft's own storage for this group: a small file LogStore and
+// StableStore of ours (metadata_store.go; raft-boltdb is not an allowed
+// dependency) and hashicorp's FileSnapshotStore; a snapshot is the image
+// encoded as JSON. Writers (CreateTopic, ...) propose to the leader;
+// a follower broker forwards nothing and answers NOT_CONTROLLER-style
+// errors today; forwarding to the controller is a later step.
+// Partition leadership is replicated metadata, as in KRaft: when a
+// partition group elects a leader, that leader proposes
+// CmdPartitionLeader{topic id, partition, leader, epoch = term, isr}; Apply
+// accepts it only if the epoch is newer, so every broker's Metadata answer
+// (leader, epoch, replicas, ISR) comes from the same replicated image.
+//
+// Partition groups. One raft group per partition among its replicas; the
+// group id is the topic id and partition. The term is the leader epoch
+// written into each batch. Raft's log is the partition's segments:
+//
+//	raft index:  5     6        7       8      9
+//	entry:      [cmd] [noop]  [cmd]   [cmd] [config]
+//	              |     |       |       |      |
+//	segments:   b@100   |     b@130   b@131    |     (one batch per cmd entry)
+//	side log:         6:noop                 9:config (Raft's own entries)
+//
+// The rules:
+//
+//   - A command entry IS one record batch at its offset; the data is written
+//     once, into the active segment. Raft's own entries (no-op,
+//     configuration, barrier) go to a small side log in the partition
+//     directory (raft-side.log, CRC-framed like metadata.log), each with
+//     the log end offset at its place. The raft index -> offset map is
+//     derived, never stored: from an anchor (snapshot index i = offset o),
+//     indexes not in the side log are the next batches in offset order.
+//     It is kept in memory for the tail raft still reads (bounded, behind
+//     raft.NewLogCache) and rebuilt at open by a header-only scan.
+//   - Leader: Broker.Produce calls raft ApplyLog(batch as sent, extension
+//     "unstamped"). The LogStore's StoreLogs sees the extension only on the
+//     leader (GetLog never returns it) and calls log.Partition.Append, which
+//     checks producer sequences, assigns the offset and stamps the term.
+//     A batch that Append refuses (duplicate, out of order sequence) becomes
+//     a side-log entry carrying the error and the original offsets, so the
+//     index sequence stays dense and every replica applies the same thing.
+//     Followers store what GetLog returned: already stamped batches, written
+//     as they are (log needs an append-as-follower entry point that takes
+//     the stamped offset and updates producer state without refusing).
+//   - Commit index -> high watermark: FSM.Apply of a command entry calls
+//     Partition.Commit(last+1) and returns the offsets; the producer is
+//     answered from the ApplyFuture (acks=1 and acks=all alike). FSM.Apply
+//     does no I/O: the bytes are already in the segment.
+//   - DeleteRange of a suffix (raft's conflict rule) -> Partition.TruncateTo
+//     (never below the high watermark: raft never deletes committed
+//     entries) and cuts the side log; DeleteRange of a prefix (after a
+//     snapshot) only moves the anchor: retention, not raft, deletes
+//     segments.
+//   - A snapshot is "everything up to index i is in the segments": Persist
+//     writes only (i, term, offset). Opening it for InstallSnapshot streams
+//     the sealed segment files (framed: name, length, bytes); Restore on a
+//     far-behind follower replaces its segments with them.
+//   - StableStore (current term, vote) is a small file per partition,
+//     replaced atomically.
+//
+// Single node: the same code, one voter; Apply commits as soon as the
+// entry is stored.
+//
+// Built: transport.go + transport_codec.go (the Mux), raft_config.go
+// (every raft.Config field), harness.go (an in-process cluster of raft
+// nodes over real Muxes on 127.0.0.1, with Partition/Disconnect/Heal
+// through a fault-injecting dialer; harness_test.go). Broker does not use
+// them yet: it still runs the single-voter path described above.
+//
 // # Not yet
 //
 // Raft (the metadata quorum and per-partition groups), more than one

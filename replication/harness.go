@@ -1,0 +1,307 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The harness: an in-process cluster of raft nodes for tests, in the
+// manner of hashicorp's testing.go, but over the real transport (a Mux
+// per node on 127.0.0.1) so that tests exercise the wire code. Faults are
+// injected at the dialer (faultNet): a cut link refuses new connections
+// and closes the ones it carries, in both directions. Each node may run
+// several groups over its one Mux (group ids "g0", "g1", ...), which is
+// how the multiplexing and the idle cost of many groups are tested.
+
+// faultNet decides which links are up. Safe for concurrent use.
+type faultNet struct {
+	mu    sync.Mutex
+	cut   map[[2]string]bool       // protected by mu; key: dialer addr, target addr
+	conns map[[2]string][]net.Conn // protected by mu; live connections per link
+}
+
+func newFaultNet() *faultNet {
+	return &faultNet{cut: map[[2]string]bool{}, conns: map[[2]string][]net.Conn{}}
+}
+
+func linkKey(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// dialer returns the Dial function of the node at from.
+func (n *faultNet) dialer(from string) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		k := linkKey(from, addr)
+		n.mu.Lock()
+		cut := n.cut[k]
+		n.mu.Unlock()
+		if cut {
+			return nil, fmt.Errorf("harness: link %s-%s is cut", from, addr)
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.cut[k] { // cut while dialing
+			c.Close()
+			return nil, fmt.Errorf("harness: link %s-%s is cut", from, addr)
+		}
+		n.conns[k] = append(n.conns[k], c)
+		return c, nil
+	}
+}
+
+// setCut cuts or restores the link between a and b.
+func (n *faultNet) setCut(a, b string, cut bool) {
+	k := linkKey(a, b)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !cut {
+		delete(n.cut, k)
+		return
+	}
+	n.cut[k] = true
+	for _, c := range n.conns[k] {
+		c.Close()
+	}
+	delete(n.conns, k)
+}
+
+// harnessNode is one member: a Mux and, per group, a raft instance.
+type harnessNode struct {
+	id    raft.ServerID
+	mux   *Mux
+	rafts []*raft.Raft
+	fsms  []raft.FSM
+}
+
+// harnessConfig configures newHarness.
+type harnessConfig struct {
+	Nodes  int // 1..9
+	Groups int // groups per node, default 1
+	Timing raftTiming
+	// FSM returns node i's state machine for group g; nil = a counting FSM.
+	FSM    func(node, group int) raft.FSM
+	Logger *slog.Logger
+}
+
+// harness is a running in-process cluster.
+type harness struct {
+	net   *faultNet
+	nodes []*harnessNode
+	addrs []string
+}
+
+// countFSM counts applied entries and keeps the last data; a minimal FSM
+// for transport tests.
+type countFSM struct {
+	mu      sync.Mutex
+	applied int
+	last    []byte
+}
+
+func (f *countFSM) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applied++
+	f.last = append(f.last[:0], l.Data...)
+	return f.applied
+}
+
+func (f *countFSM) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return countSnapshot(f.applied), nil
+}
+
+func (f *countFSM) Restore(rc io.ReadCloser) error { return rc.Close() }
+
+type countSnapshot int
+
+func (s countSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write([]byte(strconv.Itoa(int(s)))); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+func (countSnapshot) Release() {}
+
+// newHarness starts cfg.Nodes nodes, each with cfg.Groups groups, every
+// group bootstrapped with all nodes as voters, on in-memory raft stores.
+func newHarness(cfg harnessConfig) (*harness, error) {
+	if cfg.Nodes < 1 || cfg.Nodes > 9 {
+		return nil, fmt.Errorf("harness: %d nodes (1..9)", cfg.Nodes)
+	}
+	if cfg.Groups <= 0 {
+		cfg.Groups = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &harness{net: newFaultNet()}
+	lns := make([]net.Listener, cfg.Nodes)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			h.closeListeners(lns)
+			return nil, err
+		}
+		lns[i] = ln
+		h.addrs = append(h.addrs, ln.Addr().String())
+	}
+	servers := make([]raft.Server, cfg.Nodes)
+	for i := range servers {
+		servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(strconv.Itoa(i)), Address: raft.ServerAddress(h.addrs[i])}
+	}
+	for i := 0; i < cfg.Nodes; i++ {
+		mux, err := NewMux(MuxConfig{Listener: lns[i], Dial: h.net.dialer(h.addrs[i]), Logger: cfg.Logger, RPCTimeout: 2 * time.Second, DialTimeout: time.Second})
+		if err != nil {
+			h.closeListeners(lns[i:])
+			h.Close()
+			return nil, err
+		}
+		n := &harnessNode{id: servers[i].ID, mux: mux}
+		h.nodes = append(h.nodes, n)
+		for g := 0; g < cfg.Groups; g++ {
+			var fsm raft.FSM = &countFSM{}
+			if cfg.FSM != nil {
+				fsm = cfg.FSM(i, g)
+			}
+			if err := h.startGroup(n, g, fsm, servers, cfg); err != nil {
+				h.Close()
+				return nil, err
+			}
+		}
+	}
+	return h, nil
+}
+
+func (h *harness) startGroup(n *harnessNode, g int, fsm raft.FSM, servers []raft.Server, cfg harnessConfig) error {
+	trans, err := n.mux.Group("g" + strconv.Itoa(g))
+	if err != nil {
+		return err
+	}
+	conf := newRaftConfig(n.id, cfg.Timing, cfg.Logger)
+	logs, stable, snaps := raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+	if err := raft.BootstrapCluster(conf, logs, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+		return err
+	}
+	r, err := raft.NewRaft(conf, fsm, logs, stable, snaps, trans)
+	if err != nil {
+		return err
+	}
+	n.rafts = append(n.rafts, r)
+	n.fsms = append(n.fsms, fsm)
+	return nil
+}
+
+func (h *harness) closeListeners(lns []net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// Raft returns node i's raft instance of group g.
+func (h *harness) Raft(i, g int) *raft.Raft { return h.nodes[i].rafts[g] }
+
+// Leader waits up to timeout for group g to have exactly one leader among
+// the nodes in among (all when nil) and returns its node index.
+func (h *harness) Leader(g int, timeout time.Duration, among ...int) (int, error) {
+	if among == nil {
+		for i := range h.nodes {
+			among = append(among, i)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		leader, count := -1, 0
+		for _, i := range among {
+			if h.nodes[i].rafts[g].State() == raft.Leader {
+				leader, count = i, count+1
+			}
+		}
+		if count == 1 {
+			return leader, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return -1, fmt.Errorf("harness: group %d has no single leader among %v after %v", g, among, timeout)
+}
+
+// Partition cuts every link between nodes of different sides; nodes in no
+// side keep their links.
+func (h *harness) Partition(sides ...[]int) {
+	side := map[int]int{}
+	for s, nodes := range sides {
+		for _, i := range nodes {
+			side[i] = s
+		}
+	}
+	for a := range h.nodes {
+		for b := a + 1; b < len(h.nodes); b++ {
+			sa, oka := side[a]
+			sb, okb := side[b]
+			if oka && okb && sa != sb {
+				h.net.setCut(h.addrs[a], h.addrs[b], true)
+			}
+		}
+	}
+}
+
+// Disconnect cuts every link of node i.
+func (h *harness) Disconnect(i int) {
+	for b := range h.nodes {
+		if b != i {
+			h.net.setCut(h.addrs[i], h.addrs[b], true)
+		}
+	}
+}
+
+// Heal restores every link.
+func (h *harness) Heal() {
+	for a := range h.nodes {
+		for b := a + 1; b < len(h.nodes); b++ {
+			h.net.setCut(h.addrs[a], h.addrs[b], false)
+		}
+	}
+}
+
+// Close shuts every raft instance down, then every Mux.
+func (h *harness) Close() error {
+	var errs []error
+	for _, n := range h.nodes {
+		for _, r := range n.rafts {
+			if err := r.Shutdown().Error(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, n := range h.nodes {
+		errs = append(errs, n.mux.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,108 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// raftTiming is the part of raft.Config that sets the cost of an idle group
+// against how fast a dead leader is replaced (doc.go, "Raft timing").
+type raftTiming struct {
+	// Heartbeat is raft.Config.HeartbeatTimeout: a follower that hears
+	// nothing for this long (to twice it) starts an election; a leader
+	// heartbeats every tenth of it (to a fifth).
+	Heartbeat time.Duration
+	// Election is raft.Config.ElectionTimeout: a candidate's wait for votes.
+	Election time.Duration
+	// Commit is raft.Config.CommitTimeout: an idle leader tells followers
+	// the commit index at least this often (to twice), one AppendEntries
+	// per follower that goes through the follower's raft loop.
+	Commit time.Duration
+	// Lease is raft.Config.LeaderLeaseTimeout: a leader that has not heard
+	// from a quorum for this long steps down. At most Heartbeat.
+	Lease time.Duration
+}
+
+var (
+	// partitionTiming is for partition groups, of which a broker runs
+	// thousands: about four RPCs a second per follower when idle; a leader
+	// SIGKILL is noticed in 2-4 s.
+	partitionTiming = raftTiming{Heartbeat: 2 * time.Second, Election: 2 * time.Second, Commit: time.Second, Lease: time.Second}
+	// metadataTiming is for the one metadata group: fail over faster.
+	metadataTiming = raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 100 * time.Millisecond, Lease: 500 * time.Millisecond}
+)
+
+// newRaftConfig returns a raft.Config with every field set explicitly:
+// hashicorp's DefaultConfig is tuned for one group per process.
+func newRaftConfig(id raft.ServerID, t raftTiming, logger *slog.Logger) *raft.Config {
+	return &raft.Config{
+		ProtocolVersion:    raft.ProtocolVersionMax,
+		HeartbeatTimeout:   t.Heartbeat,
+		ElectionTimeout:    t.Election,
+		CommitTimeout:      t.Commit,
+		LeaderLeaseTimeout: t.Lease,
+		// MaxAppendEntries bounds one AppendEntries; entries are batches
+		// of at most max.message.bytes, so this also bounds the frame
+		// (maxFrameBytes).
+		MaxAppendEntries: 64,
+		// BatchApplyCh lets Apply calls queue up to MaxAppendEntries while
+		// the leader loop is busy, so concurrent producers share a disk
+		// write and a round trip.
+		BatchApplyCh: true,
+		// A broker removed from a group (reassignment) stops that group.
+		ShutdownOnRemove: true,
+		// Partition snapshots are cheap (a position, doc.go), so snapshot
+		// often and keep a modest tail for slow followers.
+		TrailingLogs:      10240,
+		SnapshotInterval:  2 * time.Minute,
+		SnapshotThreshold: 8192,
+		LocalID:           id,
+		NotifyCh:          nil, // leadership is observed with LeaderCh
+		LogOutput:         &slogWriter{logger: logger.With("component", "raft", "raft_id", string(id))},
+		LogLevel:          "WARN",
+		Logger:            nil, // built by raft from LogOutput and LogLevel
+		// Restore the newest snapshot at start (the FSM is rebuilt from it
+		// plus the log after it).
+		NoSnapshotRestoreOnStart: false,
+		// Pre-vote keeps a partitioned broker, on its return, from
+		// deposing a healthy leader with an inflated term.
+		PreVoteDisabled: false,
+		// Legacy metric names: not exported by Strata.
+		NoLegacyTelemetry: true,
+		// Committed entries are applied after restart as raft replays
+		// them; restoring them eagerly at NewRaft is not needed.
+		RestoreCommittedLogs: false,
+	}
+}
+
+// slogWriter turns raft's hclog lines into slog records. Raft writes one
+// line per Write.
+type slogWriter struct {
+	logger *slog.Logger
+	mu     sync.Mutex
+}
+
+func (w *slogWriter) Write(p []byte) (int, error) {
+	line := string(bytes.TrimSpace(p))
+	if len(line) > 4096 {
+		line = line[:4096]
+	}
+	level := slog.LevelInfo
+	switch {
+	case bytes.Contains(p, []byte("[ERROR]")):
+		level = slog.LevelError
+	case bytes.Contains(p, []byte("[WARN]")):
+		level = slog.LevelWarn
+	case bytes.Contains(p, []byte("[DEBUG]")), bytes.Contains(p, []byte("[TRACE]")):
+		level = slog.LevelDebug
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.logger.Log(context.Background(), level, line)
+	return len(p), nil
+}

@@ -1,0 +1,935 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The Mux: one raft transport per broker, multiplexing every Raft group
+// over a few TCP connections per peer (doc.go, "Raft design"). A
+// connection starts with a preface (magic, version, mode); then frames:
+//
+//	+---------+---------+-----------+----------------------+---------+
+//	| len u32 | kind u8 | reqID u64 | group: uvarint + str | body    |
+//	+---------+---------+-----------+----------------------+---------+
+//	  big endian, counts everything after itself; at most maxFrameBytes
+//
+// The dialing side sends requests and reads responses (kindResponse,
+// kindError) matched by reqID; the accepting side does the reverse. A
+// snapshot connection (mode muxModeSnapshot) carries one InstallSnapshot
+// frame followed by exactly Size bytes of snapshot data, then one
+// response, and is closed. The constants are wire format.
+
+const (
+	muxMagic           = "STRX"
+	muxProtocolVersion = 1
+	muxModeRPC         = 0
+	muxModeSnapshot    = 1
+
+	kindAppendEntries   = 1
+	kindRequestVote     = 2
+	kindRequestPreVote  = 3
+	kindTimeoutNow      = 4
+	kindInstallSnapshot = 5
+	kindResponse        = 6
+	kindError           = 7
+
+	// maxFrameBytes bounds one frame: MaxAppendEntries batches of at most
+	// max.message.bytes each, with room to spare.
+	maxFrameBytes = 128 << 20
+	// maxGroupIDBytes bounds a group id (topic id + partition is ~40).
+	maxGroupIDBytes = 256
+	// frameHeaderBytes is len + kind + reqID.
+	frameHeaderBytes = 4 + 1 + 8
+	// groupInboxSize bounds the RPCs queued for one group's raft loop; an
+	// RPC past it is answered with an error (the sender retries).
+	groupInboxSize = 256
+	// pipelineDepth bounds the AppendEntries in flight on one pipeline.
+	pipelineDepth = 128
+	// maxPendingCalls bounds the outstanding requests on one connection.
+	maxPendingCalls = 1 << 16
+	// bigFrameBytes: a read buffer grown past this is dropped after use.
+	bigFrameBytes = 1 << 20
+)
+
+var (
+	// ErrTransportClosed is returned by RPCs on a closed Mux or group.
+	ErrTransportClosed = errors.New("replication: transport closed")
+	// ErrRPCTimeout is an RPC that got no answer within MuxConfig.RPCTimeout.
+	ErrRPCTimeout = errors.New("replication: rpc timed out")
+	// ErrRemote wraps an error the remote side answered with.
+	ErrRemote = errors.New("replication: remote error")
+)
+
+// MuxConfig configures a Mux.
+type MuxConfig struct {
+	// Listener is the replication listener; the Mux owns it from now on.
+	Listener net.Listener
+	// Advertise is the address peers dial to reach this Mux (the raft
+	// ServerAddress); empty = Listener.Addr().
+	Advertise string
+	// Dial opens a connection to a peer; nil = TCP with DialTimeout.
+	// Tests inject faults here (harness.go).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// ConnsPerPeer is the number of RPC connections per peer (default 2).
+	// Each group uses one of them (hash of its id) so its RPCs stay in order.
+	ConnsPerPeer int
+	// RPCTimeout bounds one RPC, and every write (default 5s). An
+	// InstallSnapshot gets RPCTimeout per 16 MiB more.
+	RPCTimeout time.Duration
+	// DialTimeout bounds a dial (default 2s).
+	DialTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Mux is one broker's raft transport. Groups get their raft.Transport from
+// Group. Safe for concurrent use.
+//
+// Locks: Mux.mu (groups, peers, inbound, closed) is taken before a peer's
+// mu; a connection's wmu and mu are leaves. No lock is held across a
+// network read; a write holds only its connection's wmu.
+type Mux struct {
+	cfg    MuxConfig
+	logger *slog.Logger
+	ln     net.Listener
+	addr   raft.ServerAddress
+
+	mu      sync.Mutex
+	groups  map[string]*GroupTransport // protected by mu
+	peers   map[raft.ServerAddress]*muxPeer
+	inbound map[net.Conn]struct{} // accepted connections, closed by Close
+	closed  bool
+
+	shutdown chan struct{} // closed by Close
+	wg       sync.WaitGroup
+	nextReq  atomic.Uint64
+}
+
+// NewMux starts accepting on cfg.Listener.
+func NewMux(cfg MuxConfig) (*Mux, error) {
+	if cfg.Listener == nil {
+		return nil, errors.New("replication: NewMux: nil listener")
+	}
+	if cfg.ConnsPerPeer <= 0 {
+		cfg.ConnsPerPeer = 2
+	}
+	if cfg.ConnsPerPeer > 16 {
+		cfg.ConnsPerPeer = 16
+	}
+	if cfg.RPCTimeout <= 0 {
+		cfg.RPCTimeout = 5 * time.Second
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Dial == nil {
+		d := &net.Dialer{Timeout: cfg.DialTimeout}
+		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
+	addr := cfg.Advertise
+	if addr == "" {
+		addr = cfg.Listener.Addr().String()
+	}
+	m := &Mux{
+		cfg:      cfg,
+		logger:   cfg.Logger.With("component", "raft-transport"),
+		ln:       cfg.Listener,
+		addr:     raft.ServerAddress(addr),
+		groups:   map[string]*GroupTransport{},
+		peers:    map[raft.ServerAddress]*muxPeer{},
+		inbound:  map[net.Conn]struct{}{},
+		shutdown: make(chan struct{}),
+	}
+	m.wg.Add(1)
+	go m.accept()
+	return m, nil
+}
+
+// Addr is the address peers reach this Mux at.
+func (m *Mux) Addr() raft.ServerAddress { return m.addr }
+
+// Group registers a Raft group and returns its transport. The id must be
+// the same on every member and unique on this broker.
+func (m *Mux) Group(id string) (*GroupTransport, error) {
+	if id == "" || len(id) > maxGroupIDBytes {
+		return nil, fmt.Errorf("replication: group id of %d bytes (1..%d)", len(id), maxGroupIDBytes)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrTransportClosed
+	}
+	if _, ok := m.groups[id]; ok {
+		return nil, fmt.Errorf("replication: raft group %q already registered", id)
+	}
+	g := &GroupTransport{m: m, id: id, consumeCh: make(chan raft.RPC, groupInboxSize), shutdown: make(chan struct{})}
+	m.groups[id] = g
+	return g, nil
+}
+
+func (m *Mux) group(id []byte) *GroupTransport {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.groups[string(id)]
+}
+
+// Close stops accepting, closes every connection and fails every RPC in
+// flight. Groups still registered are closed too.
+func (m *Mux) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	close(m.shutdown)
+	err := m.ln.Close()
+	for c := range m.inbound {
+		c.Close()
+	}
+	for _, p := range m.peers {
+		p.closeAll(ErrTransportClosed)
+	}
+	groups := make([]*GroupTransport, 0, len(m.groups))
+	for _, g := range m.groups {
+		groups = append(groups, g)
+	}
+	m.mu.Unlock()
+	for _, g := range groups {
+		g.Close()
+	}
+	m.wg.Wait()
+	return err
+}
+
+// ---- accepting side ----
+
+func (m *Mux) accept() {
+	defer m.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.shutdown:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(backoff)
+				continue
+			}
+			m.logger.Error("raft transport: accept failed; listener stopped", "err", err)
+			return
+		}
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			c.Close()
+			return
+		}
+		m.inbound[c] = struct{}{}
+		m.wg.Add(1)
+		m.mu.Unlock()
+		go m.serve(c)
+	}
+}
+
+func (m *Mux) forget(c net.Conn) {
+	m.mu.Lock()
+	delete(m.inbound, c)
+	m.mu.Unlock()
+	c.Close()
+}
+
+// serve runs one accepted connection.
+func (m *Mux) serve(c net.Conn) {
+	defer m.wg.Done()
+	defer m.forget(c)
+	r := bufio.NewReaderSize(c, 64<<10)
+	c.SetReadDeadline(time.Now().Add(m.cfg.RPCTimeout))
+	var pre [len(muxMagic) + 2]byte
+	if _, err := io.ReadFull(r, pre[:]); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	if string(pre[:4]) != muxMagic || pre[4] != muxProtocolVersion {
+		m.logger.Warn("raft transport: bad preface; closing", "remote", c.RemoteAddr().String())
+		return
+	}
+	w := &frameWriter{c: c, w: bufio.NewWriterSize(c, 64<<10), timeout: m.cfg.RPCTimeout}
+	switch pre[5] {
+	case muxModeRPC:
+		m.serveRPC(c, r, w)
+	case muxModeSnapshot:
+		m.serveSnapshot(c, r, w)
+	default:
+		m.logger.Warn("raft transport: unknown connection mode; closing", "mode", pre[5])
+	}
+}
+
+func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter) {
+	var buf []byte
+	for {
+		f, nbuf, err := readFrame(r, buf)
+		buf = nbuf
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				m.logger.Debug("raft transport: connection ended", "remote", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		if err := m.handle(f, w); err != nil {
+			m.logger.Warn("raft transport: bad request; closing connection", "remote", c.RemoteAddr().String(), "err", err)
+			return
+		}
+		if cap(buf) > bigFrameBytes {
+			buf = nil
+		}
+	}
+}
+
+// handle dispatches one request frame. An error closes the connection
+// (the frame did not decode); refusals are answered with kindError.
+func (m *Mux) handle(f frame, w *frameWriter) error {
+	var cmd any
+	switch f.kind {
+	case kindAppendEntries:
+		cmd = new(raft.AppendEntriesRequest)
+	case kindRequestVote:
+		cmd = new(raft.RequestVoteRequest)
+	case kindRequestPreVote:
+		cmd = new(raft.RequestPreVoteRequest)
+	case kindTimeoutNow:
+		cmd = new(raft.TimeoutNowRequest)
+	default:
+		return fmt.Errorf("%w: request kind %d on an rpc connection", ErrTransportCodec, f.kind)
+	}
+	if err := decodeRPC(f.body, cmd); err != nil {
+		return err
+	}
+	g := m.group(f.group)
+	if g == nil {
+		return w.writeError(f.reqID, f.group, "unknown raft group "+string(f.group))
+	}
+	respCh := make(chan raft.RPCResponse, 1)
+	rpc := raft.RPC{Command: cmd, RespChan: respCh}
+	if ae, ok := cmd.(*raft.AppendEntriesRequest); ok && isHeartbeat(ae) {
+		if fn := g.heartbeatFn(); fn != nil {
+			// The fast path: answered on this goroutine without waiting
+			// behind the group's raft loop (which may be doing disk I/O).
+			fn(rpc)
+			return g.respond(w, f.reqID, f.group, respCh)
+		}
+	}
+	select {
+	case g.consumeCh <- rpc:
+	case <-g.shutdown:
+		return w.writeError(f.reqID, f.group, "raft group closed")
+	default:
+		return w.writeError(f.reqID, f.group, "raft group busy")
+	}
+	reqID, group := f.reqID, string(f.group)
+	go g.respond(w, reqID, []byte(group), respCh)
+	return nil
+}
+
+// isHeartbeat is hashicorp's test for an AppendEntries that only asserts
+// leadership (net_transport.go): no entries, no log position, no commit.
+func isHeartbeat(a *raft.AppendEntriesRequest) bool {
+	leader := a.Addr
+	if len(leader) == 0 {
+		leader = a.Leader
+	}
+	return a.Term != 0 && leader != nil && a.PrevLogEntry == 0 && a.PrevLogTerm == 0 &&
+		len(a.Entries) == 0 && a.LeaderCommitIndex == 0
+}
+
+// respond waits for raft's answer to one RPC and writes it back. Write
+// errors end the connection through its reader.
+func (g *GroupTransport) respond(w *frameWriter, reqID uint64, group []byte, respCh chan raft.RPCResponse) error {
+	select {
+	case resp := <-respCh:
+		if resp.Error != nil {
+			return w.writeError(reqID, group, resp.Error.Error())
+		}
+		return w.writeMsg(kindResponse, reqID, group, resp.Response)
+	case <-g.shutdown:
+		return w.writeError(reqID, group, "raft group closed")
+	}
+}
+
+func (m *Mux) serveSnapshot(c net.Conn, r *bufio.Reader, w *frameWriter) {
+	c.SetReadDeadline(time.Now().Add(m.cfg.RPCTimeout))
+	f, _, err := readFrame(r, nil)
+	if err != nil {
+		return
+	}
+	req := new(raft.InstallSnapshotRequest)
+	if f.kind != kindInstallSnapshot {
+		m.logger.Warn("raft transport: snapshot connection without InstallSnapshot; closing", "kind", f.kind)
+		return
+	}
+	if err := decodeRPC(f.body, req); err != nil {
+		m.logger.Warn("raft transport: bad InstallSnapshot; closing", "err", err)
+		return
+	}
+	g := m.group(f.group)
+	if g == nil {
+		w.writeError(f.reqID, f.group, "unknown raft group "+string(f.group))
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(snapshotTimeout(m.cfg.RPCTimeout, req.Size)))
+	respCh := make(chan raft.RPCResponse, 1)
+	rpc := raft.RPC{Command: req, Reader: io.LimitReader(r, req.Size), RespChan: respCh}
+	select {
+	case g.consumeCh <- rpc:
+	case <-g.shutdown:
+		return
+	case <-time.After(m.cfg.RPCTimeout):
+		w.writeError(f.reqID, f.group, "raft group busy")
+		return
+	}
+	g.respond(w, f.reqID, f.group, respCh)
+}
+
+// snapshotTimeout scales the RPC timeout with the snapshot's size.
+func snapshotTimeout(base time.Duration, size int64) time.Duration {
+	return base * time.Duration(1+size/(16<<20))
+}
+
+// ---- dialing side ----
+
+// muxPeer is the connection pool to one peer address.
+type muxPeer struct {
+	addr  raft.ServerAddress
+	mu    sync.Mutex
+	conns []*clientConn // protected by mu; nil or dead entries are redialed
+}
+
+func (p *muxPeer) closeAll(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, cc := range p.conns {
+		if cc != nil {
+			cc.fail(err)
+			p.conns[i] = nil
+		}
+	}
+}
+
+// conn returns the live connection group is pinned to, dialing it if needed.
+func (m *Mux) conn(target raft.ServerAddress, group string) (*clientConn, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrTransportClosed
+	}
+	p := m.peers[target]
+	if p == nil {
+		p = &muxPeer{addr: target, conns: make([]*clientConn, m.cfg.ConnsPerPeer)}
+		m.peers[target] = p
+	}
+	m.mu.Unlock()
+	h := fnv.New32a()
+	h.Write([]byte(group))
+	i := int(h.Sum32() % uint32(len(p.conns)))
+	// Dialing under p.mu makes the groups pinned to a dead connection wait
+	// for one dial instead of each dialing (bounded by DialTimeout).
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cc := p.conns[i]; cc != nil && cc.alive() {
+		return cc, nil
+	}
+	c, err := m.dial(target, muxModeRPC)
+	if err != nil {
+		return nil, err
+	}
+	cc := newClientConn(m, c)
+	p.conns[i] = cc
+	m.wg.Add(1)
+	go cc.readLoop()
+	return cc, nil
+}
+
+func (m *Mux) dial(target raft.ServerAddress, mode byte) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.DialTimeout)
+	defer cancel()
+	c, err := m.cfg.Dial(ctx, string(target))
+	if err != nil {
+		return nil, fmt.Errorf("replication: dial %s: %w", target, err)
+	}
+	pre := append([]byte(muxMagic), muxProtocolVersion, mode)
+	c.SetWriteDeadline(time.Now().Add(m.cfg.RPCTimeout))
+	if _, err := c.Write(pre); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("replication: dial %s: %w", target, err)
+	}
+	c.SetWriteDeadline(time.Time{})
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return c, nil
+}
+
+// call is one outstanding request on a clientConn.
+type call struct {
+	resp any        // decoded into on success
+	done chan error // buffered 1; receives exactly once
+}
+
+// clientConn is a dialed RPC connection: many callers write requests, one
+// reader goroutine matches responses to calls.
+type clientConn struct {
+	m *Mux
+	c net.Conn
+	w *frameWriter
+
+	mu      sync.Mutex
+	pending map[uint64]*call // protected by mu
+	dead    error            // protected by mu; set once
+}
+
+func newClientConn(m *Mux, c net.Conn) *clientConn {
+	return &clientConn{
+		m:       m,
+		c:       c,
+		w:       &frameWriter{c: c, w: bufio.NewWriterSize(c, 64<<10), timeout: m.cfg.RPCTimeout},
+		pending: map[uint64]*call{},
+	}
+}
+
+func (cc *clientConn) alive() bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.dead == nil
+}
+
+// fail closes the connection and fails every pending call with err.
+func (cc *clientConn) fail(err error) {
+	cc.mu.Lock()
+	if cc.dead != nil {
+		cc.mu.Unlock()
+		return
+	}
+	cc.dead = err
+	pending := cc.pending
+	cc.pending = nil
+	cc.mu.Unlock()
+	cc.c.Close()
+	for _, cl := range pending {
+		cl.done <- err
+	}
+}
+
+// start sends a request and returns its call; the answer arrives on
+// call.done.
+func (cc *clientConn) start(kind byte, group string, req, resp any) (*call, error) {
+	id := cc.m.nextReq.Add(1)
+	cl := &call{resp: resp, done: make(chan error, 1)}
+	cc.mu.Lock()
+	if cc.dead != nil {
+		err := cc.dead
+		cc.mu.Unlock()
+		return nil, err
+	}
+	if len(cc.pending) >= maxPendingCalls {
+		cc.mu.Unlock()
+		return nil, fmt.Errorf("replication: %d requests outstanding to %s", maxPendingCalls, cc.c.RemoteAddr())
+	}
+	cc.pending[id] = cl
+	cc.mu.Unlock()
+	if err := cc.w.writeMsg(kind, id, []byte(group), req); err != nil {
+		cc.fail(fmt.Errorf("replication: write to %s: %w", cc.c.RemoteAddr(), err))
+		return nil, err
+	}
+	return cl, nil
+}
+
+// wait waits for cl's answer, at most timeout.
+func (cc *clientConn) wait(cl *call, timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-cl.done:
+		return err
+	case <-t.C:
+		// The connection may be wedged (a peer that stopped reading):
+		// failing it makes every caller on it redial.
+		cc.fail(ErrRPCTimeout)
+		return ErrRPCTimeout
+	}
+}
+
+func (cc *clientConn) readLoop() {
+	defer cc.m.wg.Done()
+	r := bufio.NewReaderSize(cc.c, 64<<10)
+	var buf []byte
+	for {
+		f, nbuf, err := readFrame(r, buf)
+		buf = nbuf
+		if err != nil {
+			cc.fail(fmt.Errorf("replication: connection to %s: %w", cc.c.RemoteAddr(), err))
+			return
+		}
+		cc.mu.Lock()
+		cl := cc.pending[f.reqID]
+		delete(cc.pending, f.reqID)
+		cc.mu.Unlock()
+		if cl == nil {
+			continue // answer to a call that timed out
+		}
+		switch f.kind {
+		case kindResponse:
+			cl.done <- decodeRPC(f.body, cl.resp)
+		case kindError:
+			cl.done <- fmt.Errorf("%w: %s", ErrRemote, f.body)
+		default:
+			cl.done <- fmt.Errorf("%w: response kind %d", ErrTransportCodec, f.kind)
+		}
+		if cap(buf) > bigFrameBytes {
+			buf = nil
+		}
+	}
+}
+
+// ---- frames ----
+
+type frame struct {
+	kind  byte
+	reqID uint64
+	group []byte // aliases the read buffer
+	body  []byte // aliases the read buffer
+}
+
+// readFrame reads one frame into buf (grown as needed) and returns it.
+func readFrame(r *bufio.Reader, buf []byte) (frame, []byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return frame{}, buf, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n < frameHeaderBytes-4+1 || n > maxFrameBytes {
+		return frame{}, buf, fmt.Errorf("%w: frame length %d", ErrTransportCodec, n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return frame{}, buf, err
+	}
+	f := frame{kind: buf[0], reqID: binary.BigEndian.Uint64(buf[1:9])}
+	gl, k := binary.Uvarint(buf[9:])
+	if k <= 0 || gl > maxGroupIDBytes || gl > uint64(len(buf)-9-k) {
+		return frame{}, buf, fmt.Errorf("%w: bad group id length", ErrTransportCodec)
+	}
+	f.group = buf[9+k : 9+k+int(gl)]
+	f.body = buf[9+k+int(gl):]
+	return f, buf, nil
+}
+
+// frameWriter serializes frames onto a connection. Writers queue on wmu;
+// the last one in the queue flushes, so frames from many groups written
+// at once leave in one syscall (heartbeat coalescing at the socket).
+type frameWriter struct {
+	c       net.Conn
+	timeout time.Duration
+	waiting atomic.Int32
+	wmu     sync.Mutex
+	w       *bufio.Writer // protected by wmu
+}
+
+func (fw *frameWriter) writeMsg(kind byte, reqID uint64, group []byte, msg any) error {
+	e := &enc{b: make([]byte, frameHeaderBytes, 64+len(group))}
+	e.u64(uint64(len(group)))
+	e.b = append(e.b, group...)
+	if !encodeRPC(e, msg) {
+		return fmt.Errorf("%w: cannot encode %T", ErrTransportCodec, msg)
+	}
+	return fw.write(kind, reqID, e.b)
+}
+
+func (fw *frameWriter) writeError(reqID uint64, group []byte, msg string) error {
+	b := make([]byte, frameHeaderBytes, frameHeaderBytes+binary.MaxVarintLen64+len(group)+len(msg))
+	b = binary.AppendUvarint(b, uint64(len(group)))
+	b = append(b, group...)
+	b = append(b, msg...)
+	return fw.write(kindError, reqID, b)
+}
+
+// write fills in the header of b (frameHeaderBytes reserved at its start)
+// and writes it.
+func (fw *frameWriter) write(kind byte, reqID uint64, b []byte) error {
+	if len(b)-4 > maxFrameBytes {
+		return fmt.Errorf("replication: frame of %d bytes exceeds %d", len(b)-4, maxFrameBytes)
+	}
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	b[4] = kind
+	binary.BigEndian.PutUint64(b[5:13], reqID)
+	fw.waiting.Add(1)
+	fw.wmu.Lock()
+	defer fw.wmu.Unlock()
+	fw.c.SetWriteDeadline(time.Now().Add(fw.timeout))
+	_, err := fw.w.Write(b)
+	if fw.waiting.Add(-1) == 0 && err == nil {
+		err = fw.w.Flush()
+	}
+	return err
+}
+
+// ---- the raft.Transport of one group ----
+
+// GroupTransport is one Raft group's raft.Transport over the Mux.
+type GroupTransport struct {
+	m         *Mux
+	id        string
+	consumeCh chan raft.RPC
+	shutdown  chan struct{}
+	closeOnce sync.Once
+
+	hbMu sync.Mutex
+	hb   func(raft.RPC) // protected by hbMu
+}
+
+var (
+	_ raft.Transport   = (*GroupTransport)(nil)
+	_ raft.WithPreVote = (*GroupTransport)(nil)
+	_ raft.WithClose   = (*GroupTransport)(nil)
+)
+
+// ID is the group id.
+func (g *GroupTransport) ID() string { return g.id }
+
+func (g *GroupTransport) Consumer() <-chan raft.RPC     { return g.consumeCh }
+func (g *GroupTransport) LocalAddr() raft.ServerAddress { return g.m.addr }
+
+func (g *GroupTransport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	g.hbMu.Lock()
+	g.hb = cb
+	g.hbMu.Unlock()
+}
+
+func (g *GroupTransport) heartbeatFn() func(raft.RPC) {
+	g.hbMu.Lock()
+	defer g.hbMu.Unlock()
+	return g.hb
+}
+
+func (g *GroupTransport) EncodePeer(_ raft.ServerID, addr raft.ServerAddress) []byte {
+	return []byte(addr)
+}
+
+func (g *GroupTransport) DecodePeer(b []byte) raft.ServerAddress { return raft.ServerAddress(b) }
+
+// Close unregisters the group; raft calls it on Shutdown.
+func (g *GroupTransport) Close() error {
+	g.closeOnce.Do(func() {
+		close(g.shutdown)
+		g.m.mu.Lock()
+		if g.m.groups[g.id] == g {
+			delete(g.m.groups, g.id)
+		}
+		g.m.mu.Unlock()
+	})
+	return nil
+}
+
+func (g *GroupTransport) closed() bool {
+	select {
+	case <-g.shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any) error {
+	if g.closed() {
+		return ErrTransportClosed
+	}
+	cc, err := g.m.conn(target, g.id)
+	if err != nil {
+		return err
+	}
+	cl, err := cc.start(kind, g.id, req, resp)
+	if err != nil {
+		return err
+	}
+	return cc.wait(cl, g.m.cfg.RPCTimeout)
+}
+
+func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	return g.rpc(target, kindAppendEntries, args, resp)
+}
+
+func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	return g.rpc(target, kindRequestVote, args, resp)
+}
+
+func (g *GroupTransport) RequestPreVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return g.rpc(target, kindRequestPreVote, args, resp)
+}
+
+func (g *GroupTransport) TimeoutNow(_ raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	return g.rpc(target, kindTimeoutNow, args, resp)
+}
+
+// InstallSnapshot streams a snapshot on a connection of its own, so that
+// a large snapshot never delays the heartbeats of other groups.
+func (g *GroupTransport) InstallSnapshot(_ raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	if g.closed() {
+		return ErrTransportClosed
+	}
+	c, err := g.m.dial(target, muxModeSnapshot)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	timeout := snapshotTimeout(g.m.cfg.RPCTimeout, args.Size)
+	c.SetDeadline(time.Now().Add(timeout))
+	fw := &frameWriter{c: c, w: bufio.NewWriterSize(c, 256<<10), timeout: timeout}
+	fw.waiting.Add(1) // hold the flush until the data follows the frame
+	if err := fw.writeMsg(kindInstallSnapshot, 1, []byte(g.id), args); err != nil {
+		return err
+	}
+	n, err := io.Copy(fw.w, io.LimitReader(data, args.Size))
+	if err != nil {
+		return fmt.Errorf("replication: stream snapshot to %s: %w", target, err)
+	}
+	if n != args.Size {
+		return fmt.Errorf("replication: snapshot for %s is %d bytes, announced %d", target, n, args.Size)
+	}
+	if err := fw.w.Flush(); err != nil {
+		return fmt.Errorf("replication: stream snapshot to %s: %w", target, err)
+	}
+	f, _, err := readFrame(bufio.NewReader(c), nil)
+	if err != nil {
+		return fmt.Errorf("replication: snapshot answer from %s: %w", target, err)
+	}
+	switch f.kind {
+	case kindResponse:
+		return decodeRPC(f.body, resp)
+	case kindError:
+		return fmt.Errorf("%w: %s", ErrRemote, f.body)
+	}
+	return fmt.Errorf("%w: response kind %d", ErrTransportCodec, f.kind)
+}
+
+// AppendEntriesPipeline returns a pipeline on the group's connection to
+// target; requests and answers keep their order.
+func (g *GroupTransport) AppendEntriesPipeline(_ raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	if g.closed() {
+		return nil, ErrTransportClosed
+	}
+	cc, err := g.m.conn(target, g.id)
+	if err != nil {
+		return nil, err
+	}
+	p := &muxPipeline{
+		g:        g,
+		cc:       cc,
+		inflight: make(chan *appendFuture, pipelineDepth),
+		consumer: make(chan raft.AppendFuture, pipelineDepth),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go p.decode()
+	return p, nil
+}
+
+// muxPipeline pipelines AppendEntries on one connection.
+type muxPipeline struct {
+	g         *GroupTransport
+	cc        *clientConn
+	inflight  chan *appendFuture
+	consumer  chan raft.AppendFuture
+	stop      chan struct{}
+	done      chan struct{} // closed when decode returns
+	closeOnce sync.Once
+}
+
+func (p *muxPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	f := &appendFuture{start: time.Now(), req: args, resp: resp, done: make(chan struct{})}
+	cl, err := p.cc.start(kindAppendEntries, p.g.id, args, resp)
+	if err != nil {
+		return nil, err
+	}
+	f.call = cl
+	select {
+	case p.inflight <- f:
+		return f, nil
+	case <-p.stop:
+		return nil, raft.ErrPipelineShutdown
+	case <-p.g.shutdown:
+		return nil, ErrTransportClosed
+	}
+}
+
+func (p *muxPipeline) Consumer() <-chan raft.AppendFuture { return p.consumer }
+
+func (p *muxPipeline) Close() error {
+	p.closeOnce.Do(func() { close(p.stop) })
+	<-p.done
+	return nil
+}
+
+// decode completes the futures in order and hands them to raft.
+func (p *muxPipeline) decode() {
+	defer close(p.done)
+	for {
+		select {
+		case f := <-p.inflight:
+			f.finish(p.cc.wait(f.call, p.g.m.cfg.RPCTimeout))
+			select {
+			case p.consumer <- f:
+			case <-p.stop:
+				return
+			}
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// appendFuture is one pipelined AppendEntries.
+type appendFuture struct {
+	start time.Time
+	req   *raft.AppendEntriesRequest
+	resp  *raft.AppendEntriesResponse
+	call  *call
+	err   error         // set before done is closed
+	done  chan struct{} // closed by finish
+}
+
+func (f *appendFuture) finish(err error) {
+	f.err = err
+	close(f.done)
+}
+
+func (f *appendFuture) Error() error {
+	<-f.done
+	return f.err
+}
+
+func (f *appendFuture) Start() time.Time                      { return f.start }
+func (f *appendFuture) Request() *raft.AppendEntriesRequest   { return f.req }
+func (f *appendFuture) Response() *raft.AppendEntriesResponse { return f.resp }

@@ -1,0 +1,324 @@
+package replication
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func testHeader(id string) raft.RPCHeader {
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: []byte("127.0.0.1:1")}
+}
+
+// sampleRPCs returns one filled value of every request and response type.
+func sampleRPCs() []any {
+	h := testHeader("1")
+	return []any{
+		&raft.AppendEntriesRequest{RPCHeader: h, Term: 7, Leader: []byte("127.0.0.1:1"), PrevLogEntry: 41, PrevLogTerm: 6,
+			Entries: []*raft.Log{
+				{Index: 42, Term: 7, Type: raft.LogCommand, Data: []byte("batch"), Extensions: []byte{1}, AppendedAt: time.Unix(0, 1700000000123456789)},
+				{Index: 43, Term: 7, Type: raft.LogNoop},
+			}, LeaderCommitIndex: 40},
+		&raft.AppendEntriesResponse{RPCHeader: h, Term: 7, LastLog: 43, Success: true, NoRetryBackoff: true},
+		&raft.RequestVoteRequest{RPCHeader: h, Term: 8, Candidate: []byte("c"), LastLogIndex: 43, LastLogTerm: 7, LeadershipTransfer: true},
+		&raft.RequestVoteResponse{RPCHeader: h, Term: 8, Peers: []byte("p"), Granted: true},
+		&raft.RequestPreVoteRequest{RPCHeader: h, Term: 9, LastLogIndex: 43, LastLogTerm: 7},
+		&raft.RequestPreVoteResponse{RPCHeader: h, Term: 9, Granted: true},
+		&raft.InstallSnapshotRequest{RPCHeader: h, SnapshotVersion: 1, Term: 9, Leader: []byte("l"), LastLogIndex: 100, LastLogTerm: 9,
+			Peers: []byte("x"), Configuration: []byte("cfg"), ConfigurationIndex: 3, Size: 1 << 20},
+		&raft.InstallSnapshotResponse{RPCHeader: h, Term: 9, Success: true},
+		&raft.TimeoutNowRequest{RPCHeader: h},
+		&raft.TimeoutNowResponse{RPCHeader: h},
+	}
+}
+
+func TestCodecRoundTripsEveryRPC(t *testing.T) {
+	for _, v := range sampleRPCs() {
+		e := &enc{}
+		if !encodeRPC(e, v) {
+			t.Fatalf("%T: not encodable", v)
+		}
+		got := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+		if err := decodeRPC(e.b, got); err != nil {
+			t.Fatalf("%T: %v", v, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Fatalf("%T: round trip\n got %+v\nwant %+v", v, got, v)
+		}
+		// Every strict prefix must fail cleanly, never panic or succeed.
+		for n := 0; n < len(e.b); n++ {
+			again := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+			if err := decodeRPC(e.b[:n], again); err == nil {
+				t.Fatalf("%T: prefix of %d/%d bytes decoded", v, n, len(e.b))
+			}
+		}
+	}
+}
+
+func TestCodecRefusesHugeCounts(t *testing.T) {
+	e := &enc{}
+	e.header(testHeader("1"))
+	e.u64(1)       // term
+	e.bytes(nil)   // leader
+	e.u64(0)       // prev entry
+	e.u64(0)       // prev term
+	e.u64(1 << 40) // entry count
+	e.b = append(e.b, make([]byte, 32)...)
+	err := decodeRPC(e.b, new(raft.AppendEntriesRequest))
+	if !errors.Is(err, ErrTransportCodec) {
+		t.Fatalf("got %v, want ErrTransportCodec", err)
+	}
+}
+
+func FuzzDecodeRPC(f *testing.F) {
+	for _, v := range sampleRPCs() {
+		e := &enc{}
+		encodeRPC(e, v)
+		f.Add(e.b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, v := range sampleRPCs() {
+			target := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+			if err := decodeRPC(b, target); err == nil {
+				// Whatever decodes must encode back to the same bytes.
+				e := &enc{}
+				encodeRPC(e, target)
+				again := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+				if err := decodeRPC(e.b, again); err != nil || !reflect.DeepEqual(again, target) {
+					t.Fatalf("%T: re-encode mismatch: %v", v, err)
+				}
+			}
+		}
+	})
+}
+
+// newTestMux starts a Mux on 127.0.0.1 closed at the end of the test.
+func newTestMux(t *testing.T) *Mux {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMux(MuxConfig{Listener: ln, Logger: slog.New(slog.DiscardHandler), RPCTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func newTestGroup(t *testing.T, m *Mux, id string) *GroupTransport {
+	t.Helper()
+	g, err := m.Group(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// serveEcho answers every RPC of g until stop: AppendEntries with
+// LastLog = PrevLogEntry + len(Entries), votes granted, snapshots read
+// fully (the bytes go to snap).
+func serveEcho(g *GroupTransport, stop chan struct{}, snap chan<- []byte) {
+	for {
+		select {
+		case rpc := <-g.Consumer():
+			switch cmd := rpc.Command.(type) {
+			case *raft.AppendEntriesRequest:
+				rpc.Respond(&raft.AppendEntriesResponse{Term: cmd.Term, LastLog: cmd.PrevLogEntry + uint64(len(cmd.Entries)), Success: true}, nil)
+			case *raft.RequestVoteRequest:
+				rpc.Respond(&raft.RequestVoteResponse{Term: cmd.Term, Granted: true}, nil)
+			case *raft.RequestPreVoteRequest:
+				rpc.Respond(&raft.RequestPreVoteResponse{Term: cmd.Term, Granted: true}, nil)
+			case *raft.TimeoutNowRequest:
+				rpc.Respond(&raft.TimeoutNowResponse{}, nil)
+			case *raft.InstallSnapshotRequest:
+				b, err := io.ReadAll(rpc.Reader)
+				if snap != nil {
+					snap <- b
+				}
+				rpc.Respond(&raft.InstallSnapshotResponse{Term: cmd.Term, Success: err == nil}, err)
+			}
+		case <-stop:
+			return
+		}
+	}
+}
+
+func TestMuxCarriesEveryRPCToItsGroup(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	ga := newTestGroup(t, a, "topic-0")
+	gb := newTestGroup(t, b, "topic-0")
+	newTestGroup(t, b, "topic-1") // a second group must not see topic-0's RPCs
+	stop := make(chan struct{})
+	defer close(stop)
+	snaps := make(chan []byte, 1)
+	go serveEcho(gb, stop, snaps)
+
+	var aeResp raft.AppendEntriesResponse
+	req := sampleRPCs()[0].(*raft.AppendEntriesRequest)
+	if err := ga.AppendEntries("b", b.Addr(), req, &aeResp); err != nil {
+		t.Fatal(err)
+	}
+	if !aeResp.Success || aeResp.LastLog != 43 || aeResp.Term != 7 {
+		t.Fatalf("append entries answer %+v", aeResp)
+	}
+	var rv raft.RequestVoteResponse
+	if err := ga.RequestVote("b", b.Addr(), &raft.RequestVoteRequest{Term: 3}, &rv); err != nil || !rv.Granted || rv.Term != 3 {
+		t.Fatalf("vote %+v %v", rv, err)
+	}
+	var pv raft.RequestPreVoteResponse
+	if err := ga.RequestPreVote("b", b.Addr(), &raft.RequestPreVoteRequest{Term: 4}, &pv); err != nil || !pv.Granted {
+		t.Fatalf("pre-vote %+v %v", pv, err)
+	}
+	var tn raft.TimeoutNowResponse
+	if err := ga.TimeoutNow("b", b.Addr(), &raft.TimeoutNowRequest{}, &tn); err != nil {
+		t.Fatal(err)
+	}
+
+	data := bytes.Repeat([]byte("segment-bytes-"), 100000)
+	var is raft.InstallSnapshotResponse
+	if err := ga.InstallSnapshot("b", b.Addr(), &raft.InstallSnapshotRequest{Term: 5, Size: int64(len(data))}, &is, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if !is.Success || !bytes.Equal(<-snaps, data) {
+		t.Fatal("snapshot not delivered intact")
+	}
+
+	// An RPC for a group the peer does not run is refused, not lost.
+	gx := newTestGroup(t, a, "no-such-group")
+	err := gx.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{Term: 1}, &aeResp)
+	if !errors.Is(err, ErrRemote) {
+		t.Fatalf("unknown group: got %v, want ErrRemote", err)
+	}
+}
+
+func TestMuxHeartbeatTakesTheFastPath(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	ga := newTestGroup(t, a, "g")
+	gb := newTestGroup(t, b, "g")
+	beats := 0
+	gb.SetHeartbeatHandler(func(rpc raft.RPC) {
+		beats++
+		rpc.Respond(&raft.AppendEntriesResponse{Term: rpc.Command.(*raft.AppendEntriesRequest).Term, Success: true}, nil)
+	})
+	hb := &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 2}
+	for i := 0; i < 10; i++ {
+		var resp raft.AppendEntriesResponse
+		if err := ga.AppendEntries("b", b.Addr(), hb, &resp); err != nil || !resp.Success {
+			t.Fatalf("heartbeat %d: %+v %v", i, resp, err)
+		}
+	}
+	if beats != 10 {
+		t.Fatalf("%d heartbeats on the fast path, want 10", beats)
+	}
+	if n := len(gb.Consumer()); n != 0 {
+		t.Fatalf("%d heartbeats queued for the raft loop", n)
+	}
+}
+
+func TestMuxPipelineKeepsOrder(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	ga := newTestGroup(t, a, "g")
+	gb := newTestGroup(t, b, "g")
+	stop := make(chan struct{})
+	defer close(stop)
+	go serveEcho(gb, stop, nil)
+	p, err := ga.AppendEntriesPipeline("b", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 300 // more than pipelineDepth: sending must apply back-pressure, not fail
+	go func() {
+		for i := 0; i < n; i++ {
+			req := &raft.AppendEntriesRequest{Term: 1, PrevLogEntry: uint64(i), Entries: []*raft.Log{{Index: uint64(i + 1), Data: []byte("x")}}}
+			if _, err := p.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < n; i++ {
+		select {
+		case f := <-p.Consumer():
+			if err := f.Error(); err != nil {
+				t.Fatal(err)
+			}
+			if f.Request().PrevLogEntry != uint64(i) || f.Response().LastLog != uint64(i+1) {
+				t.Fatalf("future %d: request %d, answer %d", i, f.Request().PrevLogEntry, f.Response().LastLog)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("future %d not done", i)
+		}
+	}
+}
+
+func TestMuxSharesFewConnectionsAmongManyGroups(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	const groups = 200
+	for i := 0; i < groups; i++ {
+		id := "g" + strconv.Itoa(i)
+		newTestGroup(t, a, id)
+		go serveEcho(newTestGroup(t, b, id), stop, nil)
+	}
+	for i := 0; i < groups; i++ {
+		a.mu.Lock()
+		g := a.groups["g"+strconv.Itoa(i)]
+		a.mu.Unlock()
+		var resp raft.AppendEntriesResponse
+		if err := g.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{Term: 1}, &resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.mu.Lock()
+	inbound := len(b.inbound)
+	b.mu.Unlock()
+	if inbound > a.cfg.ConnsPerPeer {
+		t.Fatalf("%d connections for %d groups, want at most %d", inbound, groups, a.cfg.ConnsPerPeer)
+	}
+}
+
+func TestMuxClosesConnectionsThatSendGarbage(t *testing.T) {
+	m := newTestMux(t)
+	newTestGroup(t, m, "g")
+	for name, payload := range map[string][]byte{
+		"bad preface":     []byte("HTTP/1.1 GET /\r\n\r\n"),
+		"huge frame":      append([]byte("STRX\x01\x00"), 0xff, 0xff, 0xff, 0xff),
+		"bad group len":   append([]byte("STRX\x01\x00"), 0, 0, 0, 12, kindAppendEntries, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0x7f),
+		"undecodable rpc": append([]byte("STRX\x01\x00"), 0, 0, 0, 12, kindAppendEntries, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'g', 0xff),
+		"response kind":   append([]byte("STRX\x01\x00"), 0, 0, 0, 11, kindResponse, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'g'),
+	} {
+		c, err := net.Dial("tcp", string(m.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(payload)
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, err = bufio.NewReader(c).ReadByte()
+		if err == nil || errTimeout(err) != nil {
+			t.Errorf("%s: connection not closed: %v", name, err)
+		}
+		c.Close()
+	}
+}
+
+// errTimeout returns err if it is a timeout, nil otherwise.
+func errTimeout(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return err
+	}
+	return nil
+}
