@@ -292,3 +292,39 @@ func TestRollOnSegmentMsAndFlushMs(t *testing.T) {
 		t.Fatalf("flushed data lost: %+v", o)
 	}
 }
+
+func TestManagerConcurrentAdmin(t *testing.T) {
+	c := newClock()
+	m := testManager(t, segment.NewMemFS(), c)
+	defer m.Close()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				tp := TopicPartition{"t", int32((g + i) % 3)}
+				switch i % 3 {
+				case 0:
+					if p, err := m.Open(tp, Config{SegmentIndexBytes: 1024}); err == nil {
+						p.Append(makeBatch(t, spec{n: 1}), 0)
+					}
+				case 1:
+					if p := m.Get(tp); p != nil {
+						p.Read(0, 100)
+						p.Offsets()
+					}
+				case 2:
+					if err := m.Delete(tp); err != nil {
+						t.Error(err)
+					}
+				}
+				m.Partitions()
+			}
+		}(g)
+	}
+	wg.Wait()
+	if err := m.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+}

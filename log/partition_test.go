@@ -117,3 +117,70 @@ func TestWaitWakesOnCommit(t *testing.T) {
 		t.Fatal("not woken by delete")
 	}
 }
+
+func TestMultiBatchAppend(t *testing.T) {
+	c := newClock()
+	m := testManager(t, segment.NewMemFS(), c)
+	defer m.Close()
+	p, _ := m.Open(tp0, Config{})
+	a := makeBatch(t, spec{n: 2, pid: 3, seq: 0, ts: 10})
+	b := makeBatch(t, spec{n: 3, pid: 3, seq: 2, ts: 20})
+	blob := append(append([]byte(nil), a...), b...)
+	res, err := p.Append(blob, 4)
+	if err != nil || res.BaseOffset != 0 || res.LastOffset != 4 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	p.Commit(res.LastOffset + 1)
+	r, _ := p.Read(0, 1<<20)
+	hs := batchesOf(t, r.Records)
+	if len(hs) != 2 || hs[1].BaseOffset != 2 || !bytes.Equal(r.Records, blob) {
+		t.Fatalf("read back %+v", hs)
+	}
+	// A gap inside one append rejects all of it.
+	c1 := makeBatch(t, spec{n: 1, pid: 3, seq: 5})
+	c2 := makeBatch(t, spec{n: 1, pid: 3, seq: 7})
+	if _, err := p.Append(append(c1, c2...), 4); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("gap in one append: %v", err)
+	}
+	if o := p.Offsets(); o.LogEnd != 5 {
+		t.Fatalf("partial append written: %+v", o)
+	}
+	if _, err := p.Append(makeBatch(t, spec{n: 1, pid: 3, seq: 5}), 4); err != nil {
+		t.Fatalf("state changed by the rejected append: %v", err)
+	}
+}
+
+func TestAdvanceLogStart(t *testing.T) {
+	c := newClock()
+	m := testManager(t, segment.NewMemFS(), c)
+	defer m.Close()
+	p, _ := m.Open(tp0, Config{SegmentBytes: 600})
+	for i := 0; i < 20; i++ {
+		res, _ := p.Append(makeBatch(t, spec{n: 2, valueLen: 50, ts: int64(100 + i)}), 0)
+		p.Commit(res.LastOffset + 1)
+	}
+	segs := p.Segments()
+	if len(segs) < 4 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	target := segs[2].BaseOffset + 1
+	if _, err := p.AdvanceLogStart(50); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("past hw: %v", err)
+	}
+	ls, err := p.AdvanceLogStart(target)
+	if err != nil || ls != target {
+		t.Fatalf("%d %v", ls, err)
+	}
+	if got := p.Segments(); got[0].BaseOffset != segs[2].BaseOffset {
+		t.Fatalf("segments below the log start kept: %+v", got[0])
+	}
+	if _, err := p.Read(target-1, 100); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below log start: %v", err)
+	}
+	if r, err := p.Read(target, 100); err != nil || len(r.Records) == 0 {
+		t.Fatalf("read at log start: %v", err)
+	}
+	if off, _, ok := p.OffsetForTimestamp(0); !ok || off != target {
+		t.Fatalf("offset for ts 0: %d %v", off, ok)
+	}
+}
