@@ -13,7 +13,9 @@
 // Invariant: LogStart <= HighWatermark <= LogEnd. Append assigns offsets
 // at LogEnd; Commit advances the high watermark (never backwards);
 // TruncateTo removes an uncommitted tail (never below the high watermark);
-// Read never returns a batch at or above the high watermark.
+// Read never returns a batch at or above the high watermark (an offset
+// between the high watermark and the log end reads nothing; only offsets
+// outside [LogStart, LogEnd] are out of range).
 //
 // # High watermark and log start across restarts
 //
@@ -37,6 +39,13 @@
 // segment's tail. A failed write or fsync sticks: the partition refuses
 // appends with ErrStorage until it is reopened (which recovers).
 //
+// What this promises on one node: a batch survives a process crash once
+// Append returned (it is in the page cache), and survives a power loss
+// once it was fsync'd (flush.messages / flush.ms / roll / Flush / Close).
+// Kafka's defaults never fsync by policy and lean on replication instead;
+// a single node with those defaults can lose the last unflushed seconds of
+// acknowledged data on power loss, never a batch in the middle of the log.
+//
 // # Producer state
 //
 // Derived from the log only. At each roll the state as of the new
@@ -44,8 +53,8 @@
 // like Kafka's) and kept in memory, so TruncateTo within the active
 // segment replays only that segment, and opening a partition replays batch
 // headers (payloads skipped by length) only from the newest usable
-// snapshot on; with none, from the log start. Per producer the last 5 batches are kept
-// for duplicate detection (ErrDuplicateSequence with the original
+// snapshot on; with none, from the log start. Per producer the last 5
+// batches are kept for duplicate detection (ErrDuplicateSequence with the original
 // offsets); sequence gaps give ErrOutOfOrderSequence, an older epoch
 // ErrInvalidProducerEpoch, a newer epoch must start at 0, an unknown
 // producer must start at 0 (Kafka 2.5+). The table is bounded
@@ -68,8 +77,9 @@
 // log-start-offset-checkpoint and recovery-point-offset-checkpoint (the
 // offset below which each partition is fsync'd: on open the active
 // segment is CRC-checked from there, all of it when unknown; after
-// recovery the active segment is fsync'd and the point moves to the end). segment.ms counts from the segment's
-// creation or from the partition's open, by the injected clock.
+// recovery the active segment is fsync'd and the point moves to the end).
+// segment.ms counts from the segment's creation or from the partition's
+// open, by the injected clock.
 //
 // # Reading and deletion
 //
@@ -96,10 +106,10 @@
 // Lock order: Manager.adminMu (creating, deleting, closing partitions; their
 // disk I/O runs under it), Manager.ckMu (checkpoint writes), Manager.mu (the
 // partition map only, never held across I/O), Partition.mu,
-// Partition.waiters.mu. One writer
-// at a time holds Partition.mu exclusively (Append, Commit, TruncateTo,
-// Flush, roll); Read, Offsets, OffsetForTimestamp, MaxTimestamp take it
-// shared (index lookups and batch header reads happen under it; Read's
-// bulk copy happens after releasing it). Batch validation
-// (CRC) runs before the lock is taken.
+// Partition.waiters.mu. One writer at a time holds Partition.mu
+// exclusively (Append, Commit, TruncateTo, Flush, roll, AdvanceLogStart);
+// Read, Offsets, OffsetForTimestamp, MaxTimestamp take it shared (index
+// lookups and batch header reads happen under it; Read's bulk copy happens
+// after releasing it). Batch validation (CRC) runs before the lock is
+// taken. Partition.cfg is an atomic pointer, read without the lock.
 package log
