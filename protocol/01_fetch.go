@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -180,30 +181,18 @@ func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []
 		if anyErr || total >= int64(req.MinBytes) || deadline == nil {
 			return nil
 		}
-		wake := make(chan struct{}, 1)
-		stop := make(chan struct{})
-		waiting := 0
+		var chs []<-chan struct{}
 		for _, fp := range parts {
-			if fp.part == nil {
-				continue
+			if fp.part != nil {
+				chs = append(chs, fp.part.Wait(fp.target.fetchOffset))
 			}
-			ch := fp.part.Wait(fp.target.fetchOffset)
-			waiting++
-			go func() {
-				select {
-				case <-ch:
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				case <-stop:
-				}
-			}()
 		}
-		if waiting == 0 {
-			close(stop)
+		if len(chs) == 0 {
 			return nil
 		}
+		wake := make(chan struct{}, 1)
+		stop := make(chan struct{})
+		notifyAny(chs, stop, wake)
 		select {
 		case <-wake:
 			close(stop)
@@ -219,6 +208,45 @@ func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []
 			close(stop)
 			return ctx.Err()
 		}
+	}
+}
+
+// waitChunk is how many high-watermark channels one helper goroutine
+// selects on, so a fetch of n partitions parks n/waitChunk goroutines, not n.
+const waitChunk = 256
+
+// notifyAny sends on wake (buffered, capacity 1) once any of chs is closed,
+// until stop is closed.
+func notifyAny(chs []<-chan struct{}, stop <-chan struct{}, wake chan<- struct{}) {
+	signal := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	for len(chs) > 0 {
+		chunk := chs[:min(waitChunk, len(chs))]
+		chs = chs[len(chunk):]
+		if len(chunk) == 1 {
+			go func() {
+				select {
+				case <-chunk[0]:
+					signal()
+				case <-stop:
+				}
+			}()
+			continue
+		}
+		cases := make([]reflect.SelectCase, 0, len(chunk)+1)
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)})
+		for _, ch := range chunk {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		go func() {
+			if i, _, _ := reflect.Select(cases); i != 0 {
+				signal()
+			}
+		}()
 	}
 }
 
