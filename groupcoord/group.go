@@ -270,7 +270,7 @@ func (g *group) supports(ptype string, protos []kmsg.JoinGroupRequestProtocol) b
 	}
 	for _, p := range protos {
 		all := true
-		for _, m := range g.members {
+		for _, m := range g.sortedMembers() {
 			if !hasProtocol(m, p.Name) {
 				all = false
 				break
@@ -365,11 +365,11 @@ func (g *group) prepareRebalanceDelayed(c *Config, e *effects, now time.Time) {
 // rejoin.
 func (g *group) prepareRebalance(e *effects, now time.Time) {
 	if g.state == stateCompletingRebalance {
-		for _, m := range g.members {
+		for _, m := range g.sortedMembers() {
 			m.assignment = nil
 		}
 	}
-	for _, m := range g.members {
+	for _, m := range g.sortedMembers() {
 		if m.syncReply != 0 {
 			r := kmsg.NewPtrSyncGroupResponse()
 			r.Version, r.ErrorCode = m.syncVersion, kerr.RebalanceInProgress.Code
@@ -385,7 +385,7 @@ func (g *group) prepareRebalance(e *effects, now time.Time) {
 
 func (g *group) maxRebalanceTimeout() time.Duration {
 	var d time.Duration
-	for _, m := range g.members {
+	for _, m := range g.sortedMembers() {
 		d = max(d, m.rebalanceTimeout)
 	}
 	return d
@@ -397,7 +397,7 @@ func (g *group) tryCompleteJoin(e *effects, now time.Time) {
 	if g.state != statePreparingRebalance || g.initialJoin || len(g.pending) > 0 {
 		return
 	}
-	for _, m := range g.members {
+	for _, m := range g.sortedMembers() {
 		if m.joinReply == 0 {
 			return
 		}
@@ -427,7 +427,7 @@ func (g *group) completeJoin(e *effects, now time.Time) {
 	}
 	g.state = stateCompletingRebalance
 	g.syncDeadline = now.Add(g.maxRebalanceTimeout())
-	for _, m := range g.members {
+	for _, m := range g.sortedMembers() {
 		m.synced = false
 		m.assignment = nil
 		m.sessionDeadline = now.Add(m.sessionTimeout)
@@ -602,7 +602,7 @@ func (g *group) sync(e *effects, now time.Time, rid uint64, req *kmsg.SyncGroupR
 		g.state = stateStable
 		g.stateSince = now
 		e.records = append(e.records, g.metadataRecord(now))
-		for _, o := range g.members {
+		for _, o := range g.sortedMembers() {
 			if o.syncReply != 0 {
 				e.reply(o.syncReply, g.syncResponse(o, o.syncVersion))
 				o.syncReply = 0
