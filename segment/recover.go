@@ -3,6 +3,7 @@ package segment
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // maxIndexRetries bounds how many index entries recovery steps back over
@@ -285,8 +286,30 @@ func (s *Segment) Find(offset, limit int64) (pos int64, h Header, found bool, er
 // scanFor walks headers from pos until match; bounded by limit (each step
 // advances by a checked, positive batch size).
 func (s *Segment) scanFor(pos, limit int64, match func(*Header) bool) (int64, Header, bool, error) {
+	// Headers are read through a small chunk buffer: a scan over many
+	// small batches then costs one read per chunk, not one per batch.
+	cb := chunkPool.Get().(*[scanChunk]byte)
+	defer chunkPool.Put(cb)
+	var chunkPos int64 = -1
+	chunkLen := 0
 	for pos < limit {
-		h, err := s.readHeader(pos, limit)
+		if limit-pos < HeaderSize {
+			return pos, Header{}, false, fmt.Errorf("%w: segment %d at %d: %d bytes left", ErrStorage, s.base, pos, limit-pos)
+		}
+		if chunkPos < 0 || pos < chunkPos || pos+HeaderSize > chunkPos+int64(chunkLen) {
+			n := int64(len(cb))
+			if limit-pos < n {
+				n = limit - pos
+			}
+			if _, err := s.ReadAt(cb[:n], pos); err != nil {
+				return pos, Header{}, false, fmt.Errorf("%w: segment %d at %d: %v", ErrStorage, s.base, pos, err)
+			}
+			chunkPos, chunkLen = pos, int(n)
+		}
+		h, err := ParseHeader(cb[pos-chunkPos : chunkLen])
+		if err == nil && h.Size() > limit-pos {
+			err = fmt.Errorf("%w: batch of %d bytes at %d overruns %d", ErrCorrupt, h.Size(), pos, limit)
+		}
 		if err != nil {
 			return pos, h, false, fmt.Errorf("%w: segment %d at %d: %v", ErrStorage, s.base, pos, err)
 		}
@@ -297,6 +320,11 @@ func (s *Segment) scanFor(pos, limit int64, match func(*Header) bool) (int64, He
 	}
 	return pos, Header{}, false, nil
 }
+
+// scanChunk is the read size of header scans: a few small batches' worth.
+const scanChunk = 4096
+
+var chunkPool = sync.Pool{New: func() any { return new([scanChunk]byte) }}
 
 // FindTimestamp returns the first batch below limit whose max timestamp
 // is >= ts, using the time index to skip ahead.
