@@ -337,7 +337,7 @@ func (m *Mux) handle(f frame, w *frameWriter) error {
 			// The fast path: answered on this goroutine without waiting
 			// behind the group's raft loop (which may be doing disk I/O).
 			fn(rpc)
-			return g.respond(w, f.reqID, f.group, respCh)
+			return g.respond(w, f.reqID, f.group, respCh, true)
 		}
 	}
 	select {
@@ -348,7 +348,8 @@ func (m *Mux) handle(f frame, w *frameWriter) error {
 		return w.writeError(f.reqID, f.group, "raft group busy")
 	}
 	reqID, group := f.reqID, string(f.group)
-	go g.respond(w, reqID, []byte(group), respCh)
+	ae, _ := cmd.(*raft.AppendEntriesRequest)
+	go g.respond(w, reqID, []byte(group), respCh, ae != nil && len(ae.Entries) == 0)
 	return nil
 }
 
@@ -365,13 +366,13 @@ func isHeartbeat(a *raft.AppendEntriesRequest) bool {
 
 // respond waits for raft's answer to one RPC and writes it back. Write
 // errors end the connection through its reader.
-func (g *GroupTransport) respond(w *frameWriter, reqID uint64, group []byte, respCh chan raft.RPCResponse) error {
+func (g *GroupTransport) respond(w *frameWriter, reqID uint64, group []byte, respCh chan raft.RPCResponse, lazy bool) error {
 	select {
 	case resp := <-respCh:
 		if resp.Error != nil {
 			return w.writeError(reqID, group, resp.Error.Error())
 		}
-		return w.writeMsg(kindResponse, reqID, group, resp.Response)
+		return w.writeMsgLazy(kindResponse, reqID, group, resp.Response, lazy)
 	case <-g.shutdown:
 		return w.writeError(reqID, group, "raft group closed")
 	}
@@ -408,7 +409,7 @@ func (m *Mux) serveSnapshot(c net.Conn, r *bufio.Reader, w *frameWriter) {
 		w.writeError(f.reqID, f.group, "raft group busy")
 		return
 	}
-	g.respond(w, f.reqID, f.group, respCh)
+	g.respond(w, f.reqID, f.group, respCh, false)
 }
 
 // snapshotTimeout scales the RPC timeout with the snapshot's size.
@@ -543,6 +544,10 @@ func (cc *clientConn) fail(err error) {
 // start sends a request and returns its call; the answer arrives on
 // call.done.
 func (cc *clientConn) start(kind byte, group string, req, resp any) (*call, error) {
+	lazy := false
+	if ae, ok := req.(*raft.AppendEntriesRequest); ok && len(ae.Entries) == 0 {
+		lazy = true // a heartbeat or an idle commit-index update
+	}
 	id := cc.m.nextReq.Add(1)
 	cl := &call{resp: resp, done: make(chan error, 1)}
 	cc.mu.Lock()
@@ -557,7 +562,7 @@ func (cc *clientConn) start(kind byte, group string, req, resp any) (*call, erro
 	}
 	cc.pending[id] = cl
 	cc.mu.Unlock()
-	if err := cc.w.writeMsg(kind, id, []byte(group), req); err != nil {
+	if err := cc.w.writeMsgLazy(kind, id, []byte(group), req, lazy); err != nil {
 		cc.fail(fmt.Errorf("replication: write to %s: %w", cc.c.RemoteAddr(), err))
 		return nil, err
 	}
@@ -649,23 +654,37 @@ func readFrame(r *bufio.Reader, buf []byte) (frame, []byte, error) {
 
 // frameWriter serializes frames onto a connection. Writers queue on wmu;
 // the last one in the queue flushes, so frames from many groups written
-// at once leave in one syscall (heartbeat coalescing at the socket).
+// at once leave in one syscall. Heartbeats and other AppendEntries
+// without entries (an idle leader's commit-index updates), and their
+// answers, are written lazily: they wait up to heartbeatFlushDelay for other frames to
+// share their syscall, which is what keeps a thousand idle groups cheap
+// (doc.go, "Raft timing"); any eager frame flushes them along.
 type frameWriter struct {
 	c       net.Conn
 	timeout time.Duration
 	waiting atomic.Int32
 	wmu     sync.Mutex
 	w       *bufio.Writer // protected by wmu
+	armed   bool          // protected by wmu; a lazy flush is scheduled
+	werr    error         // protected by wmu; a failed write sticks
 }
 
+// heartbeatFlushDelay is how long a heartbeat frame may wait in the
+// buffer for company. Far below any raft timeout.
+const heartbeatFlushDelay = 2 * time.Millisecond
+
 func (fw *frameWriter) writeMsg(kind byte, reqID uint64, group []byte, msg any) error {
+	return fw.writeMsgLazy(kind, reqID, group, msg, false)
+}
+
+func (fw *frameWriter) writeMsgLazy(kind byte, reqID uint64, group []byte, msg any, lazy bool) error {
 	e := &enc{b: make([]byte, frameHeaderBytes, 64+len(group))}
 	e.u64(uint64(len(group)))
 	e.b = append(e.b, group...)
 	if !encodeRPC(e, msg) {
 		return fmt.Errorf("%w: cannot encode %T", ErrTransportCodec, msg)
 	}
-	return fw.write(kind, reqID, e.b)
+	return fw.write(kind, reqID, e.b, lazy)
 }
 
 func (fw *frameWriter) writeError(reqID uint64, group []byte, msg string) error {
@@ -673,12 +692,12 @@ func (fw *frameWriter) writeError(reqID uint64, group []byte, msg string) error 
 	b = binary.AppendUvarint(b, uint64(len(group)))
 	b = append(b, group...)
 	b = append(b, msg...)
-	return fw.write(kindError, reqID, b)
+	return fw.write(kindError, reqID, b, false)
 }
 
 // write fills in the header of b (frameHeaderBytes reserved at its start)
 // and writes it.
-func (fw *frameWriter) write(kind byte, reqID uint64, b []byte) error {
+func (fw *frameWriter) write(kind byte, reqID uint64, b []byte, lazy bool) error {
 	if len(b)-4 > maxFrameBytes {
 		return fmt.Errorf("replication: frame of %d bytes exceeds %d", len(b)-4, maxFrameBytes)
 	}
@@ -688,12 +707,46 @@ func (fw *frameWriter) write(kind byte, reqID uint64, b []byte) error {
 	fw.waiting.Add(1)
 	fw.wmu.Lock()
 	defer fw.wmu.Unlock()
-	fw.c.SetWriteDeadline(time.Now().Add(fw.timeout))
+	if fw.werr != nil {
+		fw.waiting.Add(-1)
+		return fw.werr
+	}
 	_, err := fw.w.Write(b)
 	if fw.waiting.Add(-1) == 0 && err == nil {
-		err = fw.w.Flush()
+		if lazy {
+			if !fw.armed {
+				fw.armed = true
+				time.AfterFunc(heartbeatFlushDelay, fw.lazyFlush)
+			}
+		} else {
+			err = fw.flushLocked()
+		}
+	}
+	if err != nil {
+		fw.werr = err
 	}
 	return err
+}
+
+func (fw *frameWriter) flushLocked() error {
+	if fw.w.Buffered() == 0 {
+		return nil
+	}
+	fw.c.SetWriteDeadline(time.Now().Add(fw.timeout))
+	return fw.w.Flush()
+}
+
+func (fw *frameWriter) lazyFlush() {
+	fw.wmu.Lock()
+	defer fw.wmu.Unlock()
+	fw.armed = false
+	if fw.werr != nil {
+		return
+	}
+	if err := fw.flushLocked(); err != nil {
+		fw.werr = err
+		fw.c.Close() // the reader sees it and fails the calls waiting
+	}
 }
 
 // ---- the raft.Transport of one group ----
