@@ -1,5 +1,105 @@
-// Package bench will hold the load tool (produce, consume, end-to-end
-// latency, compare) that speaks to any Kafka-compatible broker over the
-// Kafka protocol only. Until it exists, Go benchmarks live beside the code
-// (segment, log, protocol).
+// Package bench is Strata's load tool: `strata bench produce|consume|e2e|
+// workload|compare`. It speaks to brokers only over the Kafka protocol,
+// with franz-go's kgo client, so it works against any Kafka-compatible
+// broker; it imports nothing of Strata's.
+//
+// # Commands
+//
+//	produce   kafka-producer-perf-test style: --num-records, --record-size,
+//	          --throughput (records/s, -1 = no limit), --acks, --idempotence,
+//	          --compression, --linger, --batch-size, --partitions, --keys;
+//	          prints records/s, MB/s, avg and max latency, p50/p95/p99/p99.9
+//	          (latency = Produce call to acknowledgement, as Kafka's tool).
+//	consume   kafka-consumer-perf-test style: fills fresh topics (not
+//	          measured), reads them back; records/s, MB/s, time to first record.
+//	e2e       a fixed producer rate; each value's first 8 bytes carry the send
+//	          time (ns), consumers in the same process take arrival minus send
+//	          time: end-to-end latency percentiles (the record timestamp has
+//	          only millisecond resolution, too coarse for a 1 ms target).
+//	workload  runs a workload file (below).
+//	compare   runs workload files against several brokers it starts itself,
+//	          interleaved, and reports medians and ratios (below).
+//
+// MB is MiB (2^20 bytes), as Kafka's perf tools print it; CPU per GiB
+// likewise. Every run creates fresh topics (prefix-<time>-<n>) and deletes
+// them afterwards, so no run reads another's records and a broker that
+// keeps records in memory does not carry them into the next run.
+//
+// # Workload files
+//
+// A workload file is flat "key: value" lines ('#' comments), the subset of
+// YAML the OpenMessaging Benchmark's workload files use, so a flat OMB file
+// parses as it is:
+//
+//	name: e2e-5k                 # default: the file name
+//	kind: e2e                    # produce | consume | e2e (OMB files: e2e)
+//	topics: 1
+//	partitionsPerTopic: 8
+//	messageSize: 1024            # value bytes
+//	numRecords: 500000           # total; with or instead of a duration
+//	duration: 8s                 # or OMB's testDurationMinutes: 0.5
+//	warmup: 2s                   # latencies of earlier records not counted
+//	producerRate: 5000           # records/s over all producers, 0 = no limit
+//	producersPerTopic: 1
+//	subscriptionsPerTopic: 1     # "consumer groups": each reads every record
+//	consumerPerSubscription: 1   # clients per subscription
+//	acks: all                    # all (-1), 1, 0
+//	idempotence: true            # default true with acks=all
+//	compression: none            # none gzip snappy lz4 zstd
+//	linger: 0s
+//	batchSize: 1048576
+//	keys: 0                      # distinct keys, 0 = no keys
+//	keyDistributor, payloadFile, consumerBacklogSizeGB: accepted, ignored
+//
+// Consumer groups: Strata does not implement them yet, so a subscription is
+// not a group: its consumers are given partitions (kgo ConsumePartitions),
+// round-robin, and each subscription reads every record from offset 0.
+// The measured figures are those a group with a static assignment would
+// see; group coordination is not exercised.
+//
+// # compare
+//
+// compare starts each broker as a child process, on a fresh temporary data
+// dir and a free 127.0.0.1 port, so that its CPU time and peak RSS are its
+// own: strata (`strata serve`, default durability), strata-fsync (the same
+// with log.flush.interval.messages=1), kfake-disk and kfake-mem (franz-go's
+// kfake, one broker, run by `strata bench kfake-server [--data-dir]`), null
+// (`strata bench null-server`, NullBroker: answers without storing, the
+// ceiling of the load generator), and strata-3 (three brokers on loopback:
+// a hook that needs `strata dev-cluster`, skipped with a note until the
+// binary has that command). --external name=host:port adds a broker
+// started elsewhere (no CPU or RSS figures).
+//
+// For each workload, compare starts the brokers, then runs --rounds rounds;
+// a round runs the workload once against every broker in the order given
+// (A B C A B C ...), so that a noisy minute of a shared machine hits every
+// broker alike. Around each run's measured phase it reads the broker's
+// utime+stime from /proc/<pid>/stat, and at the end its VmHWM (peak RSS)
+// from /proc/<pid>/status; CPU s/GiB = broker CPU seconds / GiB moved
+// (produced plus consumed bytes), broker cores = CPU seconds / wall seconds.
+// It prints each figure's median over the rounds and its ratio to the
+// first broker's median as a Markdown table; with --out DIR it also writes
+// compare.json (every sample), compare.md and compare.png (a chart drawn
+// with image/png and a 5x7 bitmap font: MB/s by broker, e2e latency
+// percentiles). --cpuprofile-dir runs the Strata brokers under
+// `strata bench serve-profiled`, which writes a pprof CPU profile.
+//
+// # Invariants and limits
+//
+// A histogram (Histogram) has fixed memory and 1.6% resolution; Record is
+// lock-free (kgo calls promises from several goroutines). Workloads are
+// bounded (topics, partitions, record size, clients: see Validate) and a
+// run has a deadline (duration + 2 min); a consumer that cannot get every
+// acknowledged record within 10 s of the last send fails the run instead of
+// hanging. The null broker bounds frames (100 MiB), connections (1024) and
+// long polls (30 s) and closes a connection on a malformed request.
+//
+// # Goroutines and locks
+//
+// A run has one goroutine per producer and per consumer client, joined
+// before Run returns; counters are atomics. NullBroker has one goroutine
+// per connection and one mutex (mu) over its topic table; it never holds mu
+// while copying record bytes or writing to a socket. compare has two
+// goroutines per child process draining its output into a log file (one
+// mutex around the file) and one waiting for it to exit.
 package bench

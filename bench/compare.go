@@ -1,0 +1,672 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Broker names compare knows. The ratio column is against the first broker
+// given.
+const (
+	BrokerStrata      = "strata"       // strata serve, single node, default durability
+	BrokerStrataFsync = "strata-fsync" // strata serve with log.flush.interval.messages=1
+	BrokerStrata3     = "strata-3"     // three brokers on loopback (needs strata dev-cluster)
+	BrokerKfakeDisk   = "kfake-disk"   // franz-go kfake with a data dir
+	BrokerKfakeMem    = "kfake-mem"    // franz-go kfake in memory
+	BrokerNull        = "null"         // bench's null broker: the load generator's ceiling
+)
+
+// DefaultBrokers is the order compare uses unless told otherwise.
+var DefaultBrokers = []string{BrokerStrata, BrokerStrataFsync, BrokerKfakeDisk, BrokerKfakeMem, BrokerNull}
+
+// ErrNotAvailable marks a broker compare cannot start here (it is skipped
+// with a note, not fatal).
+var ErrNotAvailable = errors.New("bench: broker not available")
+
+// CompareConfig is a parsed compare command line.
+type CompareConfig struct {
+	Workloads []Workload
+	Brokers   []string
+	External  map[string]string // name -> bootstrap address of a broker started elsewhere (no CPU/RSS)
+	Rounds    int
+	StrataBin string // the strata binary: serves Strata and runs the kfake and null children
+	StrataSrc string // if set, build StrataBin from this module directory first
+	OutDir    string // compare.json, compare.md, compare.png; "" = only Markdown on stdout
+	// ProfileDir, if set, runs each Strata broker under a CPU profile
+	// (strata bench serve-profiled) written there per workload.
+	ProfileDir string
+	Command    string // the command line, recorded in the report
+	Note       string // free text recorded in the report (machine load, ...)
+}
+
+// ParseCompareFlags parses `compare [flags] WORKLOAD_FILE...`.
+func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) {
+	c := &CompareConfig{External: map[string]string{}}
+	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	brokers := fs.String("brokers", strings.Join(DefaultBrokers, ","),
+		"brokers to start, in order (the first is the ratio's base): strata, strata-fsync, strata-3, kfake-disk, kfake-mem, null")
+	fs.Func("external", "also run against a running broker: `name=host:port` (repeatable; no CPU or RSS figures)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" || v == "" {
+			return fmt.Errorf("want name=host:port")
+		}
+		c.External[k] = v
+		return nil
+	})
+	fs.IntVar(&c.Rounds, "rounds", 3, "rounds: each runs every workload once against every broker, in turn")
+	fs.StringVar(&c.StrataBin, "strata", "", "the strata binary (default: this executable)")
+	fs.StringVar(&c.StrataSrc, "build", "", "build the strata binary from this module `dir` first (go build ./cmd/strata)")
+	fs.StringVar(&c.OutDir, "out", "", "write compare.json, compare.md and compare.png to this `dir`")
+	fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each Strata broker to this `dir`")
+	fs.StringVar(&c.Note, "note", "", "a note recorded in the report")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() == 0 {
+		return nil, fmt.Errorf("%w: compare needs at least one workload file", ErrUsage)
+	}
+	if c.Rounds < 1 || c.Rounds > 100 {
+		return nil, fmt.Errorf("%w: --rounds %d: want 1..100", ErrUsage, c.Rounds)
+	}
+	c.Brokers = splitList(*brokers)
+	seen := map[string]bool{}
+	for _, b := range c.Brokers {
+		switch b {
+		case BrokerStrata, BrokerStrataFsync, BrokerStrata3, BrokerKfakeDisk, BrokerKfakeMem, BrokerNull:
+		default:
+			return nil, fmt.Errorf("%w: unknown broker %q", ErrUsage, b)
+		}
+		if seen[b] {
+			return nil, fmt.Errorf("%w: broker %q named twice", ErrUsage, b)
+		}
+		seen[b] = true
+	}
+	for name := range c.External {
+		if seen[name] {
+			return nil, fmt.Errorf("%w: external broker %q has the name of a started one", ErrUsage, name)
+		}
+		c.Brokers = append(c.Brokers, name)
+	}
+	if len(c.Brokers) == 0 {
+		return nil, fmt.Errorf("%w: no brokers", ErrUsage)
+	}
+	for _, path := range fs.Args() {
+		w, err := readWorkloadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		c.Workloads = append(c.Workloads, w)
+	}
+	c.Command = "strata bench compare " + strings.Join(args, " ")
+	return c, nil
+}
+
+// Report is compare's whole output (the JSON file).
+type Report struct {
+	Command   string           `json:"command"`
+	Note      string           `json:"note,omitempty"`
+	Started   time.Time        `json:"started"`
+	Host      string           `json:"host"`
+	Rounds    int              `json:"rounds"`
+	Workloads []WorkloadReport `json:"workloads"`
+}
+
+// WorkloadReport is one workload against every broker.
+type WorkloadReport struct {
+	Workload Workload       `json:"workload"`
+	Figures  []string       `json:"figures"` // the figure names, in table order
+	Brokers  []BrokerReport `json:"brokers"`
+}
+
+// BrokerReport is one broker's samples and their medians.
+type BrokerReport struct {
+	Name       string             `json:"name"`
+	Skipped    string             `json:"skipped,omitempty"` // why the broker did not run
+	Samples    []Sample           `json:"samples"`
+	Median     map[string]float64 `json:"median"`
+	Ratio      map[string]float64 `json:"ratio_to_first"`
+	PeakRSSMiB float64            `json:"peak_rss_mib,omitempty"`
+}
+
+// Sample is one run.
+type Sample struct {
+	Round            int                `json:"round"`
+	Result           *Result            `json:"result,omitempty"`
+	BrokerCPUSeconds float64            `json:"broker_cpu_seconds"`
+	ClientCPUSeconds float64            `json:"client_cpu_seconds"`
+	Figures          map[string]float64 `json:"figures"`
+	Err              string             `json:"error,omitempty"`
+}
+
+// Figure names.
+const (
+	FigMBps       = "MB/s"
+	FigRecs       = "records/s"
+	FigP50        = "p50 ms"
+	FigP99        = "p99 ms"
+	FigP999       = "p99.9 ms"
+	FigMax        = "max ms"
+	FigFirst      = "first record ms"
+	FigE2EP50     = "e2e p50 ms"
+	FigE2EP99     = "e2e p99 ms"
+	FigE2EP999    = "e2e p99.9 ms"
+	FigE2EMax     = "e2e max ms"
+	FigBrokerCPU  = "broker CPU s/GiB"
+	FigClientCPU  = "client CPU s/GiB"
+	FigBrokerCore = "broker cores"
+)
+
+// figureNames are the figures of a workload kind, in table order.
+func figureNames(kind string) []string {
+	switch kind {
+	case KindConsume:
+		return []string{FigMBps, FigRecs, FigFirst, FigBrokerCPU, FigBrokerCore, FigClientCPU}
+	case KindE2E:
+		return []string{FigE2EP50, FigE2EP99, FigE2EP999, FigE2EMax, FigP99, FigMBps, FigBrokerCPU, FigBrokerCore}
+	}
+	return []string{FigMBps, FigRecs, FigP50, FigP99, FigP999, FigMax, FigBrokerCPU, FigBrokerCore, FigClientCPU}
+}
+
+// figures derives a sample's figures; a figure that cannot be known (no
+// CPU reading for an external broker) is left out.
+func figures(r *Result, brokerCPU, clientCPU float64, haveCPU bool) map[string]float64 {
+	f := map[string]float64{FigMBps: r.MBPerSec, FigRecs: r.RecordsPerSec}
+	if l := r.ProduceLatency; l != nil {
+		f[FigP50], f[FigP99], f[FigP999], f[FigMax] = l.P50Ms, l.P99Ms, l.P999, l.MaxMs
+	}
+	if l := r.E2ELatency; l != nil {
+		f[FigE2EP50], f[FigE2EP99], f[FigE2EP999], f[FigE2EMax] = l.P50Ms, l.P99Ms, l.P999, l.MaxMs
+	}
+	if r.Kind == KindConsume {
+		f[FigFirst] = r.FirstRecordMs
+	}
+	gib := float64(r.MovedBytes) / (1 << 30)
+	if haveCPU && gib > 0 {
+		f[FigBrokerCPU] = brokerCPU / gib
+	}
+	if haveCPU && r.Seconds > 0 {
+		f[FigBrokerCore] = brokerCPU / r.Seconds
+	}
+	if gib > 0 {
+		f[FigClientCPU] = clientCPU / gib
+	}
+	return f
+}
+
+// summarize fills each broker's medians and their ratios to the first
+// broker's (no ratio where the first has no such figure: a ratio to some
+// other base would make one column mean two things).
+func summarize(wr *WorkloadReport) {
+	for i := range wr.Brokers {
+		br := &wr.Brokers[i]
+		br.Median = map[string]float64{}
+		for _, name := range wr.Figures {
+			var xs []float64
+			for _, s := range br.Samples {
+				if v, ok := s.Figures[name]; ok && s.Err == "" {
+					xs = append(xs, v)
+				}
+			}
+			if m := Median(xs); !math.IsNaN(m) {
+				br.Median[name] = m
+			}
+		}
+	}
+	for i := range wr.Brokers {
+		br := &wr.Brokers[i]
+		br.Ratio = map[string]float64{}
+		if len(wr.Brokers) == 0 {
+			continue
+		}
+		base := wr.Brokers[0].Median
+		for name, v := range br.Median {
+			b, ok := base[name]
+			if !ok {
+				continue
+			}
+			if r := Ratio(v, b); !math.IsNaN(r) && !math.IsInf(r, 0) {
+				br.Ratio[name] = r
+			}
+		}
+	}
+}
+
+// child is one broker process compare started.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	addr   string
+	dir    string
+	logf   *os.File
+	waited chan struct{}
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// stop sends SIGTERM and waits (bounded) for exit, then SIGKILL.
+func (c *child) stop() {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.waited:
+	case <-time.After(20 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.waited
+	}
+	c.logf.Close()
+}
+
+// startChild runs argv and waits (bounded) for its ready line: "listening
+// ADDR" on stdout (bench's children) or strata's "strata ready ...
+// listener=ADDR" log line on stderr. All output goes to dir/NAME.log.
+func startChild(ctx context.Context, name, dir string, argv []string) (*child, error) {
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%w: start %s: %v", ErrBroker, name, err)
+	}
+	c := &child{name: name, cmd: cmd, dir: dir, logf: logf, waited: make(chan struct{})}
+	addrc := make(chan string, 2)
+	var mu sync.Mutex // one writer at a time into the log file
+	var scans sync.WaitGroup
+	scan := func(r io.Reader) {
+		defer scans.Done()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			mu.Lock()
+			fmt.Fprintln(logf, line)
+			mu.Unlock()
+			if a, ok := readyAddr(line); ok {
+				select {
+				case addrc <- a:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, r) // a line over 1 MiB: keep draining
+	}
+	scans.Add(2)
+	go scan(stdout)
+	go scan(stderr)
+	go func() {
+		scans.Wait()
+		cmd.Wait()
+		close(c.waited)
+	}()
+	select {
+	case c.addr = <-addrc:
+		return c, nil
+	case <-c.waited:
+		return nil, fmt.Errorf("%w: %s exited before it was ready (see %s)", ErrBroker, name, logf.Name())
+	case <-time.After(60 * time.Second):
+	case <-ctx.Done():
+	}
+	c.stop()
+	return nil, fmt.Errorf("%w: %s not ready within 60s (see %s)", ErrBroker, name, logf.Name())
+}
+
+// readyAddr finds the address in a ready line.
+func readyAddr(line string) (string, bool) {
+	if a, ok := strings.CutPrefix(line, readyPrefix); ok {
+		return strings.TrimSpace(a), true
+	}
+	if strings.Contains(line, "strata ready") {
+		for _, f := range strings.Fields(line) {
+			if a, ok := strings.CutPrefix(f, "listener="); ok {
+				return strings.Trim(a, `"`), true
+			}
+		}
+	}
+	return "", false
+}
+
+// startBroker starts broker name with its data under dir.
+func (c *CompareConfig) startBroker(ctx context.Context, name, dir, profile string) (*child, error) {
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+	}
+	serve := []string{"serve", "--listeners", "PLAINTEXT://127.0.0.1:0", "--log-dirs", data}
+	var argv []string
+	switch name {
+	case BrokerStrata, BrokerStrataFsync:
+		argv = []string{c.StrataBin}
+		if profile != "" {
+			argv = append(argv, "bench", "serve-profiled", "--cpuprofile", profile)
+		}
+		argv = append(argv, serve...)
+		if name == BrokerStrataFsync {
+			argv = append(argv, "--set", "log.flush.interval.messages=1")
+		}
+	case BrokerStrata3:
+		// Hook for the 3-broker cluster on loopback: it needs `strata
+		// dev-cluster` (being built with Raft). Until the binary has it,
+		// the broker is skipped with this note. Expected interface: it
+		// prints "listening ADDR" (a bootstrap address) on stdout once all
+		// three brokers are ready and runs them in its own process, so the
+		// CPU and RSS read are the cluster's.
+		out, err := exec.Command(c.StrataBin, "help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "dev-cluster") {
+			return nil, fmt.Errorf("%w: %s needs `strata dev-cluster`, which this strata binary does not have yet", ErrNotAvailable, name)
+		}
+		argv = []string{c.StrataBin, "dev-cluster", "--brokers", "3", "--data-dir", data, "--listen-host", "127.0.0.1"}
+	case BrokerKfakeDisk:
+		argv = []string{c.StrataBin, "bench", "kfake-server", "--data-dir", data}
+	case BrokerKfakeMem:
+		argv = []string{c.StrataBin, "bench", "kfake-server"}
+	case BrokerNull:
+		argv = []string{c.StrataBin, "bench", "null-server"}
+	default:
+		return nil, fmt.Errorf("%w: unknown broker %q", ErrUsage, name)
+	}
+	return startChild(ctx, name, dir, argv)
+}
+
+// resolveStrata finds or builds the strata binary.
+func (c *CompareConfig) resolveStrata(ctx context.Context, tmp string) error {
+	if c.StrataSrc != "" {
+		bin := filepath.Join(tmp, "strata")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strata")
+		cmd.Dir = c.StrataSrc
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: go build ./cmd/strata in %s: %v\n%s", ErrBroker, c.StrataSrc, err, out)
+		}
+		c.StrataBin = bin
+	}
+	if c.StrataBin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("%w: cannot find this executable: %v (give --strata)", ErrUsage, err)
+		}
+		c.StrataBin = exe
+	}
+	return nil
+}
+
+// Compare runs every workload against every broker: for each workload it
+// starts the brokers (fresh data dirs), then runs Rounds rounds, each one
+// run per broker in the order given (A B C A B C ...), so that a slow
+// minute of a shared machine hits every broker alike; it reads each
+// broker's CPU time around the measured phase and its peak RSS at the
+// end, then stops them. progress gets one line per run.
+func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report, error) {
+	tmp, err := os.MkdirTemp("", "strata-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := c.resolveStrata(ctx, tmp); err != nil {
+		return nil, err
+	}
+	rep := &Report{Command: c.Command, Note: c.Note, Started: time.Now().UTC(), Rounds: c.Rounds,
+		Host: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
+	for wi, w := range c.Workloads {
+		wr := WorkloadReport{Workload: w, Figures: figureNames(w.Kind)}
+		children := make([]*child, len(c.Brokers))
+		for bi, name := range c.Brokers {
+			br := BrokerReport{Name: name}
+			if _, ext := c.External[name]; !ext {
+				dir := filepath.Join(tmp, fmt.Sprintf("w%d-%s", wi, name))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, fmt.Errorf("%w: %v", ErrRun, err)
+				}
+				profile := ""
+				if c.ProfileDir != "" && (name == BrokerStrata || name == BrokerStrataFsync) {
+					profile, _ = filepath.Abs(filepath.Join(c.ProfileDir, fmt.Sprintf("%s-%s.pprof", w.Name, name)))
+				}
+				ch, err := c.startBroker(ctx, name, dir, profile)
+				if err != nil {
+					br.Skipped = err.Error()
+					fmt.Fprintf(progress, "%s: %s skipped: %v\n", w.Name, name, err)
+				}
+				children[bi] = ch
+			}
+			wr.Brokers = append(wr.Brokers, br)
+		}
+		stopAll := func() {
+			for bi, ch := range children {
+				if ch == nil {
+					continue
+				}
+				if rss, err := ProcPeakRSS(ch.pid()); err == nil {
+					wr.Brokers[bi].PeakRSSMiB = float64(rss) / MiB
+				}
+				ch.stop()
+				children[bi] = nil
+			}
+		}
+		for round := 1; round <= c.Rounds; round++ {
+			for bi, name := range c.Brokers {
+				br := &wr.Brokers[bi]
+				if br.Skipped != "" {
+					continue
+				}
+				addr, pid := c.External[name], 0
+				if ch := children[bi]; ch != nil {
+					addr, pid = ch.addr, ch.pid()
+				}
+				s := runSample(ctx, w, addr, pid)
+				s.Round = round
+				br.Samples = append(br.Samples, s)
+				if s.Err != "" {
+					fmt.Fprintf(progress, "%s round %d %s: error: %s\n", w.Name, round, name, s.Err)
+				} else {
+					fmt.Fprintf(progress, "%s round %d %s: %s\n", w.Name, round, name, oneLine(w.Kind, s.Figures))
+				}
+				if ctx.Err() != nil {
+					stopAll()
+					return rep, fmt.Errorf("%w: %v", ErrRun, ctx.Err())
+				}
+			}
+		}
+		stopAll()
+		summarize(&wr)
+		rep.Workloads = append(rep.Workloads, wr)
+	}
+	return rep, nil
+}
+
+// runSample runs the workload once against addr; pid (0 for an external
+// broker) is read for CPU time around the measured phase.
+func runSample(ctx context.Context, w Workload, addr string, pid int) Sample {
+	self := os.Getpid()
+	var b0, b1, s0, s1 float64
+	var cpuErr error
+	read := func(b, s *float64) {
+		if pid > 0 {
+			v, err := ProcCPU(pid)
+			if err != nil {
+				cpuErr = err
+			}
+			*b = v
+		}
+		*s, _ = ProcCPU(self)
+	}
+	res, err := Run(ctx, w, RunOptions{Bootstrap: []string{addr},
+		MeasureStart: func() { read(&b0, &s0) }, MeasureEnd: func() { read(&b1, &s1) }})
+	s := Sample{Result: res, BrokerCPUSeconds: b1 - b0, ClientCPUSeconds: s1 - s0}
+	if err != nil {
+		s.Err = err.Error()
+	}
+	if res != nil {
+		s.Figures = figures(res, s.BrokerCPUSeconds, s.ClientCPUSeconds, pid > 0 && cpuErr == nil)
+	}
+	return s
+}
+
+func oneLine(kind string, f map[string]float64) string {
+	var parts []string
+	for _, name := range figureNames(kind) {
+		if v, ok := f[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s", formatFig(v), name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatFig(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// Markdown renders the report as tables: per workload one row per broker,
+// each figure's median and, after the first broker, its ratio to the
+// first.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Command: `%s`  \n", r.Command)
+	fmt.Fprintf(&b, "Host: %s; %d rounds, medians; ratio = broker / %s.", r.Host, r.Rounds, firstBroker(r))
+	if r.Note != "" {
+		fmt.Fprintf(&b, "  \nNote: %s", r.Note)
+	}
+	b.WriteString("\n")
+	for _, wr := range r.Workloads {
+		w := wr.Workload
+		fmt.Fprintf(&b, "\n#### %s\n\n%s\n\n", w.Name, describe(w))
+		b.WriteString("| broker |")
+		for _, f := range wr.Figures {
+			fmt.Fprintf(&b, " %s |", f)
+		}
+		b.WriteString(" peak RSS MiB |\n|---|")
+		for range wr.Figures {
+			b.WriteString("---:|")
+		}
+		b.WriteString("---:|\n")
+		for i, br := range wr.Brokers {
+			fmt.Fprintf(&b, "| %s |", br.Name)
+			if br.Skipped != "" {
+				fmt.Fprintf(&b, " skipped: %s |\n", strings.ReplaceAll(br.Skipped, "|", "/"))
+				continue
+			}
+			for _, f := range wr.Figures {
+				v, ok := br.Median[f]
+				if !ok {
+					b.WriteString(" - |")
+					continue
+				}
+				if r, ok := br.Ratio[f]; ok && i > 0 {
+					fmt.Fprintf(&b, " %s (%.2fx) |", formatFig(v), r)
+				} else {
+					fmt.Fprintf(&b, " %s |", formatFig(v))
+				}
+			}
+			if br.PeakRSSMiB > 0 {
+				fmt.Fprintf(&b, " %.0f |\n", br.PeakRSSMiB)
+			} else {
+				b.WriteString(" - |\n")
+			}
+		}
+		for _, br := range wr.Brokers {
+			for _, s := range br.Samples {
+				if s.Err != "" {
+					fmt.Fprintf(&b, "\n%s round %d failed: %s\n", br.Name, s.Round, s.Err)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+func firstBroker(r *Report) string {
+	if len(r.Workloads) > 0 && len(r.Workloads[0].Brokers) > 0 {
+		return r.Workloads[0].Brokers[0].Name
+	}
+	return "first"
+}
+
+// describe is a workload in one line.
+func describe(w Workload) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d topic(s) x %d partitions, %d-byte records", w.Kind, w.Topics, w.Partitions, w.RecordSize)
+	if w.NumRecords > 0 {
+		fmt.Fprintf(&b, ", %d records", w.NumRecords)
+	}
+	if w.Duration > 0 {
+		fmt.Fprintf(&b, ", %s", w.Duration)
+	}
+	if w.Rate > 0 {
+		fmt.Fprintf(&b, ", %.0f records/s", w.Rate)
+	}
+	fmt.Fprintf(&b, ", acks=%s", w.Acks)
+	if w.Idempotence {
+		b.WriteString(", idempotent")
+	}
+	if w.Compression != "none" && w.Compression != "" {
+		fmt.Fprintf(&b, ", %s", w.Compression)
+	}
+	if w.Keys > 0 {
+		fmt.Fprintf(&b, ", %d keys", w.Keys)
+	}
+	if w.Linger > 0 {
+		fmt.Fprintf(&b, ", linger %s", w.Linger)
+	}
+	if w.Kind != KindProduce {
+		fmt.Fprintf(&b, ", %d subscription(s) x %d consumer(s) on assigned partitions", w.Subscriptions, w.ConsumersPerSubscription)
+	}
+	return b.String()
+}
+
+func compareCLI(ctx context.Context, c *CompareConfig, stdout, stderr io.Writer) error {
+	rep, err := Compare(ctx, c, stderr)
+	if rep == nil {
+		return err
+	}
+	md := rep.Markdown()
+	fmt.Fprintln(stdout, md)
+	if c.OutDir != "" {
+		if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
+			return fmt.Errorf("%w: %v", ErrRun, err)
+		}
+		js, jerr := json.MarshalIndent(rep, "", "  ")
+		if jerr != nil {
+			return fmt.Errorf("%w: json: %v", ErrRun, jerr)
+		}
+		png, perr := Chart(rep)
+		if perr != nil {
+			return fmt.Errorf("%w: chart: %v", ErrRun, perr)
+		}
+		for name, data := range map[string][]byte{"compare.json": js, "compare.md": []byte(md), "compare.png": png} {
+			if werr := os.WriteFile(filepath.Join(c.OutDir, name), data, 0o644); werr != nil {
+				return fmt.Errorf("%w: %v", ErrRun, werr)
+			}
+		}
+		fmt.Fprintf(stderr, "wrote %s/compare.{json,md,png}\n", c.OutDir)
+	}
+	return err
+}

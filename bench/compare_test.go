@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A short compare run (seconds) against the null broker and Strata, built
+// from this module, so CI keeps the tool working end to end: children
+// started and stopped, CPU and RSS read, tables, JSON and chart written.
+// Figures are not asserted.
+func TestCompareSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds strata and starts brokers")
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	mk := func(kind string) Workload {
+		w := DefaultWorkload()
+		w.Name, w.Kind, w.Partitions, w.RecordSize = "smoke-"+kind, kind, 2, 256
+		switch kind {
+		case KindE2E:
+			w.Duration, w.Rate = 500*time.Millisecond, 1000
+		default:
+			w.NumRecords = 3000
+		}
+		return w
+	}
+	out := t.TempDir()
+	c := &CompareConfig{
+		Workloads: []Workload{mk(KindProduce), mk(KindConsume), mk(KindE2E)},
+		Brokers:   []string{BrokerNull, BrokerStrata, BrokerStrata3},
+		Rounds:    2,
+		StrataSrc: "..",
+		OutDir:    out,
+		Command:   "test",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, progress bytes.Buffer
+	if err := compareCLI(ctx, c, &stdout, &progress); err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	var rep Report
+	js, err := os.ReadFile(filepath.Join(out, "compare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) != 3 {
+		t.Fatalf("%d workloads", len(rep.Workloads))
+	}
+	for _, wr := range rep.Workloads {
+		for _, br := range wr.Brokers {
+			if br.Name == BrokerStrata3 {
+				if br.Skipped == "" {
+					t.Log("strata-3 ran: strata dev-cluster exists now")
+				}
+				continue
+			}
+			if len(br.Samples) != 2 {
+				t.Errorf("%s %s: %d samples, want 2", wr.Workload.Name, br.Name, len(br.Samples))
+			}
+			for _, s := range br.Samples {
+				if s.Err != "" {
+					t.Errorf("%s %s round %d: %s", wr.Workload.Name, br.Name, s.Round, s.Err)
+				}
+			}
+			if _, ok := br.Median[FigMBps]; !ok {
+				t.Errorf("%s %s: no MB/s median", wr.Workload.Name, br.Name)
+			}
+			if _, ok := br.Median[FigBrokerCPU]; !ok {
+				t.Errorf("%s %s: no broker CPU figure", wr.Workload.Name, br.Name)
+			}
+			if br.PeakRSSMiB <= 0 {
+				t.Errorf("%s %s: no peak RSS", wr.Workload.Name, br.Name)
+			}
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "compare.md"))
+	if !strings.Contains(string(md), "| strata |") || !strings.Contains(string(md), "#### smoke-e2e") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	f, err := os.Open(filepath.Join(out, "compare.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("chart: %v", err)
+	}
+	t.Logf("%s\n%s", progress.String(), stdout.String())
+}
+
+func TestChartAndMarkdownOfSyntheticReport(t *testing.T) {
+	wr := WorkloadReport{Workload: DefaultWorkload(), Figures: figureNames(KindProduce)}
+	wr.Workload.Name = "p"
+	wr.Brokers = []BrokerReport{
+		{Name: "a", Samples: []Sample{{Figures: map[string]float64{FigMBps: 100}}}},
+		{Name: "b", Samples: []Sample{{Figures: map[string]float64{FigMBps: 150}}}},
+		{Name: "c", Skipped: "not here"},
+	}
+	summarize(&wr)
+	e := WorkloadReport{Workload: DefaultWorkload(), Figures: figureNames(KindE2E)}
+	e.Workload.Name, e.Workload.Kind = "e", KindE2E
+	e.Brokers = []BrokerReport{{Name: "a", Samples: []Sample{{Figures: map[string]float64{FigE2EP50: 0.5, FigE2EP99: 2, FigE2EP999: 9}}}}}
+	summarize(&e)
+	rep := &Report{Command: "x", Rounds: 1, Workloads: []WorkloadReport{wr, e}}
+	md := rep.Markdown()
+	if !strings.Contains(md, "| b | 150 (1.50x) |") || !strings.Contains(md, "| c | skipped: not here |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	b, err := Chart(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil || img.Bounds().Dx() == 0 {
+		t.Fatalf("png: %v", err)
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,584 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Result is what one run of a workload measured.
+type Result struct {
+	Kind            string   `json:"kind"`
+	Records         int64    `json:"records"` // acknowledged (produce) or read (consume); e2e: produced
+	Bytes           int64    `json:"bytes"`   // record keys and values
+	Errors          int64    `json:"errors"`
+	Seconds         float64  `json:"seconds"` // the measured phase
+	RecordsPerSec   float64  `json:"records_per_sec"`
+	MBPerSec        float64  `json:"mb_per_sec"` // MiB/s, as kafka-producer-perf-test
+	ProduceLatency  *Latency `json:"produce_latency,omitempty"`
+	E2ELatency      *Latency `json:"e2e_latency,omitempty"`
+	ConsumedRecords int64    `json:"consumed_records,omitempty"`
+	ConsumedBytes   int64    `json:"consumed_bytes,omitempty"`
+	FirstRecordMs   float64  `json:"first_record_ms,omitempty"` // consume: client start to first record
+	// MovedBytes is what the broker carried in the measured phase, the
+	// denominator of CPU seconds per GB: produced plus consumed bytes.
+	MovedBytes int64 `json:"moved_bytes"`
+}
+
+// RunOptions are the knobs of one run that are not part of the workload.
+type RunOptions struct {
+	Bootstrap   []string
+	TopicPrefix string // default "bench"
+	// MeasureStart and MeasureEnd, if set, are called at the edges of the
+	// measured phase (compare reads the broker's CPU time there); for
+	// consume the fill before it is not measured.
+	MeasureStart, MeasureEnd func()
+	// KeepTopics leaves the topics behind (default: deleted after the run,
+	// so a broker keeping records in memory does not carry them into the
+	// next run).
+	KeepTopics bool
+	// Timeout bounds the whole run; default Duration + 2 min.
+	Timeout time.Duration
+}
+
+// payload is random upper-case letters, as kafka-producer-perf-test sends.
+func payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'A' + byte(rand.IntN(26))
+	}
+	return b
+}
+
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.NoCompression(), fmt.Errorf("%w: compression %q: want none, gzip, snappy, lz4 or zstd", ErrWorkload, name)
+}
+
+func producerOpts(w *Workload, bootstrap []string) ([]kgo.Opt, error) {
+	codec, err := compressionCodec(w.Compression)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(bootstrap...),
+		kgo.ProducerBatchCompression(codec),
+		kgo.ProducerLinger(w.Linger),
+		kgo.ProducerBatchMaxBytes(int32(w.BatchSize)),
+		kgo.MaxBufferedRecords(1 << 16),
+		kgo.ClientID("strata-bench"),
+	}
+	switch w.Acks {
+	case "all":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	}
+	if !w.Idempotence {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	return opts, nil
+}
+
+// topicNames are fresh per run, so no run reads another's records.
+func topicNames(prefix string, n int) []string {
+	if prefix == "" {
+		prefix = "bench"
+	}
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%s-%d", prefix, stamp, i)
+	}
+	return names
+}
+
+// createTopics creates the topics and waits (bounded) until every
+// partition has a leader.
+func createTopics(ctx context.Context, bootstrap []string, topics []string, partitions int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-admin"))
+	if err != nil {
+		return fmt.Errorf("%w: admin client: %v", ErrRun, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, topics...)
+	if err != nil {
+		return fmt.Errorf("%w: create topics: %v", ErrRun, err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil {
+			return fmt.Errorf("%w: create topic %s: %v", ErrRun, r.Topic, r.Err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		md, err := adm.Metadata(ctx, topics...)
+		if err == nil {
+			ready := true
+			for _, t := range topics {
+				td, ok := md.Topics[t]
+				if !ok || td.Err != nil || len(td.Partitions) != partitions {
+					ready = false
+					break
+				}
+				for _, p := range td.Partitions {
+					if p.Leader < 0 || p.Err != nil {
+						ready = false
+					}
+				}
+			}
+			if ready {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for topics: %v", ErrRun, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%w: topics have no leaders after 10s", ErrRun)
+}
+
+func deleteTopics(bootstrap []string, topics []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-admin"))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	kadm.NewClient(cl).DeleteTopics(ctx, topics...) // best effort: a failure only leaves data behind
+}
+
+// Run runs one workload against the broker at opts.Bootstrap.
+func Run(ctx context.Context, w Workload, opts RunOptions) (*Result, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	if len(opts.Bootstrap) == 0 {
+		return nil, fmt.Errorf("%w: no bootstrap address", ErrUsage)
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = w.Duration + 2*time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	topics := topicNames(opts.TopicPrefix, w.Topics)
+	if err := createTopics(ctx, opts.Bootstrap, topics, w.Partitions); err != nil {
+		return nil, err
+	}
+	if !opts.KeepTopics {
+		defer deleteTopics(opts.Bootstrap, topics)
+	}
+	start := func() {
+		if opts.MeasureStart != nil {
+			opts.MeasureStart()
+		}
+	}
+	end := func() {
+		if opts.MeasureEnd != nil {
+			opts.MeasureEnd()
+		}
+	}
+	switch w.Kind {
+	case KindProduce:
+		start()
+		p, err := produceAll(ctx, &w, opts.Bootstrap, topics, nil)
+		end()
+		if err != nil {
+			return nil, err
+		}
+		return p.result(KindProduce), nil
+	case KindConsume:
+		fill := w
+		fill.Rate, fill.Duration = 0, 0
+		if _, err := produceAll(ctx, &fill, opts.Bootstrap, topics, nil); err != nil {
+			return nil, fmt.Errorf("filling the topics: %w", err)
+		}
+		start()
+		perTopic := w.NumRecords / int64(w.Topics) // what produceAll's even split put in each
+		c, err := consumeAll(ctx, &w, opts.Bootstrap, topics, perTopic, nil)
+		end()
+		if err != nil {
+			return nil, err
+		}
+		if got := c.records.Load(); got < c.target {
+			return c.result(), fmt.Errorf("%w: consume: read %d of %d records: %v", ErrRun, got, c.target, ctx.Err())
+		}
+		return c.result(), nil
+	default: // e2e
+		start()
+		r, err := runE2E(ctx, &w, opts.Bootstrap, topics)
+		end()
+		return r, err
+	}
+}
+
+// produceStats are the counters of all producers of one run.
+type produceStats struct {
+	hist     Histogram
+	acked    atomic.Int64
+	bytes    atomic.Int64
+	errs     atomic.Int64
+	firstErr atomic.Pointer[error]
+	seconds  float64
+}
+
+func (p *produceStats) fail(err error) {
+	p.errs.Add(1)
+	p.firstErr.CompareAndSwap(nil, &err)
+}
+
+func (p *produceStats) result(kind string) *Result {
+	r := &Result{Kind: kind, Records: p.acked.Load(), Bytes: p.bytes.Load(), Errors: p.errs.Load(), Seconds: p.seconds}
+	if p.seconds > 0 {
+		r.RecordsPerSec = float64(r.Records) / p.seconds
+		r.MBPerSec = float64(r.Bytes) / MiB / p.seconds
+	}
+	l := p.hist.Summary()
+	r.ProduceLatency = &l
+	r.MovedBytes = r.Bytes
+	return r
+}
+
+// produceAll runs ProducersPerTopic producers per topic, each with its
+// share of NumRecords and of Rate, until the count or the duration is
+// reached, and waits for every acknowledgement. The counters go to st
+// (a fresh one if nil): e2e's consumers watch its acknowledged count.
+func produceAll(ctx context.Context, w *Workload, bootstrap, topics []string, st *produceStats) (*produceStats, error) {
+	opts, err := producerOpts(w, bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	n := len(topics) * w.ProducersPerTopic
+	if st == nil {
+		st = &produceStats{}
+	}
+	value := payload(w.RecordSize)
+	var keys [][]byte
+	for i := 0; i < w.Keys; i++ {
+		keys = append(keys, []byte("key-"+strconv.Itoa(i)))
+	}
+	clients := make([]*kgo.Client, 0, n)
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: producer: %v", ErrRun, err)
+		}
+		clients = append(clients, cl)
+	}
+	var wg sync.WaitGroup
+	began := time.Now()
+	warmEnd := began.Add(w.Warmup)
+	var deadline time.Time
+	if w.Duration > 0 {
+		deadline = began.Add(w.Duration)
+	}
+	for i, cl := range clients {
+		share := int64(0)
+		if w.NumRecords > 0 {
+			share = w.NumRecords / int64(n)
+			if int64(i) < w.NumRecords%int64(n) {
+				share++
+			}
+		}
+		rate := w.Rate / float64(n)
+		topic := topics[i%len(topics)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			produceOne(ctx, cl, w, st, produceJob{topic: topic, count: share, rate: rate, began: began,
+				deadline: deadline, warmEnd: warmEnd, value: value, keys: keys})
+		}()
+	}
+	wg.Wait()
+	st.seconds = time.Since(began).Seconds()
+	if ctx.Err() != nil {
+		return st, fmt.Errorf("%w: produce: %v", ErrRun, ctx.Err())
+	}
+	if e := st.firstErr.Load(); e != nil && st.acked.Load() == 0 {
+		return st, fmt.Errorf("%w: every produce failed: %v", ErrRun, *e)
+	}
+	return st, nil
+}
+
+type produceJob struct {
+	topic    string
+	count    int64 // 0 = until deadline
+	rate     float64
+	began    time.Time
+	deadline time.Time
+	warmEnd  time.Time
+	value    []byte
+	keys     [][]byte
+}
+
+// produceOne is one producer's loop. Latency is from the Produce call to
+// the acknowledgement, as kafka-producer-perf-test measures it; the send
+// time rides in Record.Timestamp (and, for e2e, in the value's first 8
+// bytes, since a record's timestamp comes back in milliseconds only).
+func produceOne(ctx context.Context, cl *kgo.Client, w *Workload, st *produceStats, job produceJob) {
+	e2e := w.Kind == KindE2E
+	pool := sync.Pool{New: func() any { return new(kgo.Record) }}
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			st.fail(err)
+		} else {
+			st.acked.Add(1)
+			st.bytes.Add(int64(len(r.Key) + len(r.Value)))
+			if !r.Timestamp.Before(job.warmEnd) {
+				st.hist.Record(time.Since(r.Timestamp))
+			}
+		}
+		if !e2e {
+			*r = kgo.Record{}
+			pool.Put(r)
+		}
+	}
+	var i int64
+	for ; job.count == 0 || i < job.count; i++ {
+		now := time.Now()
+		if !job.deadline.IsZero() && !now.Before(job.deadline) {
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if job.rate > 0 {
+			// Pace by schedule, not by sleeping per record: record i is due
+			// at began + i/rate; sleep (at least 1 ms, timers are coarse)
+			// only when ahead.
+			due := job.began.Add(time.Duration(float64(i) / job.rate * float64(time.Second)))
+			if ahead := due.Sub(now); ahead > 0 {
+				if ahead < time.Millisecond {
+					ahead = time.Millisecond
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(ahead):
+				}
+				now = time.Now()
+			}
+		}
+		r := pool.Get().(*kgo.Record)
+		r.Topic = job.topic
+		r.Timestamp = now
+		if e2e {
+			v := make([]byte, len(job.value))
+			copy(v, job.value)
+			binary.BigEndian.PutUint64(v, uint64(now.UnixNano()))
+			r.Value = v
+		} else {
+			r.Value = job.value
+		}
+		if len(job.keys) > 0 {
+			r.Key = job.keys[i%int64(len(job.keys))]
+		}
+		cl.Produce(ctx, r, promise)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		st.fail(err)
+	}
+}
+
+// consumeStats are the counters of all consumers of one run.
+type consumeStats struct {
+	hist       Histogram
+	records    atomic.Int64
+	bytes      atomic.Int64
+	firstNanos atomic.Int64 // client start to first record, first consumer to see one
+	target     int64        // consume: records all readers together must read
+	seconds    float64
+}
+
+func (c *consumeStats) result() *Result {
+	r := &Result{Kind: KindConsume, Records: c.records.Load(), Bytes: c.bytes.Load(), Seconds: c.seconds,
+		ConsumedRecords: c.records.Load(), ConsumedBytes: c.bytes.Load(),
+		FirstRecordMs: float64(c.firstNanos.Load()) / 1e6}
+	if c.seconds > 0 {
+		r.RecordsPerSec = float64(r.Records) / c.seconds
+		r.MBPerSec = float64(r.Bytes) / MiB / c.seconds
+	}
+	r.MovedBytes = r.Bytes
+	return r
+}
+
+// consumeAll reads every topic with Subscriptions independent readers
+// (each reads every record, as a consumer group would), each split over
+// ConsumersPerSubscription clients by assigning partitions round-robin:
+// Strata has no consumer groups yet, so partitions are assigned, never
+// subscribed. The readers stop once together they have read perTopic
+// records of every topic per subscription (or, for e2e, once the producers
+// are done and every acknowledged record has been read).
+func consumeAll(ctx context.Context, w *Workload, bootstrap, topics []string, perTopic int64, e2e *e2eState) (*consumeStats, error) {
+	st := &consumeStats{target: perTopic * int64(len(topics)) * int64(w.Subscriptions)}
+	began := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, maxClients)
+	for _, topic := range topics {
+		for s := 0; s < w.Subscriptions; s++ {
+			for c := 0; c < w.ConsumersPerSubscription; c++ {
+				parts := map[int32]kgo.Offset{}
+				for p := c; p < w.Partitions; p += w.ConsumersPerSubscription {
+					parts[int32(p)] = kgo.NewOffset().At(0)
+				}
+				if len(parts) == 0 {
+					continue
+				}
+				cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-consumer"),
+					kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}),
+					kgo.FetchMaxWait(500*time.Millisecond))
+				if err != nil {
+					return nil, fmt.Errorf("%w: consumer: %v", ErrRun, err)
+				}
+				// How the partitioner spread the records over partitions
+				// is not known, so all readers share one counter.
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer cl.Close()
+					errc <- consumeOne(ctx, cl, st, began, e2e)
+				}()
+			}
+		}
+	}
+	wg.Wait()
+	close(errc)
+	st.seconds = time.Since(began).Seconds()
+	for err := range errc {
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// e2eState is shared by e2e's producers and consumers: the consumers stop
+// when the producers are done and every acknowledged record has been read
+// by every subscription (or the drain deadline passes).
+type e2eState struct {
+	acked   *atomic.Int64
+	done    atomic.Bool
+	warmEnd int64 // unix nanos: records sent earlier are read but not timed
+	readers int64 // subscriptions: each reads every record once
+}
+
+func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, began time.Time, e2e *e2eState) error {
+	for !st.done(e2e) {
+		// A short poll, so that a reader whose partitions are drained
+		// notices when the others have finished (PollRecords otherwise
+		// waits for records that will never come).
+		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		fetches := cl.PollRecords(pctx, 10000)
+		cancel()
+		now := time.Now()
+		if ctx.Err() != nil {
+			return nil // the caller decides whether enough was read
+		}
+		var n, b int64
+		fetches.EachRecord(func(r *kgo.Record) {
+			n++
+			b += int64(len(r.Key) + len(r.Value))
+			if e2e != nil && len(r.Value) >= 8 {
+				sentAt := int64(binary.BigEndian.Uint64(r.Value))
+				if sentAt >= e2e.warmEnd {
+					st.hist.Record(time.Duration(now.UnixNano() - sentAt))
+				}
+			}
+		})
+		if n > 0 {
+			st.firstNanos.CompareAndSwap(0, int64(now.Sub(began)))
+			st.bytes.Add(b)
+			st.records.Add(n)
+		}
+	}
+	return nil
+}
+
+// done says whether all readers together have read what they must.
+func (c *consumeStats) done(e2e *e2eState) bool {
+	read := c.records.Load()
+	if e2e != nil {
+		return e2e.done.Load() && read >= e2e.acked.Load()*e2e.readers
+	}
+	return read >= c.target
+}
+
+// runE2E produces at the workload's rate while the consumers read; the
+// end-to-end latency of a record is the consumer's clock at the poll that
+// returned it minus the send time in its first 8 bytes (one process, one
+// clock).
+func runE2E(ctx context.Context, w *Workload, bootstrap, topics []string) (*Result, error) {
+	began := time.Now()
+	e2e := &e2eState{warmEnd: began.Add(w.Warmup).UnixNano(), readers: int64(w.Subscriptions)}
+	type cres struct {
+		st  *consumeStats
+		err error
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	cdone := make(chan cres, 1)
+	pst := &produceStats{}
+	e2e.acked = &pst.acked
+	go func() {
+		st, err := consumeAll(cctx, w, bootstrap, topics, 0, e2e)
+		cdone <- cres{st, err}
+	}()
+	p, err := produceAll(ctx, w, bootstrap, topics, pst)
+	if err != nil {
+		ccancel()
+		<-cdone
+		return nil, err
+	}
+	e2e.done.Store(true)
+	// Bounded drain: a record the broker acknowledged but never serves
+	// must not hang the run.
+	var c cres
+	select {
+	case c = <-cdone:
+	case <-time.After(10 * time.Second):
+		ccancel()
+		c = <-cdone
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	r := p.result(KindE2E)
+	r.ConsumedRecords = c.st.records.Load()
+	r.ConsumedBytes = c.st.bytes.Load()
+	r.MovedBytes = r.Bytes + r.ConsumedBytes
+	l := c.st.hist.Summary()
+	r.E2ELatency = &l
+	if want := r.Records * int64(w.Subscriptions); r.ConsumedRecords < want {
+		return r, fmt.Errorf("%w: e2e: read %d of %d records within 10s of the last send", ErrRun, r.ConsumedRecords, want)
+	}
+	return r, nil
+}
