@@ -38,7 +38,7 @@ func TestKcat(t *testing.T) {
 		}
 		run(t, time.Minute, in.String(), kcat, "-b", b.addr, "-P", "-t", "kcat", "-p", "0", "-K", ":", "-z", codec, "-X", "enable.idempotence=true")
 	}
-	out := run(t, time.Minute, "", kcat, "-b", b.addr, "-C", "-t", "kcat", "-p", "0", "-o", "beginning", "-e", "-f", "%o %k %s\n")
+	out := run(t, time.Minute, "", kcat, "-b", b.addr, "-C", "-q", "-t", "kcat", "-p", "0", "-o", "beginning", "-e", "-f", "%o %k %s\n")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 1000 {
 		t.Fatalf("kcat consumed %d lines, want 1000:\n%s", len(lines), out)
