@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -47,6 +48,37 @@ type Config struct {
 	// (message.timestamp.before.max.ms / after.max.ms); 0 = unbounded.
 	TimestampBeforeMaxMs int64
 	TimestampAfterMaxMs  int64
+	// Cleanup is the retention and compaction policy. The log does not
+	// act on it; package retention's cleaner reads it from Config() and
+	// deletes or compacts segments through the Partition's methods. The
+	// zero value enforces nothing.
+	Cleanup CleanupConfig
+}
+
+// CleanupConfig is a partition's retention and compaction policy, in
+// Kafka's units and with Kafka's meanings (-1 = unlimited), filled by
+// retention.LogConfig from the topic configs and broker defaults.
+type CleanupConfig struct {
+	Delete  bool // cleanup.policy contains delete: retention.ms / retention.bytes apply
+	Compact bool // cleanup.policy contains compact
+	// RetentionMs (retention.ms): a segment whose newest record is older
+	// than this is deleted; -1 = no time limit.
+	RetentionMs int64
+	// RetentionBytes (retention.bytes): old segments are deleted while the
+	// partition is larger than this; -1 = no size limit.
+	RetentionBytes int64
+	// DeleteRetentionMs (delete.retention.ms): how long a compacted
+	// topic keeps tombstones (and transaction markers) once cleaned.
+	DeleteRetentionMs int64
+	// MinCleanableDirtyRatio (min.cleanable.dirty.ratio): dirty bytes /
+	// total bytes above which the partition is compacted.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs / MaxCompactionLagMs (min/max.compaction.lag.ms):
+	// a record is not compacted before it is MinCompactionLagMs old; a
+	// partition whose oldest dirty record is MaxCompactionLagMs old is
+	// compacted whatever its dirty ratio. Max <= 0 = no maximum.
+	MinCompactionLagMs int64
+	MaxCompactionLagMs int64
 }
 
 // AppendResult is what a successful Append reports.
@@ -109,3 +141,15 @@ type ManagerOptions struct {
 }
 
 var _ = slog.Default
+
+// RecordError names the record of a batch that made Append fail (its index
+// within the batch), for Produce's per-record RecordErrors. It wraps the
+// sentinel (ErrInvalidTimestamp, ErrInvalidRecord), so errors.Is still works.
+type RecordError struct {
+	Index int32
+	Err   error
+}
+
+func (e *RecordError) Error() string      { return fmt.Sprintf("record %d: %v", e.Index, e.Err) }
+func (e *RecordError) Unwrap() error      { return e.Err }
+func (e *RecordError) RecordIndex() int32 { return e.Index }

@@ -342,6 +342,45 @@ func (p *Partition) SetConfig(cfg Config) {
 	p.cfg.Store(&c)
 }
 
+// checkTimestamps applies message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms to a CreateTime batch. Uncompressed batches
+// are checked record by record, and the first bad record is named in a
+// RecordError (Produce v8+ reports it in RecordErrors, as Kafka does);
+// compressed batches are not opened, so their header's base and max
+// timestamps stand for the records.
+func checkTimestamps(b []byte, h segment.Header, nowMs int64, cfg *Config) error {
+	if cfg.TimestampBeforeMaxMs <= 0 && cfg.TimestampAfterMaxMs <= 0 {
+		return nil
+	}
+	bad := func(ts int64) error {
+		if cfg.TimestampBeforeMaxMs > 0 && nowMs-ts > cfg.TimestampBeforeMaxMs {
+			return fmt.Errorf("%w: timestamp %d is more than %d ms older than the broker's clock", ErrInvalidTimestamp, ts, cfg.TimestampBeforeMaxMs)
+		}
+		if cfg.TimestampAfterMaxMs > 0 && ts-nowMs > cfg.TimestampAfterMaxMs {
+			return fmt.Errorf("%w: timestamp %d is more than %d ms ahead of the broker's clock", ErrInvalidTimestamp, ts, cfg.TimestampAfterMaxMs)
+		}
+		return nil
+	}
+	if h.Compression() != 0 {
+		if err := bad(h.BaseTimestamp); err != nil {
+			return err
+		}
+		return bad(h.MaxTimestamp)
+	}
+	var rerr error
+	err := segment.RecordTimestamps(b, h, func(i int32, ts int64) bool {
+		if err := bad(ts); err != nil {
+			rerr = &RecordError{Index: i, Err: err}
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return mapSegmentErr(err)
+	}
+	return rerr
+}
+
 // mapSegmentErr turns a batch validation error into the log's sentinels.
 func mapSegmentErr(err error) error {
 	switch {
@@ -392,11 +431,8 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 			h.MaxTimestamp = nowMs
 			h.Attributes |= segment.AttrTimestampType
 		} else if !h.IsLogAppendTime() {
-			if cfg.TimestampBeforeMaxMs > 0 && nowMs-h.BaseTimestamp > cfg.TimestampBeforeMaxMs {
-				return res, fmt.Errorf("%w: timestamp %d older than %d ms", ErrInvalidTimestamp, h.BaseTimestamp, cfg.TimestampBeforeMaxMs)
-			}
-			if cfg.TimestampAfterMaxMs > 0 && h.MaxTimestamp-nowMs > cfg.TimestampAfterMaxMs {
-				return res, fmt.Errorf("%w: timestamp %d more than %d ms ahead", ErrInvalidTimestamp, h.MaxTimestamp, cfg.TimestampAfterMaxMs)
+			if err := checkTimestamps(b, h, nowMs, cfg); err != nil {
+				return res, err
 			}
 		}
 		hdrs[i] = h

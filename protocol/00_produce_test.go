@@ -258,3 +258,33 @@ func TestProduceByTopicID(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
 	}
 }
+
+// A record whose timestamp is too far ahead (message.timestamp.after.max.ms,
+// 1 h by default) fails the batch with INVALID_TIMESTAMP, and v8+ names the
+// record in RecordErrors; nothing is written.
+func TestProduceRecordErrors(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("ts", 1)
+	rc := dialRaw(t, c.addr)
+	recs := []recordSpec{{value: []byte("ok")}, {value: []byte("ok")}, {value: []byte("late"), tsDelta: 3 * time.Hour.Milliseconds()}}
+	sp := producePart(t, rc.roundTrip(produceReq(9, 1, "ts", 0, makeBatch(batchOpts{}, recs...))))
+	if sp.ErrorCode != kerr.InvalidTimestamp.Code {
+		t.Fatalf("error %v, want INVALID_TIMESTAMP", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if len(sp.ErrorRecords) != 1 || sp.ErrorRecords[0].RelativeOffset != 2 {
+		t.Fatalf("record errors %+v, want record 2", sp.ErrorRecords)
+	}
+	// Before v8 there is no RecordErrors field; the code alone says it.
+	sp = producePart(t, rc.roundTrip(produceReq(7, 1, "ts", 0, makeBatch(batchOpts{firstTS: time.Now().Add(-400 * 24 * time.Hour).UnixMilli()}, recs[:1]...))))
+	if sp.ErrorCode != 0 {
+		// before.max.ms is unbounded by default: an old timestamp is fine.
+		t.Fatalf("old timestamp rejected: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	p, err := c.b.Partition("ts", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off := p.Offsets(); off.LogEnd != 1 {
+		t.Fatalf("log end %d after one good and one rejected batch, want 1", off.LogEnd)
+	}
+}

@@ -262,3 +262,33 @@ func SetLogAppendTime(batch []byte, ts int64) {
 	be.PutUint64(batch[offMaxTimestamp:], uint64(ts))
 	be.PutUint32(batch[offCRC:], ComputeCRC(batch))
 }
+
+// RecordTimestamps calls fn with the index and absolute timestamp of each
+// record of an uncompressed, already validated batch (ValidateBatch), in
+// order, until fn returns false. Compressed batches are not opened here:
+// it returns ErrInvalidRecord for them, and callers fall back to the
+// header's base and max timestamps.
+func RecordTimestamps(batch []byte, h Header, fn func(i int32, ts int64) bool) error {
+	if h.Compression() != 0 {
+		return fmt.Errorf("%w: compressed batch", ErrInvalidRecord)
+	}
+	recs := batch[HeaderSize:]
+	pos := 0
+	for i := int32(0); i < h.NumRecords && pos < len(recs); i++ {
+		l, w := binary.Varint(recs[pos:])
+		if w <= 0 || l < 2 || l > int64(len(recs)-pos-w) {
+			return fmt.Errorf("%w: record %d: bad length", ErrInvalidRecord, i)
+		}
+		rec := recs[pos+w : pos+w+int(l)]
+		// record: attributes int8, timestampDelta varlong, offsetDelta varint, ...
+		delta, dw := binary.Varint(rec[1:])
+		if dw <= 0 {
+			return fmt.Errorf("%w: record %d: bad timestamp delta", ErrInvalidRecord, i)
+		}
+		if !fn(i, h.BaseTimestamp+delta) {
+			return nil
+		}
+		pos += w + int(l)
+	}
+	return nil
+}

@@ -117,6 +117,16 @@ func FuzzValidateBatch(f *testing.F) {
 			if h.Size() != int64(len(b)) || ComputeCRC(b) != h.CRC {
 				t.Fatal("accepted an inconsistent batch")
 			}
+			// Reading record timestamps of an accepted batch never panics
+			// and never visits more records than the header claims.
+			n := int32(0)
+			RecordTimestamps(b, h, func(i int32, ts int64) bool {
+				if i != n || i >= h.NumRecords {
+					t.Fatalf("record index %d out of order or beyond %d records", i, h.NumRecords)
+				}
+				n++
+				return true
+			})
 		}
 		SplitBatches(b, 16)
 	})
