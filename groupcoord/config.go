@@ -26,6 +26,10 @@ type Config struct {
 	MaxGroupSize          int           // group.max.size (Kafka: unbounded; here 100000)
 	MaxMetadataBytes      int           // offset.metadata.max.bytes (4096)
 	TickInterval          time.Duration // how often timers are checked (100 ms)
+	// KIP-848 groups: group.consumer.session.timeout.ms (45 s) and
+	// group.consumer.heartbeat.interval.ms (5 s).
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
 	// LoadTimeout bounds how long loading waits for the partition's tail
 	// to commit before giving up (and trying again on the next request).
 	LoadTimeout time.Duration
@@ -63,6 +67,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = 5 * time.Second
 	}
 	if c.LoadTimeout <= 0 {
 		c.LoadTimeout = 30 * time.Second

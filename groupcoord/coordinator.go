@@ -286,6 +286,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 		return joinError(req.Version, req.MemberID, kerr.InvalidGroupID.Code), nil
 	}
 	r, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		if cg := s.cgroups[req.Group]; cg != nil && len(cg.members) > 0 {
+			e.reply(rid, joinError(req.Version, req.MemberID, kerr.InconsistentGroupProtocol.Code))
+			return
+		}
 		g := s.group(req.Group, true)
 		g.join(&s.c.cfg, e, s.c.cfg.Now(), rid, joinArgs{req: req, clientID: clientID, clientHost: clientHost})
 		s.dropIfGone(req.Group, g)
@@ -439,7 +443,15 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	_, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
 		now := s.c.cfg.Now()
 		g := s.group(req.Group, false)
-		if g == nil {
+		if cg := s.cgroups[req.Group]; cg != nil && len(cg.members) > 0 {
+			// A KIP-848 group: the generation is the member epoch.
+			if code := cg.commitCheck(req.Version, generation, memberID); code != 0 {
+				setAll(code)
+				e.reply(rid, resp)
+				return
+			}
+			g = s.group(req.Group, true)
+		} else if g == nil {
 			if generation >= 0 {
 				if req.Version >= 9 {
 					setAll(kerr.GroupIDNotFound.Code)
@@ -450,8 +462,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				return
 			}
 			g = s.group(req.Group, true)
-		}
-		if code := g.commitCheck(now, req.Version, generation, memberID, req.InstanceID); code != 0 {
+		} else if code := g.commitCheck(now, req.Version, generation, memberID, req.InstanceID); code != 0 {
 			setAll(code)
 			s.dropIfGone(req.Group, g)
 			e.reply(rid, resp)
@@ -649,7 +660,14 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 			continue
 		}
 		_, code, err := c.do(ctx, id, func(s *shard, e *effects, rid uint64) {
-			if g := s.group(id, false); g != nil {
+			if s.cgroups[id] != nil {
+				// Not a classic group (Kafka 4 answers the same).
+				if req.Version >= 6 {
+					d.ErrorCode = kerr.GroupIDNotFound.Code
+					msg := "Group " + id + " is not a classic group."
+					d.ErrorMessage = &msg
+				}
+			} else if g := s.group(id, false); g != nil {
 				d = g.describe(req.Version)
 			} else if req.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
@@ -684,9 +702,8 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 	for _, s := range req.TypesFilter {
 		types[lower(s)] = true
 	}
-	if len(types) > 0 && !types["classic"] {
-		return resp, nil
-	}
+	classic := len(types) == 0 || types["classic"]
+	consumer := len(types) == 0 || types["consumer"]
 	for _, pi := range t.Partitions {
 		if pi.Leader != c.broker.NodeID() {
 			continue
@@ -694,11 +711,20 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 		s, code := c.routePartition(pi)
 		_, code, err := c.doOn(ctx, s, code, func(s *shard, e *effects, rid uint64) {
 			for _, g := range s.groups {
-				if len(states) > 0 && !states[lower(g.state.String())] {
+				if !classic || s.cgroups[g.id] != nil || len(states) > 0 && !states[lower(g.state.String())] {
 					continue
 				}
 				resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
 					Group: g.id, ProtocolType: g.protocolType, GroupState: g.state.String(), GroupType: "classic",
+				})
+			}
+			for _, cg := range s.cgroups {
+				st := cg.stateName()
+				if !consumer || len(states) > 0 && !states[lower(st)] {
+					continue
+				}
+				resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+					Group: cg.id, ProtocolType: "consumer", GroupState: st, GroupType: "consumer",
 				})
 			}
 			e.reply(rid, nil)
@@ -739,6 +765,19 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 		one := &kmsg.DeleteGroupsResponse{Groups: []kmsg.DeleteGroupsResponseGroup{rg}}
 		_, code, err := c.do(ctx, id, func(s *shard, e *effects, rid uint64) {
 			g := s.group(id, false)
+			if cg := s.cgroups[id]; cg != nil {
+				if len(cg.members) > 0 {
+					one.Groups[0].ErrorCode = kerr.NonEmptyGroup.Code
+					e.reply(rid, one)
+					return
+				}
+				e.records = append(e.records, cg.tombstones()...)
+				delete(s.cgroups, id)
+				if g == nil {
+					e.reply(rid, one)
+					return
+				}
+			}
 			if g == nil {
 				one.Groups[0].ErrorCode = kerr.GroupIDNotFound.Code
 			} else {
@@ -809,6 +848,74 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	if code != 0 {
 		resp.ErrorCode = code
 		resp.Topics = nil
+	}
+	return resp, nil
+}
+
+// ConsumerGroupHeartbeat answers ConsumerGroupHeartbeat (v0-1, KIP-848).
+func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	if req.Group == "" {
+		return hbError(req.Version, kerr.InvalidRequest.Code, "GroupId can't be empty."), nil
+	}
+	r, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		if g := s.group(req.Group, false); g != nil && len(g.members) > 0 {
+			e.reply(rid, hbError(req.Version, kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group."))
+			return
+		}
+		cg := s.cgroups[req.Group]
+		if cg == nil {
+			cg = newCGroup(req.Group)
+		}
+		resp := cg.heartbeat(&s.c.cfg, e, s.c.cfg.Now(), heartbeatArgs{req: req, clientID: clientID, clientHost: clientHost}, s.topicSource)
+		if cg.epoch > 0 {
+			s.cgroups[req.Group] = cg
+		}
+		e.reply(rid, resp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return hbError(req.Version, code, ""), nil
+	}
+	return r.(*kmsg.ConsumerGroupHeartbeatResponse), nil
+}
+
+// ConsumerGroupDescribe answers ConsumerGroupDescribe (v0-1, KIP-848).
+func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) (*kmsg.ConsumerGroupDescribeResponse, error) {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	names := func(id [16]byte) string {
+		t, _ := c.broker.TopicByID(id)
+		return t.Name
+	}
+	for _, id := range req.Groups {
+		d := kmsg.NewConsumerGroupDescribeResponseGroup()
+		d.Group, d.AuthorizedOperations = id, -2147483648
+		if id == "" {
+			d.ErrorCode = kerr.InvalidGroupID.Code
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
+		_, code, err := c.do(ctx, id, func(s *shard, e *effects, rid uint64) {
+			if cg := s.cgroups[id]; cg != nil {
+				d = cg.describe(names)
+			} else {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "Group " + id + " not found."
+				if s.groups[id] != nil {
+					msg = "Group " + id + " is not a consumer group."
+				}
+				d.ErrorMessage = &msg
+			}
+			e.reply(rid, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if code != 0 {
+			d.ErrorCode = code
+		}
+		resp.Groups = append(resp.Groups, d)
 	}
 	return resp, nil
 }

@@ -102,6 +102,61 @@ type scriptEnv struct {
 	labels map[uint64]string
 	log    []record // every record written, for restart
 	ids    int
+	cg     *cgroup              // the KIP-848 group "g"
+	topics map[string]topicMeta // topics the KIP-848 assignors see
+}
+
+func topicID(name string) [16]byte {
+	var id [16]byte
+	copy(id[:], name)
+	return id
+}
+
+func topicName(id [16]byte) string { return strings.TrimRight(string(id[:]), "\x00") }
+
+func (env *scriptEnv) parseOwned(s string) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if s == "-" {
+		return out
+	}
+	for _, t := range strings.Split(s, ";") {
+		name, ps, _ := strings.Cut(t, ":")
+		rt := kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: topicID(name)}
+		for _, p := range strings.Split(ps, ",") {
+			n, _ := strconv.Atoi(p)
+			rt.Partitions = append(rt.Partitions, int32(n))
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+func describeAssignment(a assignment) string {
+	var parts []string
+	for _, t := range sortedTopicIDs(a) {
+		var ps []string
+		for _, p := range a[t] {
+			ps = append(ps, strconv.Itoa(int(p)))
+		}
+		parts = append(parts, topicName(t)+":"+strings.Join(ps, ","))
+	}
+	return strings.Join(parts, ";")
+}
+
+func (env *scriptEnv) describeCGroup() string {
+	g := env.cg
+	var ms []string
+	for _, m := range g.sortedMembers() {
+		s := fmt.Sprintf("%s@%d[%s]", m.id, m.epoch, describeAssignment(m.assigned))
+		if len(m.pendingRevoke) > 0 {
+			s += "-revoking[" + describeAssignment(m.pendingRevoke) + "]"
+		}
+		if t := describeAssignment(g.target[m.id]); t != describeAssignment(m.assigned) {
+			s += "->[" + t + "]"
+		}
+		ms = append(ms, s)
+	}
+	return fmt.Sprintf("cg state=%s epoch=%d assignment-epoch=%d members=[%s]", g.stateName(), g.epoch, g.assignmentEpoch, strings.Join(ms, " "))
 }
 
 func newScriptEnv() *scriptEnv {
@@ -111,6 +166,8 @@ func newScriptEnv() *scriptEnv {
 		return c + "-" + strconv.Itoa(e.ids)
 	}}.withDefaults()
 	e.g = newGroup("g", e.now)
+	e.cg = newCGroup("g")
+	e.topics = map[string]topicMeta{}
 	return e
 }
 
@@ -234,8 +291,52 @@ func (env *scriptEnv) run(t *testing.T, line string) string {
 		if env.g = s.groups["g"]; env.g == nil {
 			env.g = newGroup("g", env.now)
 		}
+		if env.cg = s.cgroups["g"]; env.cg == nil {
+			env.cg = newCGroup("g")
+		}
 		g = env.g
 		out = append(out, "restarted")
+	case "topic":
+		env.topics[pos[0]] = topicMeta{name: pos[0], id: topicID(pos[0]), partitions: int32(num("partitions", 1))}
+		out = append(out, "ok")
+	case "cg-hb":
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = int16(num("v", 1))
+		req.Group, req.MemberID, req.InstanceID = "g", args["member"], inst
+		req.MemberEpoch = int32(num("epoch", 0))
+		req.RebalanceTimeoutMillis = int32(num("rebalance", -1))
+		if v, ok := args["subscribe"]; ok {
+			req.SubscribedTopicNames = strings.Split(v, ",")
+		}
+		if v, ok := args["assignor"]; ok {
+			req.ServerAssignor = &v
+		}
+		if v, ok := args["owned"]; ok {
+			req.Topics = env.parseOwned(v)
+		}
+		src := func(n string) (topicMeta, bool) { t, ok := env.topics[n]; return t, ok }
+		r := env.cg.heartbeat(&env.cfg, &e, env.now, heartbeatArgs{req: req, clientID: "c", clientHost: "/h"}, src)
+		line := "hb " + codeName(r.ErrorCode)
+		if r.ErrorCode == 0 {
+			line += fmt.Sprintf(" epoch=%d", r.MemberEpoch)
+			if r.Assignment != nil {
+				a := assignment{}
+				for _, t := range r.Assignment.Topics {
+					for _, p := range t.Partitions {
+						a.add(topicPartition{t.TopicID, p})
+					}
+				}
+				line += " assignment=[" + describeAssignment(a) + "]"
+			}
+		}
+		out = append(out, line)
+	case "cg-tick":
+		d, err := time.ParseDuration(pos[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.now = env.now.Add(d)
+		env.cg.tick(&e, env.now)
 	case "state":
 	default:
 		t.Fatalf("unknown command %q", cmd)
@@ -247,7 +348,14 @@ func (env *scriptEnv) run(t *testing.T, line string) string {
 	for _, r := range e.replies {
 		out = append(out, fmt.Sprintf("reply to %q: %s", env.labels[r.id], describeResp(r.resp)))
 	}
-	if cmd != "config" {
+	switch {
+	case strings.HasPrefix(cmd, "cg-") || cmd == "topic":
+		if cmd != "topic" {
+			out = append(out, env.describeCGroup())
+		}
+	case cmd == "restart":
+		out = append(out, env.describeGroup(), env.describeCGroup())
+	case cmd != "config":
 		out = append(out, env.describeGroup())
 	}
 	return strings.Join(out, "\n")
@@ -285,6 +393,18 @@ func describeResp(r kmsg.Response) string {
 }
 
 func describeRecord(r record) string {
+	if len(r.Key) >= 2 && r.Key[1] >= keyCGMetadata {
+		d := &dec{b: r.Key[2:]}
+		g := d.str()
+		name := map[byte]string{keyCGMetadata: "cg-epoch", keyCGMember: "cg-member", keyCGTargetMetadata: "cg-target-epoch", keyCGTargetMember: "cg-target", keyCGCurrent: "cg-current"}[r.Key[1]]
+		if r.Key[1] == keyCGMember || r.Key[1] == keyCGTargetMember || r.Key[1] == keyCGCurrent {
+			g = d.str()
+		}
+		if r.Value == nil {
+			return "write " + name + " " + g + " tombstone"
+		}
+		return "write " + name + " " + g
+	}
 	if len(r.Key) >= 2 && r.Key[1] == keyVersionGroup {
 		if r.Value == nil {
 			return "write group tombstone"

@@ -50,7 +50,8 @@ type shard struct {
 	loaded atomic.Bool   // set once the partition is replayed
 
 	// Owned by the run goroutine.
-	groups  map[string]*group
+	groups  map[string]*group  // classic groups, and the offsets of every group
+	cgroups map[string]*cgroup // KIP-848 consumer groups
 	waiters map[uint64]chan kmsg.Response
 	nextRID uint64
 }
@@ -62,6 +63,7 @@ func newShard(c *Coordinator, partition, epoch int32) *shard {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		groups:  map[string]*group{},
+		cgroups: map[string]*cgroup{},
 		waiters: map[uint64]chan kmsg.Response{},
 	}
 }
@@ -101,6 +103,9 @@ func (s *shard) run() {
 			for id, g := range s.groups {
 				g.tick(&e, now)
 				s.dropIfGone(id, g)
+			}
+			for _, cg := range s.cgroups {
+				cg.tick(&e, now)
 			}
 			if !s.apply(&e) {
 				return
@@ -256,10 +261,42 @@ func (s *shard) replay(r decodedRecord, now time.Time) error {
 			return nil
 		}
 		s.group(k.Group, true).loadMetadata(&v, now)
+	case keyCGMetadata, keyCGMember, keyCGTargetMetadata, keyCGTargetMember, keyCGCurrent:
+		d := &dec{b: r.Key[2:]}
+		group := d.str()
+		member := ""
+		if version == keyCGMember || version == keyCGTargetMember || version == keyCGCurrent {
+			member = d.str()
+		}
+		if d.err != nil {
+			s.c.cfg.Logger.Warn("skipping bad consumer group key", "partition", s.partition, "offset", r.Offset)
+			return nil
+		}
+		if version == keyCGMetadata && r.Value == nil {
+			delete(s.cgroups, group)
+			return nil
+		}
+		cg := s.cgroups[group]
+		if cg == nil {
+			cg = newCGroup(group)
+			s.cgroups[group] = cg
+		}
+		if err := cg.replay(version, member, r.Value, now, &s.c.cfg); err != nil {
+			s.c.cfg.Logger.Warn("skipping bad consumer group record", "partition", s.partition, "offset", r.Offset, "err", err)
+		}
 	default:
-		// KIP-848 and share-group record types: not built yet.
+		// Share-group and other record types: not built yet.
 	}
 	return nil
+}
+
+// topicSource resolves subscribed topics from the broker's metadata.
+func (s *shard) topicSource(name string) (topicMeta, bool) {
+	t, ok := s.c.broker.Topic(name)
+	if !ok {
+		return topicMeta{}, false
+	}
+	return topicMeta{name: name, id: t.ID, partitions: int32(len(t.Partitions))}, true
 }
 
 // setErrorCode sets the top-level (or every per-item) error code of a
@@ -286,5 +323,8 @@ func setErrorCode(r kmsg.Response, code int16) {
 		}
 	case *kmsg.OffsetDeleteResponse:
 		r.ErrorCode = code
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		r.ErrorCode = code
+		r.Assignment = nil
 	}
 }

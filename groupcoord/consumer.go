@@ -1,0 +1,611 @@
+package groupcoord
+
+import (
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// This file is the KIP-848 consumer group state machine
+// (ConsumerGroupHeartbeat): the coordinator computes a target assignment
+// with a server-side assignor whenever the group epoch moves past the
+// assignment epoch, and each member converges to its target through its
+// heartbeats: first it gives up (revokes) partitions that are no longer
+// its own, then it moves to the new epoch and receives the partitions of
+// its target that no other member still holds. Pure, like group.go.
+//
+// Epochs (KIP-848): group epoch >= assignment epoch >= every member epoch.
+// A partition has at most one owner at any time (owner map).
+
+const (
+	memberStateStable     int8 = 0 // member epoch == assignment epoch, owns its whole target
+	memberStateUnrevoked  int8 = 1 // must revoke partitions before moving on
+	memberStateUnreleased int8 = 2 // at the target epoch, waiting for partitions others still own
+)
+
+// cmember is one KIP-848 member.
+type cmember struct {
+	id               string
+	instanceID       *string
+	rackID           *string
+	clientID         string
+	clientHost       string
+	epoch, prevEpoch int32
+	rebalanceTimeout time.Duration
+	subscribed       []string // sorted topic names
+	assignor         string   // requested server assignor ("" = the group default)
+
+	assigned      assignment // partitions the member owns (told to it)
+	pendingRevoke assignment // partitions it must revoke; still owned until it does
+	// sent is the assignment last sent, to send only changes.
+	sent            assignment
+	sessionDeadline time.Time
+	revokeDeadline  time.Time // when pendingRevoke is non-empty
+}
+
+func (m *cmember) state() int8 {
+	switch {
+	case len(m.pendingRevoke) > 0:
+		return memberStateUnrevoked
+	default:
+		return memberStateStable
+	}
+}
+
+// cgroup is one KIP-848 consumer group's membership. Its committed
+// offsets live in the classic group of the same ID (always Empty), so the
+// offset APIs work the same for both kinds.
+type cgroup struct {
+	id              string
+	epoch           int32
+	assignmentEpoch int32
+	members         map[string]*cmember
+	static          map[string]string // instance ID -> member ID
+	target          map[string]assignment
+	owner           map[topicPartition]string
+	// topics is the subscribed topics' metadata as of the last target
+	// computation; nil right after a load (first heartbeat fills it
+	// without bumping the epoch).
+	topics   map[string]topicMeta
+	assignor string // assignor of the last target
+}
+
+func newCGroup(id string) *cgroup {
+	return &cgroup{
+		id: id, members: map[string]*cmember{}, static: map[string]string{},
+		target: map[string]assignment{}, owner: map[topicPartition]string{},
+	}
+}
+
+// stateName is KIP-848's group state.
+func (g *cgroup) stateName() string {
+	if len(g.members) == 0 {
+		return "Empty"
+	}
+	if g.assignmentEpoch < g.epoch {
+		return "Assigning"
+	}
+	for _, m := range g.members {
+		if m.epoch != g.assignmentEpoch || len(m.pendingRevoke) > 0 || !m.assigned.equal(g.target[m.id]) {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
+func (g *cgroup) sortedMembers() []*cmember {
+	ms := make([]*cmember, 0, len(g.members))
+	for _, m := range g.members {
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].id < ms[j].id })
+	return ms
+}
+
+// topicSource resolves topic names for the assignor.
+type topicSource func(name string) (topicMeta, bool)
+
+// heartbeatArgs is one ConsumerGroupHeartbeat with the connection's
+// identity.
+type heartbeatArgs struct {
+	req        *kmsg.ConsumerGroupHeartbeatRequest
+	clientID   string
+	clientHost string
+}
+
+func hbError(version int16, code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
+	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	r.Version, r.ErrorCode = version, code
+	if msg != "" {
+		r.ErrorMessage = &msg
+	}
+	return r
+}
+
+// heartbeat handles ConsumerGroupHeartbeat and returns the response.
+func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs, topics topicSource) *kmsg.ConsumerGroupHeartbeatResponse {
+	req := a.req
+	v := req.Version
+	switch req.MemberEpoch {
+	case -1, -2: // leave (-2: a static member leaving for now)
+		m := g.members[req.MemberID]
+		if m == nil {
+			return hbError(v, kerr.UnknownMemberID.Code, "")
+		}
+		g.removeMember(e, m)
+		g.bumpEpoch(e)
+		r := hbError(v, 0, "")
+		id := req.MemberID
+		r.MemberID, r.MemberEpoch = &id, req.MemberEpoch
+		return r
+	case 0:
+		if req.MemberID == "" {
+			if v >= 1 {
+				return hbError(v, kerr.InvalidRequest.Code, "MemberId can't be empty.")
+			}
+			req.MemberID = c.NewMemberID(a.clientID)
+		}
+		if req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil {
+			return hbError(v, kerr.InvalidRequest.Code, "SubscribedTopicNames must be set in first request.")
+		}
+		if req.RebalanceTimeoutMillis <= 0 {
+			return hbError(v, kerr.InvalidRequest.Code, "RebalanceTimeoutMs must be provided in first request.")
+		}
+	default:
+		if req.MemberID == "" {
+			return hbError(v, kerr.InvalidRequest.Code, "MemberId can't be empty.")
+		}
+	}
+	if req.SubscribedTopicRegex != nil {
+		return hbError(v, kerr.InvalidRequest.Code, "SubscribedTopicRegex is not supported by this broker.")
+	}
+	if req.ServerAssignor != nil && *req.ServerAssignor != "uniform" && *req.ServerAssignor != "range" {
+		return hbError(v, kerr.UnsupportedAssignor.Code, "")
+	}
+	m := g.members[req.MemberID]
+	bump := false // the group epoch moves once per heartbeat at most
+	if req.MemberEpoch == 0 {
+		if len(g.members) >= c.MaxGroupSize && m == nil {
+			return hbError(v, kerr.GroupMaxSizeReached.Code, "")
+		}
+		if req.InstanceID != nil {
+			if old, ok := g.static[*req.InstanceID]; ok && old != req.MemberID {
+				// A static member rejoining with a new ID takes the old
+				// one's place and assignment (KIP-345 for KIP-848).
+				om := g.members[old]
+				delete(g.members, old)
+				e.records = append(e.records, g.memberTombstones(old)...)
+				om.id = req.MemberID
+				g.members[om.id] = om
+				g.target[om.id] = g.target[old]
+				delete(g.target, old)
+				for tp, o := range g.owner {
+					if o == old {
+						g.owner[tp] = om.id
+					}
+				}
+				m = om
+			}
+		}
+		if m == nil {
+			m = &cmember{id: req.MemberID, assigned: assignment{}, pendingRevoke: assignment{}}
+			g.members[m.id] = m
+			bump = true
+		} else if req.InstanceID == nil {
+			// A known member rejoining at epoch 0 lost its state: it owns
+			// nothing now.
+			g.release(m, m.assigned)
+			g.release(m, m.pendingRevoke)
+			m.assigned, m.pendingRevoke, m.sent = assignment{}, assignment{}, nil
+			m.epoch = 0
+		}
+		m.sent = nil
+	} else {
+		if m == nil {
+			return hbError(v, kerr.UnknownMemberID.Code, "")
+		}
+		if req.MemberEpoch > m.epoch {
+			return hbError(v, kerr.FencedMemberEpoch.Code, "")
+		}
+		if req.MemberEpoch < m.epoch {
+			// The member missed our last response: accept its previous
+			// epoch if what it owns is a subset of what it had then.
+			if req.MemberEpoch != m.prevEpoch || req.Topics == nil || !ownedSubset(req.Topics, m.assigned, m.pendingRevoke) {
+				return hbError(v, kerr.FencedMemberEpoch.Code, "")
+			}
+			m.sent = nil
+		}
+	}
+	if req.InstanceID != nil {
+		if old, ok := g.static[*req.InstanceID]; ok && old != m.id {
+			return hbError(v, kerr.FencedInstanceID.Code, "")
+		}
+		g.static[*req.InstanceID] = m.id
+	}
+	// Member metadata.
+	changed := req.MemberEpoch == 0
+	m.instanceID = req.InstanceID
+	if req.RackID != nil {
+		m.rackID = req.RackID
+	}
+	m.clientID, m.clientHost = a.clientID, a.clientHost
+	if req.RebalanceTimeoutMillis > 0 {
+		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.SubscribedTopicNames != nil {
+		subs := append([]string(nil), req.SubscribedTopicNames...)
+		sort.Strings(subs)
+		subs = dedupe(subs)
+		if !equalStrings(subs, m.subscribed) {
+			m.subscribed = subs
+			changed, bump = true, true
+		}
+	}
+	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
+		m.assignor = *req.ServerAssignor
+		changed, bump = true, true
+	}
+	if changed {
+		e.records = append(e.records, record{Key: cgKey(keyCGMember, g.id, &m.id), Value: cgMemberValue(m)})
+	}
+	m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
+	// Topic metadata: a new or grown subscribed topic bumps the epoch.
+	if g.refreshTopics(topics) {
+		bump = true
+	}
+	if bump {
+		g.bumpEpoch(e)
+	}
+	if g.assignmentEpoch < g.epoch {
+		g.computeTarget(e)
+	}
+	var owned assignment
+	if req.Topics != nil {
+		owned = assignment{}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				owned.add(topicPartition{t.TopicID, p})
+			}
+		}
+	}
+	if req.MemberEpoch == 0 {
+		owned = assignment{}
+	}
+	g.reconcile(e, now, m, owned)
+
+	r := hbError(v, 0, "")
+	id := m.id
+	r.MemberID, r.MemberEpoch = &id, m.epoch
+	r.HeartbeatIntervalMillis = int32(c.ConsumerHeartbeatInterval.Milliseconds())
+	if m.sent == nil || !m.sent.equal(m.assigned) {
+		ra := &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
+		for _, t := range sortedTopicIDs(m.assigned) {
+			ra.Topics = append(ra.Topics, kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: t, Partitions: append([]int32(nil), m.assigned[t]...)})
+		}
+		if ra.Topics == nil {
+			ra.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
+		}
+		r.Assignment = ra
+		m.sent = m.assigned.clone()
+	}
+	return r
+}
+
+func ownedSubset(ts []kmsg.ConsumerGroupHeartbeatRequestTopic, a, b assignment) bool {
+	for _, t := range ts {
+		for _, p := range t.Partitions {
+			tp := topicPartition{t.TopicID, p}
+			if !a.has(tp) && !b.has(tp) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *cgroup) bumpEpoch(e *effects) {
+	g.epoch++
+	e.records = append(e.records, record{Key: cgKey(keyCGMetadata, g.id, nil), Value: cgEpochValue(g.epoch)})
+}
+
+// refreshTopics re-reads the subscribed topics; a change bumps the epoch
+// (except right after a load, when the old metadata is unknown).
+func (g *cgroup) refreshTopics(topics topicSource) bool {
+	now := map[string]topicMeta{}
+	for _, m := range g.members {
+		for _, t := range m.subscribed {
+			if tm, ok := topics(t); ok {
+				now[t] = tm
+			}
+		}
+	}
+	if g.topics == nil {
+		g.topics = now
+		return false
+	}
+	same := len(now) == len(g.topics)
+	for n, tm := range now {
+		if g.topics[n] != tm {
+			same = false
+		}
+	}
+	g.topics = now
+	return !same
+}
+
+// computeTarget runs the assignor and records the new target.
+func (g *cgroup) computeTarget(e *effects) {
+	in := assignInput{subs: map[string][]topicMeta{}, prev: g.target}
+	votes := map[string]int{}
+	for _, m := range g.sortedMembers() {
+		in.members = append(in.members, m.id)
+		for _, t := range m.subscribed {
+			if tm, ok := g.topics[t]; ok {
+				in.subs[m.id] = append(in.subs[m.id], tm)
+			}
+		}
+		if m.assignor != "" {
+			votes[m.assignor]++
+		}
+	}
+	// Kafka uses the assignor most members ask for; uniform by default.
+	g.assignor = "uniform"
+	if votes["range"] > votes["uniform"] {
+		g.assignor = "range"
+	}
+	var next map[string]assignment
+	if g.assignor == "range" {
+		next = assignRange(in)
+	} else {
+		next = assignUniform(in)
+	}
+	for _, id := range in.members {
+		if !next[id].equal(g.target[id]) {
+			mid := id
+			e.records = append(e.records, record{Key: cgKey(keyCGTargetMember, g.id, &mid), Value: cgTargetValue(next[id])})
+		}
+	}
+	g.target = next
+	g.assignmentEpoch = g.epoch
+	e.records = append(e.records, record{Key: cgKey(keyCGTargetMetadata, g.id, nil), Value: cgEpochValue(g.assignmentEpoch)})
+}
+
+// release frees partitions a member owned.
+func (g *cgroup) release(m *cmember, a assignment) {
+	for _, tp := range a.list() {
+		if g.owner[tp] == m.id {
+			delete(g.owner, tp)
+		}
+	}
+}
+
+// reconcile moves a member toward its target. owned (nil = not reported)
+// is what the member says it holds: partitions pending revocation that it
+// no longer reports are released.
+func (g *cgroup) reconcile(e *effects, now time.Time, m *cmember, owned assignment) {
+	before := m.state()
+	beforeEpoch, beforeAssigned := m.epoch, m.assigned.clone()
+	if owned != nil && len(m.pendingRevoke) > 0 {
+		for _, tp := range m.pendingRevoke.list() {
+			if !owned.has(tp) {
+				g.release(m, assignment{tp.topic: {tp.partition}})
+			}
+		}
+		m.pendingRevoke = m.pendingRevoke.intersect(owned)
+	}
+	target := g.target[m.id]
+	if target == nil {
+		target = assignment{}
+	}
+	if len(m.pendingRevoke) == 0 {
+		if revoke := m.assigned.minus(target); len(revoke) > 0 {
+			// Revoke first; the member keeps its epoch until it has.
+			m.assigned = m.assigned.intersect(target)
+			m.pendingRevoke = revoke
+			m.revokeDeadline = now.Add(m.rebalanceTimeout)
+		} else if m.epoch != g.assignmentEpoch {
+			m.prevEpoch, m.epoch = m.epoch, g.assignmentEpoch
+		}
+	}
+	if len(m.pendingRevoke) == 0 {
+		for _, tp := range target.list() {
+			if o := g.owner[tp]; (o == "" || o == m.id) && !m.assigned.has(tp) {
+				g.owner[tp] = m.id
+				m.assigned.add(tp)
+			}
+		}
+	}
+	if before != m.state() || beforeEpoch != m.epoch || !beforeAssigned.equal(m.assigned) {
+		e.records = append(e.records, record{Key: cgKey(keyCGCurrent, g.id, &m.id), Value: cgCurrentValue(m)})
+	}
+}
+
+// removeMember drops m and frees its partitions (the caller bumps the
+// epoch).
+func (g *cgroup) removeMember(e *effects, m *cmember) {
+	g.release(m, m.assigned)
+	g.release(m, m.pendingRevoke)
+	delete(g.members, m.id)
+	delete(g.target, m.id)
+	if m.instanceID != nil && g.static[*m.instanceID] == m.id {
+		delete(g.static, *m.instanceID)
+	}
+	e.records = append(e.records, g.memberTombstones(m.id)...)
+}
+
+func (g *cgroup) memberTombstones(id string) []record {
+	return []record{
+		{Key: cgKey(keyCGCurrent, g.id, &id)},
+		{Key: cgKey(keyCGTargetMember, g.id, &id)},
+		{Key: cgKey(keyCGMember, g.id, &id)},
+	}
+}
+
+// tick expires sessions and members that did not revoke in time.
+func (g *cgroup) tick(e *effects, now time.Time) {
+	for _, m := range g.sortedMembers() {
+		late := len(m.pendingRevoke) > 0 && !now.Before(m.revokeDeadline)
+		if !now.Before(m.sessionDeadline) || late {
+			g.removeMember(e, m)
+			g.bumpEpoch(e)
+		}
+	}
+}
+
+// commitCheck validates an OffsetCommit for a KIP-848 group with members:
+// the generation field carries the member epoch.
+func (g *cgroup) commitCheck(version int16, epoch int32, memberID string) int16 {
+	m := g.members[memberID]
+	if m == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	if epoch != m.epoch {
+		if version >= 9 {
+			return kerr.StaleMemberEpoch.Code
+		}
+		return kerr.IllegalGeneration.Code
+	}
+	return 0
+}
+
+// tombstones deletes the whole group (DeleteGroups on an empty group).
+func (g *cgroup) tombstones() []record {
+	var recs []record
+	for _, m := range g.sortedMembers() {
+		recs = append(recs, g.memberTombstones(m.id)...)
+	}
+	recs = append(recs,
+		record{Key: cgKey(keyCGTargetMetadata, g.id, nil)},
+		record{Key: cgKey(keyCGMetadata, g.id, nil)})
+	return recs
+}
+
+// describe fills one ConsumerGroupDescribe entry.
+func (g *cgroup) describe(names func([16]byte) string) kmsg.ConsumerGroupDescribeResponseGroup {
+	d := kmsg.NewConsumerGroupDescribeResponseGroup()
+	d.Group, d.State, d.Epoch, d.AssignmentEpoch = g.id, g.stateName(), g.epoch, g.assignmentEpoch
+	d.AssignorName = g.assignor
+	if d.AssignorName == "" {
+		d.AssignorName = "uniform"
+	}
+	d.AuthorizedOperations = -2147483648
+	toAssignment := func(a assignment) kmsg.Assignment {
+		var out kmsg.Assignment
+		for _, t := range sortedTopicIDs(a) {
+			out.TopicPartitions = append(out.TopicPartitions, kmsg.AssignmentTopicPartition{TopicID: t, Topic: names(t), Partitions: append([]int32(nil), a[t]...)})
+		}
+		return out
+	}
+	for _, m := range g.sortedMembers() {
+		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
+		dm.MemberID, dm.InstanceID, dm.RackID = m.id, m.instanceID, m.rackID
+		dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.epoch, m.clientID, m.clientHost
+		dm.SubscribedTopics = append([]string{}, m.subscribed...)
+		dm.Assignment = toAssignment(m.assigned)
+		dm.TargetAssignment = toAssignment(g.target[m.id])
+		dm.MemberType = 1 // consumer protocol
+		d.Members = append(d.Members, dm)
+	}
+	return d
+}
+
+// replay applies one stored KIP-848 record (load).
+func (g *cgroup) replay(version int16, member string, value []byte, now time.Time, c *Config) error {
+	if value == nil {
+		switch version {
+		case keyCGMember:
+			if m := g.members[member]; m != nil {
+				g.release(m, m.assigned)
+				g.release(m, m.pendingRevoke)
+				if m.instanceID != nil && g.static[*m.instanceID] == member {
+					delete(g.static, *m.instanceID)
+				}
+				delete(g.members, member)
+			}
+		case keyCGTargetMember:
+			delete(g.target, member)
+		}
+		return nil
+	}
+	d := &dec{b: value}
+	if d.i16() != 0 {
+		return nil // a newer value version: not ours to read
+	}
+	getMember := func() *cmember {
+		m := g.members[member]
+		if m == nil {
+			m = &cmember{id: member, assigned: assignment{}, pendingRevoke: assignment{}, rebalanceTimeout: 5 * time.Minute}
+			m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
+			g.members[member] = m
+		}
+		return m
+	}
+	switch version {
+	case keyCGMetadata:
+		g.epoch = d.i32()
+	case keyCGTargetMetadata:
+		g.assignmentEpoch = d.i32()
+	case keyCGMember:
+		m := getMember()
+		m.instanceID, m.rackID = d.cnstr(), d.cnstr()
+		m.clientID, m.clientHost = d.cstr(), d.cstr()
+		n := d.arrayLen()
+		m.subscribed = nil
+		for i := 0; i < n && d.err == nil; i++ {
+			m.subscribed = append(m.subscribed, d.cstr())
+		}
+		d.cnstr()
+		if ms := d.i32(); ms > 0 {
+			m.rebalanceTimeout = time.Duration(ms) * time.Millisecond
+		}
+		if a := d.cnstr(); a != nil {
+			m.assignor = *a
+		}
+		if m.instanceID != nil {
+			g.static[*m.instanceID] = m.id
+		}
+	case keyCGTargetMember:
+		g.target[member] = d.assignment()
+	case keyCGCurrent:
+		m := getMember()
+		g.release(m, m.assigned)
+		g.release(m, m.pendingRevoke)
+		m.epoch, m.prevEpoch = d.i32(), d.i32()
+		d.i8()
+		m.assigned, m.pendingRevoke = d.assignment(), d.assignment()
+		for _, tp := range m.assigned.list() {
+			g.owner[tp] = m.id
+		}
+		for _, tp := range m.pendingRevoke.list() {
+			g.owner[tp] = m.id
+		}
+		if len(m.pendingRevoke) > 0 {
+			m.revokeDeadline = now.Add(m.rebalanceTimeout)
+		}
+	}
+	return d.err
+}
