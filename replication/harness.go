@@ -96,31 +96,51 @@ type harnessConfig struct {
 	Groups int // groups per node, default 1
 	Timing raftTiming
 	// FSM returns node i's state machine for group g; nil = a counting FSM.
-	FSM    func(node, group int) raft.FSM
+	FSM func(node, group int) raft.FSM
+	// Stores returns node i's raft stores for group g; nil = in memory
+	// (lost on Restart). Called again at each Restart.
+	Stores func(node, group int) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error)
 	Logger *slog.Logger
 }
 
 // harness is a running in-process cluster.
 type harness struct {
-	net   *faultNet
-	nodes []*harnessNode
-	addrs []string
+	cfg     harnessConfig
+	net     *faultNet
+	nodes   []*harnessNode
+	addrs   []string
+	servers []raft.Server
 }
 
-// countFSM counts applied entries and keeps the last data; a minimal FSM
-// for transport tests.
+// countFSM counts applied entries and keeps the first maxCountData of
+// them; a minimal FSM for transport tests.
 type countFSM struct {
 	mu      sync.Mutex
 	applied int
-	last    []byte
+	data    []string
 }
+
+const maxCountData = 1000
 
 func (f *countFSM) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applied++
-	f.last = append(f.last[:0], l.Data...)
+	if len(f.data) < maxCountData {
+		f.data = append(f.data, string(l.Data))
+	}
 	return f.applied
+}
+
+func (f *countFSM) has(data string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range f.data {
+		if d == data {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *countFSM) count() int {
@@ -160,7 +180,7 @@ func newHarness(cfg harnessConfig) (*harness, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &harness{net: newFaultNet()}
+	h := &harness{cfg: cfg, net: newFaultNet()}
 	lns := make([]net.Listener, cfg.Nodes)
 	for i := range lns {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -175,37 +195,83 @@ func newHarness(cfg harnessConfig) (*harness, error) {
 	for i := range servers {
 		servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(strconv.Itoa(i)), Address: raft.ServerAddress(h.addrs[i])}
 	}
+	h.servers = servers
 	for i := 0; i < cfg.Nodes; i++ {
-		mux, err := NewMux(MuxConfig{Listener: lns[i], Dial: h.net.dialer(h.addrs[i]), Logger: cfg.Logger, RPCTimeout: 2 * time.Second, DialTimeout: time.Second})
-		if err != nil {
-			h.closeListeners(lns[i:])
+		h.nodes = append(h.nodes, &harnessNode{id: servers[i].ID})
+		if err := h.startNode(i, lns[i]); err != nil {
+			h.closeListeners(lns[i+1:])
 			h.Close()
 			return nil, err
-		}
-		n := &harnessNode{id: servers[i].ID, mux: mux}
-		h.nodes = append(h.nodes, n)
-		for g := 0; g < cfg.Groups; g++ {
-			var fsm raft.FSM = &countFSM{}
-			if cfg.FSM != nil {
-				fsm = cfg.FSM(i, g)
-			}
-			if err := h.startGroup(n, g, fsm, servers, cfg); err != nil {
-				h.Close()
-				return nil, err
-			}
 		}
 	}
 	return h, nil
 }
 
-func (h *harness) startGroup(n *harnessNode, g int, fsm raft.FSM, servers []raft.Server, cfg harnessConfig) error {
+// startNode starts node i's Mux on ln and every group on it.
+func (h *harness) startNode(i int, ln net.Listener) error {
+	mux, err := NewMux(MuxConfig{Listener: ln, Dial: h.net.dialer(h.addrs[i]), Logger: h.cfg.Logger, RPCTimeout: 2 * time.Second, DialTimeout: time.Second})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	n := h.nodes[i]
+	n.mux, n.rafts, n.fsms = mux, nil, nil
+	for g := 0; g < h.cfg.Groups; g++ {
+		var fsm raft.FSM = &countFSM{}
+		if h.cfg.FSM != nil {
+			fsm = h.cfg.FSM(i, g)
+		}
+		if err := h.startGroup(i, g, fsm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Restart stops node i (every group, then its Mux) and starts it again on
+// the same address, with fresh FSMs and the stores cfg.Stores reopens.
+func (h *harness) Restart(i int) error {
+	n := h.nodes[i]
+	for _, r := range n.rafts {
+		if err := r.Shutdown().Error(); err != nil {
+			return err
+		}
+	}
+	n.mux.Close()
+	var ln net.Listener
+	var err error
+	for try := 0; try < 50; try++ { // the port may linger for a moment
+		if ln, err = net.Listen("tcp", h.addrs[i]); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	return h.startNode(i, ln)
+}
+
+func (h *harness) startGroup(i, g int, fsm raft.FSM) error {
+	n := h.nodes[i]
 	trans, err := n.mux.Group("g" + strconv.Itoa(g))
 	if err != nil {
 		return err
 	}
-	conf := newRaftConfig(n.id, cfg.Timing, cfg.Logger)
-	logs, stable, snaps := raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore()
-	if err := raft.BootstrapCluster(conf, logs, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+	conf := newRaftConfig(n.id, h.cfg.Timing, h.cfg.Logger)
+	var logs raft.LogStore
+	var stable raft.StableStore
+	var snaps raft.SnapshotStore
+	if h.cfg.Stores != nil {
+		if logs, stable, snaps, err = h.cfg.Stores(i, g); err != nil {
+			return err
+		}
+	} else {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	}
+	err = raft.BootstrapCluster(conf, logs, stable, snaps, trans, raft.Configuration{Servers: h.servers})
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 		return err
 	}
 	r, err := raft.NewRaft(conf, fsm, logs, stable, snaps, trans)

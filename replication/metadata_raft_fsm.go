@@ -1,0 +1,225 @@
+package replication
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// metadataFSM is the metadata group's raft.FSM: image.Apply over raft
+// entries (doc.go, "Raft design"). An entry's data is a metadata record
+// body (version byte + JSON command, metadata_log.go), so the metadata log
+// file and the raft log carry the same bytes for a command.
+//
+// Raft calls Apply, Snapshot and Restore from its one FSM goroutine;
+// readers load the image through the atomic pointer. onApply runs on that
+// goroutine after each applied command, for the broker's local effects
+// (open or delete partition logs, start or stop groups); it must not call
+// back into raft and wait (it would deadlock the FSM goroutine).
+type metadataFSM struct {
+	img     atomic.Pointer[image]
+	logger  *slog.Logger
+	onApply func(index uint64, c Command, prev, next *image)
+}
+
+var _ raft.FSM = (*metadataFSM)(nil)
+
+func newMetadataFSM(logger *slog.Logger, onApply func(index uint64, c Command, prev, next *image)) *metadataFSM {
+	f := &metadataFSM{logger: logger, onApply: onApply}
+	f.img.Store(newImage())
+	return f
+}
+
+// Image is the current metadata.
+func (f *metadataFSM) Image() *image { return f.img.Load() }
+
+// fsmResult is what Apply returns through raft's ApplyFuture.Response.
+type fsmResult struct {
+	img *image
+	err error // wraps errRejected for a refused command
+}
+
+// encodeCommandEntry is the raft entry data of c.
+func encodeCommandEntry(c Command) ([]byte, error) {
+	rec, err := encodeMetadataRecord(c)
+	if err != nil {
+		return nil, err
+	}
+	return rec[metadataHeaderBytes:], nil
+}
+
+func decodeCommandEntry(data []byte) (Command, error) {
+	var c Command
+	if len(data) < 2 || data[0] != metadataRecordVersion {
+		return c, fmt.Errorf("%w: metadata entry of %d bytes, version %v", ErrTransportCodec, len(data), firstByte(data))
+	}
+	if err := json.Unmarshal(data[1:], &c); err != nil {
+		return c, fmt.Errorf("%w: metadata entry: %v", ErrTransportCodec, err)
+	}
+	return c, nil
+}
+
+func firstByte(b []byte) any {
+	if len(b) == 0 {
+		return "none"
+	}
+	return b[0]
+}
+
+// Apply applies one committed command. A command that does not decode or
+// that image.Apply rejects leaves the image as it was on every replica
+// (deterministically), and the error goes back to the proposer.
+func (f *metadataFSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	c, err := decodeCommandEntry(l.Data)
+	if err != nil {
+		f.logger.Error("metadata raft entry does not decode; skipped", "index", l.Index, "err", err)
+		return fsmResult{img: f.img.Load(), err: err}
+	}
+	prev := f.img.Load()
+	next, err := prev.Apply(c)
+	f.img.Store(next)
+	if err != nil {
+		return fsmResult{img: next, err: err}
+	}
+	if f.onApply != nil {
+		f.onApply(l.Index, c, prev, next)
+	}
+	return fsmResult{img: next}
+}
+
+// Snapshot captures the current image; it is immutable, so Persist can
+// encode it while Apply goes on.
+func (f *metadataFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return imageSnapshot{img: f.img.Load()}, nil
+}
+
+// Restore replaces the image with a snapshot's.
+func (f *metadataFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxImageSnapshotBytes+1))
+	if err != nil {
+		return fmt.Errorf("replication: read metadata snapshot: %w", err)
+	}
+	if len(b) > maxImageSnapshotBytes {
+		return fmt.Errorf("replication: metadata snapshot larger than %d bytes", maxImageSnapshotBytes)
+	}
+	img, err := decodeImage(b)
+	if err != nil {
+		return err
+	}
+	prev := f.img.Load()
+	f.img.Store(img)
+	if f.onApply != nil {
+		f.onApply(0, Command{}, prev, img)
+	}
+	return nil
+}
+
+// maxImageSnapshotBytes bounds a metadata snapshot (maxPartitionsPerBroker
+// partitions at ~100 bytes of JSON each, with room).
+const maxImageSnapshotBytes = 256 << 20
+
+// imageJSON is the snapshot encoding of an image. Field names are on disk
+// and on the wire (InstallSnapshot): keep them.
+type imageJSON struct {
+	Version        int           `json:"v"`
+	Topics         []*TopicInfo  `json:"topics"`
+	Brokers        []BrokerInfo  `json:"brokers"`
+	Pending        []pendingJSON `json:"pending"`
+	NextProducerID int64         `json:"nextProducerId"`
+	Applied        int64         `json:"applied"`
+}
+
+type pendingJSON struct {
+	ID         [16]byte `json:"id"`
+	Name       string   `json:"name"`
+	Partitions int32    `json:"partitions"`
+}
+
+const imageSnapshotVersion = 1
+
+// encodeImage is deterministic (sorted), so equal images encode equally.
+func encodeImage(im *image) ([]byte, error) {
+	j := imageJSON{Version: imageSnapshotVersion, NextProducerID: im.nextProducerID, Applied: im.applied}
+	for _, n := range im.names {
+		j.Topics = append(j.Topics, im.topics[n])
+	}
+	for _, b := range im.brokers {
+		j.Brokers = append(j.Brokers, b)
+	}
+	sort.Slice(j.Brokers, func(a, b int) bool { return j.Brokers[a].NodeID < j.Brokers[b].NodeID })
+	for id, p := range im.pending {
+		j.Pending = append(j.Pending, pendingJSON{ID: id, Name: p.Name, Partitions: p.Partitions})
+	}
+	sort.Slice(j.Pending, func(a, b int) bool { return j.Pending[a].Name < j.Pending[b].Name })
+	return json.Marshal(j)
+}
+
+var errBadSnapshot = errors.New("replication: bad metadata snapshot")
+
+func decodeImage(b []byte) (*image, error) {
+	var j imageJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadSnapshot, err)
+	}
+	if j.Version != imageSnapshotVersion {
+		return nil, fmt.Errorf("%w: version %d", errBadSnapshot, j.Version)
+	}
+	im := newImage()
+	im.nextProducerID, im.applied = j.NextProducerID, j.Applied
+	var bad error
+	im.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		for _, t := range j.Topics {
+			if t == nil || t.Name == "" || topics[t.Name] != nil || byID[t.ID] != nil || t.ID == ([16]byte{}) {
+				bad = fmt.Errorf("%w: duplicate, unnamed or zero-id topic", errBadSnapshot)
+				return
+			}
+			for i, p := range t.Partitions {
+				if p.Partition != int32(i) || len(p.Replicas) == 0 {
+					bad = fmt.Errorf("%w: topic %s: partition %d misnumbered or without replicas", errBadSnapshot, t.Name, i)
+					return
+				}
+			}
+			if t.Configs == nil {
+				t.Configs = map[string]string{}
+			}
+			topics[t.Name], byID[t.ID] = t, t
+		}
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	for _, br := range j.Brokers {
+		im.brokers[br.NodeID] = br
+	}
+	for _, p := range j.Pending {
+		im.pending[p.ID] = pendingDelete{Name: p.Name, Partitions: p.Partitions}
+	}
+	return im, nil
+}
+
+// imageSnapshot is an FSMSnapshot of one immutable image.
+type imageSnapshot struct{ img *image }
+
+func (s imageSnapshot) Persist(sink raft.SnapshotSink) error {
+	b, err := encodeImage(s.img)
+	if err == nil {
+		_, err = sink.Write(b)
+	}
+	if err != nil {
+		sink.Cancel()
+		return fmt.Errorf("replication: persist metadata snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (imageSnapshot) Release() {}

@@ -1,0 +1,473 @@
+package replication
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/segment"
+)
+
+// Raft's own storage for the metadata group (doc.go, "Raft design"):
+// raftLogFile is a raft.LogStore and raftStableFile a raft.StableStore,
+// both over segment.FS so crash tests can run them on a MemFS.
+// raft-boltdb is not an allowed dependency, and the metadata log is small
+// (commands are rare and snapshots compact it), so a flat file of framed
+// entries, held in memory too, is enough.
+//
+// raft log file (metadata-raft.log), records as in metadata.log:
+//
+//	+------------+------------+----------------------------------------+
+//	| length u32 | crc32c u32 | entry: index, term, type, data, ext,   |
+//	|            |            | appendedAt (transport_codec.go layout) |
+//	+------------+------------+----------------------------------------+
+//
+// Entries are consecutive by index. A torn or corrupt tail is truncated at
+// open (an entry not fsync'd was never acknowledged to the leader). A
+// suffix delete (raft's conflict rule) truncates the file; a prefix delete
+// (after a snapshot) rewrites it (tmp, fsync, rename, dir fsync).
+//
+// stable file (metadata-raft.state): one record as above whose body is a
+// JSON object of raft's keys, replaced atomically on every Set.
+
+const (
+	raftLogFileName    = "metadata-raft.log"
+	raftStableFileName = "metadata-raft.state"
+	// maxRaftLogEntries bounds the entries held; raft compacts long
+	// before (SnapshotThreshold + TrailingLogs).
+	maxRaftLogEntries = 1 << 20
+)
+
+// errStableNotFound must read "not found": hashicorp/raft compares the
+// text (raft.go, "not found") to tell a fresh store from a broken one.
+var errStableNotFound = errors.New("not found")
+
+// raftLogFile is a raft.LogStore in one file. Safe for concurrent use:
+// raft reads (GetLog) from its replication goroutines while its main
+// goroutine writes.
+type raftLogFile struct {
+	fsys segment.FS
+	dir  string
+	path string
+
+	mu      sync.RWMutex
+	f       segment.File // protected by mu
+	entries []*raft.Log  // protected by mu; entries[i].Index == entries[0].Index+i
+	pos     []int64      // protected by mu; file position of each entry's record
+	size    int64        // protected by mu; bytes of whole records
+	werr    error        // protected by mu; sticky write error
+}
+
+var _ raft.LogStore = (*raftLogFile)(nil)
+
+func openRaftLogFile(fsys segment.FS, dir string, logger *slog.Logger) (*raftLogFile, error) {
+	path := filepath.Join(dir, raftLogFileName)
+	f, err := openOrCreate(fsys, dir, path)
+	if err != nil {
+		return nil, err
+	}
+	l := &raftLogFile{fsys: fsys, dir: dir, path: path, f: f}
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: size of %s: %v", ErrMetadataStorage, path, err)
+	}
+	bodies, positions, good, why := readFramedRecords(f, size)
+	for i, body := range bodies {
+		d := &dec{b: body}
+		e := decodeLog(d)
+		if err := d.done(); err != nil {
+			good, why = positions[i], "undecodable entry: "+err.Error()
+			break
+		}
+		if n := len(l.entries); n > 0 && e.Index != l.entries[n-1].Index+1 {
+			good, why = positions[i], fmt.Sprintf("entry %d after %d", e.Index, l.entries[n-1].Index)
+			break
+		}
+		l.entries = append(l.entries, e)
+		l.pos = append(l.pos, positions[i])
+	}
+	if good < size {
+		logger.Warn("metadata raft log: truncating torn or corrupt tail", "path", path,
+			"position", good, "dropped_bytes", size-good, "reason", why)
+		if err := f.Truncate(good); err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, path, err)
+		}
+	}
+	l.size = good
+	return l, nil
+}
+
+func openOrCreate(fsys segment.FS, dir, path string) (segment.File, error) {
+	f, err := fsys.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = fsys.Create(path)
+		if err == nil {
+			if err = fsys.SyncDir(dir); err != nil {
+				f.Close()
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, path, err)
+	}
+	return f, nil
+}
+
+// readFramedRecords reads length+CRC framed records (metadata_log.go's
+// framing without its version byte) and returns their bodies, where each
+// starts, the length of the valid prefix and why the rest was rejected.
+func readFramedRecords(f segment.File, size int64) (bodies [][]byte, positions []int64, good int64, why string) {
+	var hdr [metadataHeaderBytes]byte
+	for good < size {
+		if size-good < metadataHeaderBytes {
+			return bodies, positions, good, "partial header"
+		}
+		if _, err := f.ReadAt(hdr[:], good); err != nil {
+			return bodies, positions, good, "read header: " + err.Error()
+		}
+		n := int64(binary.BigEndian.Uint32(hdr[0:4]))
+		if n < 1 || n > maxMetadataRecordBytes {
+			return bodies, positions, good, fmt.Sprintf("record length %d out of range", n)
+		}
+		if size-good-metadataHeaderBytes < n {
+			return bodies, positions, good, fmt.Sprintf("record of %d bytes runs past the end", n)
+		}
+		body := make([]byte, n)
+		if _, err := f.ReadAt(body, good+metadataHeaderBytes); err != nil {
+			return bodies, positions, good, "read record: " + err.Error()
+		}
+		if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(hdr[4:8]) {
+			return bodies, positions, good, "crc mismatch"
+		}
+		if len(bodies) >= maxRaftLogEntries {
+			return bodies, positions, good, "too many records"
+		}
+		bodies = append(bodies, body)
+		positions = append(positions, good)
+		good += metadataHeaderBytes + n
+	}
+	return bodies, positions, good, ""
+}
+
+// frameRecord appends one framed record holding body to b.
+func frameRecord(b, body []byte) ([]byte, error) {
+	if len(body) == 0 || len(body) > maxMetadataRecordBytes {
+		return b, fmt.Errorf("replication: raft record of %d bytes (1..%d)", len(body), maxMetadataRecordBytes)
+	}
+	var hdr [metadataHeaderBytes]byte
+	binary.BigEndian.PutUint32(hdr[0:4], uint32(len(body)))
+	binary.BigEndian.PutUint32(hdr[4:8], crc32.Checksum(body, crcTable))
+	b = append(b, hdr[:]...)
+	return append(b, body...), nil
+}
+
+func (l *raftLogFile) FirstIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.entries) == 0 {
+		return 0, nil
+	}
+	return l.entries[0].Index, nil
+}
+
+func (l *raftLogFile) LastIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.entries) == 0 {
+		return 0, nil
+	}
+	return l.entries[len(l.entries)-1].Index, nil
+}
+
+func (l *raftLogFile) GetLog(index uint64, out *raft.Log) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.entries) == 0 || index < l.entries[0].Index || index > l.entries[len(l.entries)-1].Index {
+		return raft.ErrLogNotFound
+	}
+	*out = *l.entries[index-l.entries[0].Index]
+	return nil
+}
+
+func (l *raftLogFile) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
+
+// StoreLogs appends entries with one write and one fsync. Raft only
+// appends after the last entry (it deletes a conflicting suffix first);
+// anything else is refused.
+func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.werr != nil {
+		return l.werr
+	}
+	next := logs[0].Index
+	if n := len(l.entries); n > 0 {
+		next = l.entries[n-1].Index + 1
+	}
+	if len(l.entries)+len(logs) > maxRaftLogEntries {
+		return fmt.Errorf("%w: more than %d raft entries held", ErrMetadataStorage, maxRaftLogEntries)
+	}
+	var buf []byte
+	pos := make([]int64, 0, len(logs))
+	for i, e := range logs {
+		if e.Index != next+uint64(i) {
+			return fmt.Errorf("%w: raft entry %d stored where %d belongs", ErrMetadataStorage, e.Index, next+uint64(i))
+		}
+		en := &enc{}
+		encodeLog(en, e)
+		pos = append(pos, l.size+int64(len(buf)))
+		var err error
+		if buf, err = frameRecord(buf, en.b); err != nil {
+			return err
+		}
+	}
+	if _, err := l.f.WriteAt(buf, l.size); err != nil {
+		l.werr = fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, l.path, err)
+		return l.werr
+	}
+	if err := l.f.Sync(); err != nil {
+		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrMetadataStorage, l.path, err)
+		return l.werr
+	}
+	l.size += int64(len(buf))
+	for _, e := range logs {
+		c := *e
+		c.Data = append([]byte(nil), e.Data...)
+		c.Extensions = append([]byte(nil), e.Extensions...)
+		l.entries = append(l.entries, &c)
+	}
+	l.pos = append(l.pos, pos...)
+	return nil
+}
+
+// DeleteRange removes entries min..max inclusive: a suffix (conflict) or
+// a prefix (compaction after a snapshot), never a middle.
+func (l *raftLogFile) DeleteRange(min, max uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.werr != nil {
+		return l.werr
+	}
+	n := len(l.entries)
+	if n == 0 || min > max {
+		return nil
+	}
+	first, last := l.entries[0].Index, l.entries[n-1].Index
+	if max < first || min > last {
+		return nil
+	}
+	if min < first {
+		min = first
+	}
+	if max > last {
+		max = last
+	}
+	switch {
+	case max == last: // suffix (possibly everything)
+		cut := l.pos[min-first]
+		err := l.f.Truncate(cut)
+		if err == nil {
+			err = l.f.Sync()
+		}
+		if err != nil {
+			l.werr = fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, l.path, err)
+			return l.werr
+		}
+		l.entries, l.pos, l.size = l.entries[:min-first], l.pos[:min-first], cut
+		return nil
+	case min == first: // prefix: rewrite what is left
+		return l.rewriteLocked(l.entries[max-first+1:])
+	}
+	return fmt.Errorf("%w: cannot delete raft entries %d..%d from the middle of %d..%d", ErrMetadataStorage, min, max, first, last)
+}
+
+// rewriteLocked replaces the file with keep (tmp, fsync, rename, dir fsync).
+func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
+	var buf []byte
+	pos := make([]int64, 0, len(keep))
+	for _, e := range keep {
+		en := &enc{}
+		encodeLog(en, e)
+		pos = append(pos, int64(len(buf)))
+		var err error
+		if buf, err = frameRecord(buf, en.b); err != nil {
+			return err
+		}
+	}
+	tmp := l.path + ".tmp"
+	f, err := l.fsys.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("%w: create %s: %v", ErrMetadataStorage, tmp, err)
+	}
+	_, err = f.WriteAt(buf, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, tmp, err)
+	}
+	if err := l.fsys.Rename(tmp, l.path); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, tmp, err)
+	}
+	if err := syncDir(l.fsys, l.dir); err != nil {
+		// The rename may or may not survive a crash; both files are valid
+		// logs, so only further writes must stop.
+		f.Close()
+		l.werr = err
+		return err
+	}
+	l.f.Close()
+	l.f = f
+	l.entries = append([]*raft.Log(nil), keep...)
+	l.pos, l.size = pos, int64(len(buf))
+	return nil
+}
+
+func (l *raftLogFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	if l.werr == nil {
+		l.werr = fmt.Errorf("%w: closed", ErrMetadataStorage)
+	}
+	return err
+}
+
+// raftStableFile is a raft.StableStore: a handful of keys (current term,
+// last vote), rewritten atomically on every Set. Safe for concurrent use.
+type raftStableFile struct {
+	fsys segment.FS
+	dir  string
+	path string
+
+	mu   sync.Mutex
+	kv   map[string][]byte // protected by mu
+	werr error             // protected by mu
+}
+
+var _ raft.StableStore = (*raftStableFile)(nil)
+
+// maxStableKeys bounds the store; raft uses three keys.
+const maxStableKeys = 64
+
+func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
+	s := &raftStableFile{fsys: fsys, dir: dir, path: filepath.Join(dir, raftStableFileName), kv: map[string][]byte{}}
+	f, err := fsys.Open(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, s.path, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("%w: size of %s: %v", ErrMetadataStorage, s.path, err)
+	}
+	bodies, _, good, why := readFramedRecords(f, size)
+	// The file is only ever replaced whole, by rename after fsync: a bad
+	// record is corruption, not a torn write, and raft must not start with
+	// a forgotten vote (it could vote twice in one term).
+	if good != size || len(bodies) != 1 {
+		return nil, fmt.Errorf("%w: %s is corrupt (%d records, %s)", ErrMetadataStorage, s.path, len(bodies), why)
+	}
+	if err := json.Unmarshal(bodies[0], &s.kv); err != nil || len(s.kv) > maxStableKeys {
+		return nil, fmt.Errorf("%w: %s does not decode: %v", ErrMetadataStorage, s.path, err)
+	}
+	return s, nil
+}
+
+func (s *raftStableFile) Set(key []byte, val []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.werr != nil {
+		return s.werr
+	}
+	if _, ok := s.kv[string(key)]; !ok && len(s.kv) >= maxStableKeys {
+		return fmt.Errorf("%w: more than %d stable keys", ErrMetadataStorage, maxStableKeys)
+	}
+	next := make(map[string][]byte, len(s.kv)+1)
+	for k, v := range s.kv {
+		next[k] = v
+	}
+	next[string(key)] = append([]byte(nil), val...)
+	body, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("replication: encode raft state: %w", err)
+	}
+	rec, err := frameRecord(nil, body)
+	if err != nil {
+		return err
+	}
+	tmp := s.path + ".tmp"
+	f, err := s.fsys.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("%w: create %s: %v", ErrMetadataStorage, tmp, err)
+	}
+	_, err = f.WriteAt(rec, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, tmp, err)
+	}
+	if err := s.fsys.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, tmp, err)
+	}
+	if err := syncDir(s.fsys, s.dir); err != nil {
+		s.werr = err // the vote may not be durable: stop voting
+		return err
+	}
+	s.kv = next
+	return nil
+}
+
+func (s *raftStableFile) Get(key []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.kv[string(key)]
+	if !ok {
+		return nil, errStableNotFound
+	}
+	return append([]byte(nil), v...), nil
+}
+
+func (s *raftStableFile) SetUint64(key []byte, val uint64) error {
+	return s.Set(key, binary.BigEndian.AppendUint64(nil, val))
+}
+
+func (s *raftStableFile) GetUint64(key []byte) (uint64, error) {
+	v, err := s.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: stable key %q holds %d bytes, not a uint64", ErrMetadataStorage, key, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

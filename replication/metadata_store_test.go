@@ -1,0 +1,171 @@
+package replication
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/segment"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// memDir returns a MemFS with a durable directory "d".
+func memDir(t *testing.T) *segment.MemFS {
+	t.Helper()
+	fsys := segment.NewMemFS()
+	if err := fsys.MkdirAll("d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	return fsys
+}
+
+func entries(from, to uint64, term uint64) []*raft.Log {
+	var out []*raft.Log
+	for i := from; i <= to; i++ {
+		out = append(out, &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: []byte("cmd-" + strconv.FormatUint(i, 10))})
+	}
+	return out
+}
+
+func checkRange(t *testing.T, l *raftLogFile, first, last uint64) {
+	t.Helper()
+	f, _ := l.FirstIndex()
+	la, _ := l.LastIndex()
+	if f != first || la != last {
+		t.Fatalf("range %d..%d, want %d..%d", f, la, first, last)
+	}
+	for i := first; i <= last && last != 0; i++ {
+		var e raft.Log
+		if err := l.GetLog(i, &e); err != nil || e.Index != i {
+			t.Fatalf("entry %d: %+v %v", i, e, err)
+		}
+	}
+}
+
+func TestRaftLogFileAppendTruncateCompactReopen(t *testing.T) {
+	fsys := memDir(t)
+	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, l, 0, 0)
+	if err := l.StoreLogs(entries(1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// Raft's conflict rule: a suffix goes, a new term's entries replace it.
+	if err := l.DeleteRange(8, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StoreLogs(entries(8, 12, 2)); err != nil {
+		t.Fatal(err)
+	}
+	// Compaction after a snapshot.
+	if err := l.DeleteRange(1, 5); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, l, 6, 12)
+	if err := l.StoreLogs(entries(20, 21, 2)); err == nil {
+		t.Fatal("a gap was accepted")
+	}
+	if err := l.DeleteRange(8, 9); err == nil {
+		t.Fatal("a middle range was deleted")
+	}
+	l.Close()
+
+	fsys.ResetToSyncedState() // a crash: everything acknowledged survives
+	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, l, 6, 12)
+	var e raft.Log
+	l.GetLog(8, &e)
+	if e.Term != 2 || string(e.Data) != "cmd-8" {
+		t.Fatalf("entry 8 after reopen: %+v", e)
+	}
+	l.Close()
+}
+
+func TestRaftLogFileTornTailIsCut(t *testing.T) {
+	fsys := memDir(t)
+	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StoreLogs(entries(1, 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	size := l.size
+	l.Close()
+	f, _ := fsys.Open("d/" + raftLogFileName)
+	f.WriteAt([]byte{0, 0, 0, 50, 1, 2, 3, 4, 9, 9}, size) // a record cut short
+	f.Sync()
+	f.Close()
+	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, l, 1, 3)
+	if err := l.StoreLogs(entries(4, 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
+
+func TestRaftLogFileFailedSyncSticks(t *testing.T) {
+	fsys := memDir(t)
+	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.FailNext(segment.OpSync)
+	if err := l.StoreLogs(entries(1, 1, 1)); !errors.Is(err, ErrMetadataStorage) {
+		t.Fatalf("got %v", err)
+	}
+	if err := l.StoreLogs(entries(1, 1, 1)); !errors.Is(err, ErrMetadataStorage) {
+		t.Fatalf("write after a failed fsync: %v", err)
+	}
+}
+
+func TestRaftStableFile(t *testing.T) {
+	fsys := memDir(t)
+	s, err := openRaftStableFile(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// hashicorp/raft tells a fresh store by this exact text.
+	if _, err := s.GetUint64([]byte("CurrentTerm")); err == nil || err.Error() != "not found" {
+		t.Fatalf("fresh store: %v", err)
+	}
+	if err := s.SetUint64([]byte("CurrentTerm"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set([]byte("LastVoteCand"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	fsys.ResetToSyncedState()
+	s, err = openRaftStableFile(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.GetUint64([]byte("CurrentTerm")); err != nil || v != 7 {
+		t.Fatalf("term %d %v", v, err)
+	}
+	if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != "2" {
+		t.Fatalf("vote %q %v", v, err)
+	}
+	f, _ := fsys.Open("d/" + raftStableFileName)
+	f.WriteAt([]byte{0xff}, 9)
+	f.Sync()
+	f.Close()
+	if _, err := openRaftStableFile(fsys, "d"); !errors.Is(err, ErrMetadataStorage) {
+		t.Fatalf("corrupt state file opened: %v", err)
+	}
+}
