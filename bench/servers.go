@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"runtime/pprof"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -21,8 +23,20 @@ func nullServerMain(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := flag.NewFlagSet("bench null-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "`host:port` to listen on")
+	profile := fs.String("cpuprofile", "", "write a CPU profile to `file` (until the server stops)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("%w: %v", ErrRun, err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	b, err := NewNullBroker(*listen, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
