@@ -483,7 +483,10 @@ func (g *cgroup) commitCheck(version int16, epoch int32, memberID string) int16 
 	if m == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	if epoch != m.epoch {
+	// The previous epoch is accepted too: a member commits what it is
+	// revoking before it acknowledges the revocation (Kafka 4.3 relaxed
+	// the check the same way).
+	if epoch != m.epoch && epoch != m.prevEpoch {
 		if version >= 9 {
 			return kerr.StaleMemberEpoch.Code
 		}

@@ -64,6 +64,7 @@ type pending struct {
 	key  int16
 	// respFlexible selects the v1 response header (tagged fields).
 	respFlexible bool
+	clientID     *string       // the header's client ID, for the group handlers
 	done         chan struct{} // closed when resp/err are set
 	resp         kmsg.Response // nil: nothing to send (acks=0)
 	err          error         // non-nil: close the connection at this point
@@ -351,6 +352,7 @@ func (c *conn) dispatchFrame(frame []byte) bool {
 		corr:         h.corr,
 		key:          h.key,
 		respFlexible: supported && kreq.IsFlexible() && h.key != 18,
+		clientID:     h.clientID,
 		done:         make(chan struct{}),
 	}
 	wait := c.barrierWait(p, isBarrier(kreq))
@@ -419,7 +421,11 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 			p.resp, p.err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 		}
 	}()
-	p.resp, p.err = c.s.handle(c.ctx, kreq)
+	hctx := c.ctx
+	if p.key == 11 || p.key == 68 { // JoinGroup, ConsumerGroupHeartbeat record the member's client
+		hctx = withClient(hctx, p.clientID, c.nc.RemoteAddr())
+	}
+	p.resp, p.err = c.s.handle(hctx, kreq)
 	switch {
 	case p.err == nil:
 	case c.ctx.Err() != nil:

@@ -49,11 +49,11 @@ func TestUnknownKeyCloses(t *testing.T) {
 	rc.expectClosed()
 }
 
-// A key kmsg knows but we do not serve (OffsetCommit) closes too.
+// A key kmsg knows but we do not serve (DescribeAcls) closes too.
 func TestUnservedKeyCloses(t *testing.T) {
 	_, addr := startServer(t, Config{}, nil)
 	rc := dialRaw(t, addr)
-	req := kmsg.NewPtrOffsetCommitRequest()
+	req := kmsg.NewPtrDescribeACLsRequest()
 	req.Version = 2
 	rc.send(req)
 	rc.expectClosed()

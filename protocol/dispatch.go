@@ -33,6 +33,32 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleCreatePartitions(ctx, req)
 	case *kmsg.DescribeClusterRequest:
 		return s.handleDescribeCluster(ctx, req)
+	case *kmsg.OffsetCommitRequest:
+		return s.handleOffsetCommit(ctx, req)
+	case *kmsg.OffsetFetchRequest:
+		return s.handleOffsetFetch(ctx, req)
+	case *kmsg.FindCoordinatorRequest:
+		return s.handleFindCoordinator(ctx, req)
+	case *kmsg.JoinGroupRequest:
+		return s.handleJoinGroup(ctx, req)
+	case *kmsg.HeartbeatRequest:
+		return s.handleHeartbeat(ctx, req)
+	case *kmsg.LeaveGroupRequest:
+		return s.handleLeaveGroup(ctx, req)
+	case *kmsg.SyncGroupRequest:
+		return s.handleSyncGroup(ctx, req)
+	case *kmsg.DescribeGroupsRequest:
+		return s.handleDescribeGroups(ctx, req)
+	case *kmsg.ListGroupsRequest:
+		return s.handleListGroups(ctx, req)
+	case *kmsg.DeleteGroupsRequest:
+		return s.handleDeleteGroups(ctx, req)
+	case *kmsg.OffsetDeleteRequest:
+		return s.handleOffsetDelete(ctx, req)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return s.handleConsumerGroupHeartbeat(ctx, req)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return s.handleConsumerGroupDescribe(ctx, req)
 	default:
 		// A key registered without a case here: the coverage test catches it.
 		return nil, fmt.Errorf("%w: %s has no handler", ErrUnknownKey, kmsg.NameForKey(kreq.Key()))
@@ -47,7 +73,14 @@ func isBarrier(kreq kmsg.Request) bool {
 		*kmsg.CreateTopicsRequest,
 		*kmsg.DeleteTopicsRequest,
 		*kmsg.CreatePartitionsRequest,
-		*kmsg.InitProducerIDRequest:
+		*kmsg.InitProducerIDRequest,
+		*kmsg.OffsetCommitRequest,
+		*kmsg.JoinGroupRequest,
+		*kmsg.SyncGroupRequest,
+		*kmsg.LeaveGroupRequest,
+		*kmsg.DeleteGroupsRequest,
+		*kmsg.OffsetDeleteRequest,
+		*kmsg.ConsumerGroupHeartbeatRequest:
 		return true
 	}
 	return false

@@ -6,7 +6,11 @@
 // handler registers its version range in an init() next to the handler with
 // regKey, so the ApiVersions answer is built from the handlers that exist and
 // cannot claim a version nobody serves. Storage and cluster state live in
-// replication.Broker and log.Partition; this package only translates.
+// replication.Broker and log.Partition, group state in groupcoord (the
+// group handlers 08-16, 42, 47, 68, 69 are one-line calls into it; the
+// server owns one groupcoord.Coordinator and closes it first on Close, so
+// requests parked in a rebalance are answered at once); this package only
+// translates.
 //
 // # Framing
 //
@@ -42,7 +46,9 @@
 // Config.ConnectionsMaxIdle is closed.
 //
 // Ordering between handlers on one connection: requests that change state
-// (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId)
+// (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId,
+// and the group writes: OffsetCommit, JoinGroup, SyncGroup, LeaveGroup,
+// DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat)
 // are barriers. Every request starts only once the last barrier before it
 // has finished, so it sees that change, and barriers therefore run one
 // after another in request order: an idempotent producer's pipelined

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -33,6 +34,9 @@ type Config struct {
 	// ConnectionsMaxIdle closes a connection that sends no request for
 	// this long (connections.max.idle.ms; default 10 minutes).
 	ConnectionsMaxIdle time.Duration
+	// Groups configures the group coordinator (offsets.topic.*, group.*
+	// settings); zero values take Kafka's defaults.
+	Groups groupcoord.Config
 }
 
 // Server serves the Kafka protocol for one broker.
@@ -56,6 +60,8 @@ type Server struct {
 	wg sync.WaitGroup // connection goroutines (reader, writer, handlers)
 
 	sessions fetchSessions // incremental fetch sessions (fetch_session.go)
+
+	groups *groupcoord.Coordinator // consumer groups and offsets (08-16, 42, 47, 68, 69)
 
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
@@ -81,10 +87,14 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	if cfg.ConnectionsMaxIdle <= 0 {
 		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
 	}
+	if cfg.Groups.Logger == nil {
+		cfg.Groups.Logger = cfg.Logger.With("component", "groupcoord")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		cfg:       cfg,
 		broker:    b,
+		groups:    groupcoord.New(cfg.Groups, b),
 		log:       cfg.Logger.With("component", "protocol"),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -191,6 +201,9 @@ func (s *Server) Close() error {
 	for _, c := range conns {
 		c.stopReading()
 	}
+	// Group requests parked in a rebalance are answered NOT_COORDINATOR
+	// now rather than holding the grace period.
+	s.groups.Close()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

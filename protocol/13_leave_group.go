@@ -1,0 +1,20 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// LeaveGroup: v0-5
+//
+// Behaviour: removes members (one in v0-2; a batch by member or instance
+// ID from v3, KIP-345) and rebalances the rest.
+//
+// Version notes: v1: throttle; v2: no change; v3: batched members with
+// per-member errors; v4: flexible; v5: reason.
+func init() { regKey(13, 0, 5) }
+
+func (s *Server) handleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
+	return s.groups.LeaveGroup(ctx, req)
+}

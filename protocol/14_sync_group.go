@@ -1,0 +1,21 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SyncGroup: v0-5
+//
+// Behaviour: the leader's assignment is stored (a group metadata record in
+// __consumer_offsets) and handed to every member; followers wait for it.
+//
+// Version notes: v1: throttle; v2: no change; v3: group.instance.id;
+// v4: flexible; v5: protocol type and name, checked against the group's
+// (INCONSISTENT_GROUP_PROTOCOL).
+func init() { regKey(14, 0, 5) }
+
+func (s *Server) handleSyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
+	return s.groups.SyncGroup(ctx, req)
+}

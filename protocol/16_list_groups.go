@@ -1,0 +1,21 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListGroups: v0-5
+//
+// Behaviour: the groups this broker coordinates (loading its partitions of
+// __consumer_offsets if needed).
+//
+// Version notes: v1: throttle; v2: no change; v3: flexible; v4: state
+// filter (case-insensitive); v5: type filter (KIP-848; every group here is
+// "classic").
+func init() { regKey(16, 0, 5) }
+
+func (s *Server) handleListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+	return s.groups.ListGroups(ctx, req)
+}

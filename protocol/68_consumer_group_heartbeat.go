@@ -1,0 +1,24 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConsumerGroupHeartbeat: v0-1 (KIP-848)
+//
+// Behaviour: the next-generation consumer group protocol
+// (groupcoord/consumer.go): members heartbeat their subscription and owned
+// partitions; the coordinator computes the assignment with a server-side
+// assignor ("uniform", the default, or "range") and hands each member its
+// partitions once their previous owners revoked them.
+//
+// Version notes: v1: the client chooses its member ID; regex
+// subscriptions (SubscribedTopicRegex) are answered INVALID_REQUEST.
+func init() { regKey(68, 0, 1) }
+
+func (s *Server) handleConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+	ci := clientFrom(ctx)
+	return s.groups.ConsumerGroupHeartbeat(ctx, req, ci.id, ci.host)
+}
