@@ -91,7 +91,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	}
 	cleanerOpts.Logs = logs
 	cleaner := retention.NewCleaner(cleanerOpts)
-	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups}, broker)
+	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger}, broker)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),
