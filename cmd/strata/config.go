@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/retention"
 )
 
@@ -50,6 +51,8 @@ type Config struct {
 	// name: the topic-default synonyms retention understands, and the rest
 	// for DescribeConfigs.
 	BrokerProps map[string]string
+	// Groups configures the group coordinator (group_config.go).
+	Groups groupcoord.Config
 	// Warnings are logged once the logger exists (ignored settings).
 	Warnings []string
 }
@@ -85,13 +88,14 @@ var ignoredSettings = map[string]bool{
 	"process.roles": true, "controller.quorum.voters": true, "controller.quorum.bootstrap.servers": true,
 	"controller.listener.names": true, "inter.broker.listener.name": true, "listener.security.protocol.map": true,
 	"num.network.threads": true, "num.io.threads": true, "socket.send.buffer.bytes": true, "socket.receive.buffer.bytes": true,
-	"num.recovery.threads.per.data.dir": true, "offsets.topic.replication.factor": true,
+	"num.recovery.threads.per.data.dir":        true,
 	"transaction.state.log.replication.factor": true, "transaction.state.log.min.isr": true,
 	"share.coordinator.state.topic.replication.factor": true, "share.coordinator.state.topic.min.isr": true,
-	"group.initial.rebalance.delay.ms": true,
+	"log.retention.check.interval.ms": true, "log.cleaner.enable": true,
 }
 
 var settingByName = func() map[string]*setting {
+	settings = append(settings, groupSettings...)
 	m := map[string]*setting{}
 	for i := range settings {
 		m[settings[i].name] = &settings[i]
@@ -100,7 +104,7 @@ var settingByName = func() map[string]*setting {
 }()
 
 func knownSetting(name string) bool {
-	return settingByName[name] != nil || retention.IsBrokerSetting(name) || retention.IsCleanerSetting(name) || ignoredSettings[name]
+	return settingByName[name] != nil || retention.IsBrokerSetting(name) || ignoredSettings[name]
 }
 
 // rawValue is a setting's value and where it came from.
@@ -305,6 +309,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	cfg.Rack = merged["broker.rack"].value
+	if err := parseGroupSettings(merged, cfg); err != nil {
+		return nil, err
+	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(merged["log.level"].value)); err != nil {
 		return nil, bad("log.level", "expected debug, info, warn or error")
 	}

@@ -47,6 +47,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return serveCommand(ctx, stop, args[1:], environ, stdout, stderr)
 	case "debug":
 		return debugCommand(args[1:], stdout, stderr)
+	case "group":
+		return groupCommand(args[1:], environ, stdout, stderr)
 	case "bench":
 		return benchCommand(args[1:], environ, stdout, stderr)
 	}
@@ -62,6 +64,8 @@ Commands:
   serve                      run a broker (strata serve --help for settings)
   version                    print the version
   debug dump-segment FILE    print the record batch headers of a segment .log file
+  group list|describe|reset-offsets
+                             consumer groups: list, lag per partition, replay by offset reset (strata group help)
   bench produce|consume|e2e|workload|compare
                              load tool for any Kafka-compatible broker (strata bench help)
 

@@ -1,0 +1,31 @@
+"""A python3-confluent-kafka (librdkafka) group consumer: subscribes to a
+topic in a consumer group, reads until it has `want` records (or the
+deadline), commits synchronously and leaves. Prints 'consumed N'."""
+import sys, time
+from confluent_kafka import Consumer, KafkaError
+
+bootstrap, topic, group, want = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+idle = float(sys.argv[5]) if len(sys.argv) > 5 else 0
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+              "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+              "heartbeat.interval.ms": 200})
+c.subscribe([topic])
+n = 0
+deadline = time.time() + 30
+last = time.time()
+while time.time() < deadline and n < want:
+    m = c.poll(0.2)
+    if m is None:
+        if idle and n >= 0 and time.time() - last > idle:
+            break
+        continue
+    if m.error():
+        if m.error().code() == KafkaError._PARTITION_EOF:
+            continue
+        raise Exception(m.error())
+    n += 1
+    last = time.time()
+if n:
+    c.commit(asynchronous=False)
+c.close()
+print("consumed %d" % n)
