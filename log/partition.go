@@ -972,9 +972,7 @@ func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
 		return p.logStart, fmt.Errorf("%w: log start %d above high watermark %d", ErrOffsetOutOfRange, offset, p.hw)
 	}
 	if offset <= p.logStart {
-		// Nothing moves, but segments wholly below the log start (left
-		// by a restart that read it from the checkpoint) still go.
-		return p.logStart, p.removeBelowLogStartLocked()
+		return p.logStart, nil
 	}
 	p.logStart = offset
 	// Epochs wholly before the new log start go (as Kafka's
@@ -990,28 +988,21 @@ func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
 			p.logger.Warn("cannot write leader epoch checkpoint", "err", err)
 		}
 	}
-	return p.logStart, p.removeBelowLogStartLocked()
-}
-
-// removeBelowLogStartLocked deletes the segments wholly below the log
-// start offset (never the active one). Readers holding a reference keep
-// reading the removed files until they release them. Caller holds mu.
-func (p *Partition) removeBelowLogStartLocked() error {
 	removed := false
-	for len(p.segs) > 1 && p.segs[1].Base() <= p.logStart {
+	for len(p.segs) > 1 && p.segs[1].Base() <= offset {
 		s := p.segs[0]
 		p.segs = p.segs[1:]
 		removed = true
 		if err := s.Remove(); err != nil {
-			return fmt.Errorf("%w: %v", ErrStorage, err)
+			return p.logStart, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
 	if removed {
 		if err := p.fs.SyncDir(p.dir); err != nil {
-			return fmt.Errorf("%w: %v", ErrStorage, err)
+			return p.logStart, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
-	return nil
+	return p.logStart, nil
 }
 
 // SegmentInfo describes one segment, for retention decisions.

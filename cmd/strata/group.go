@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -136,6 +137,10 @@ func groupDescribe(ctx context.Context, adm *kadm.Client, group string, w io.Wri
 	if !ok {
 		return fmt.Errorf("group %q: no answer", group)
 	}
+	if errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
+		// Not a classic group: maybe a KIP-848 consumer group.
+		return describeConsumerGroup(ctx, adm, group, w)
+	}
 	if err := l.Error(); err != nil {
 		return fmt.Errorf("group %q: %w", group, err)
 	}
@@ -157,6 +162,80 @@ func groupDescribe(ctx context.Context, adm *kadm.Client, group string, w io.Wri
 			member, client, host = ml.Member.MemberID, ml.Member.ClientID, ml.Member.ClientHost
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", ml.Topic, ml.Partition, cur, ml.End.Offset, lag, member, client, host)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nTOTAL LAG %d\n", total)
+	return nil
+}
+
+// describeConsumerGroup is describe for a KIP-848 consumer group
+// (ConsumerGroupDescribe, which kadm's Lag does not use).
+func describeConsumerGroup(ctx context.Context, adm *kadm.Client, group string, w io.Writer) error {
+	cgs, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return err
+	}
+	g, ok := cgs[group]
+	if !ok {
+		return fmt.Errorf("group %q: no answer", group)
+	}
+	if g.Err != nil {
+		return fmt.Errorf("group %q: %w", group, g.Err)
+	}
+	commits, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return err
+	}
+	type owner struct{ member, client, host string }
+	owners := map[string]map[int32]owner{}
+	topics := map[string]bool{}
+	for _, m := range g.Members {
+		for t, ps := range m.Assignment {
+			topics[t] = true
+			if owners[t] == nil {
+				owners[t] = map[int32]owner{}
+			}
+			for p := range ps {
+				owners[t][p] = owner{m.MemberID, m.ClientID, m.ClientHost}
+			}
+		}
+	}
+	commits.Each(func(o kadm.OffsetResponse) { topics[o.Topic] = true })
+	var names []string
+	for t := range topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	ends, err := adm.ListEndOffsets(ctx, names...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "GROUP %s  STATE %s  PROTOCOL consumer/%s (KIP-848)  EPOCH %d  COORDINATOR %d  MEMBERS %d\n\n", group, g.State, g.AssignorName, g.Epoch, g.Coordinator.NodeID, len(g.Members))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tMEMBER-ID\tCLIENT-ID\tHOST")
+	var total int64
+	for _, t := range names {
+		var parts []int32
+		for p := range ends[t] {
+			parts = append(parts, p)
+		}
+		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+		for _, p := range parts {
+			end, _ := ends.Lookup(t, p)
+			cur, lag := "-", "-"
+			if c, ok := commits.Lookup(t, p); ok && c.Err == nil && c.At >= 0 {
+				cur = strconv.FormatInt(c.At, 10)
+				lag = strconv.FormatInt(end.Offset-c.At, 10)
+				total += end.Offset - c.At
+			}
+			o, ok := owners[t][p]
+			if !ok {
+				o = owner{"-", "-", "-"}
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", t, p, cur, end.Offset, lag, o.member, o.client, o.host)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -205,6 +284,11 @@ func groupReset(ctx context.Context, adm *kadm.Client, o resetOptions, w io.Writ
 	}
 	if d, ok := described[o.group]; ok && d.Err == nil && len(d.Members) > 0 {
 		return fmt.Errorf("%w: group %q is %s with %d member(s); stop its consumers first", errGroupActive, o.group, d.State, len(d.Members))
+	} else if ok && errors.Is(d.Err, kerr.GroupIDNotFound) {
+		cgs, err := adm.DescribeConsumerGroups(ctx, o.group)
+		if cg, ok := cgs[o.group]; err == nil && ok && cg.Err == nil && len(cg.Members) > 0 {
+			return fmt.Errorf("%w: consumer group %q is %s with %d member(s); stop its consumers first", errGroupActive, o.group, cg.State, len(cg.Members))
+		}
 	}
 	starts, err := adm.ListStartOffsets(ctx, o.topic)
 	if err != nil {

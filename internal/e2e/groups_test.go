@@ -283,3 +283,52 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
+
+// A KIP-848 group (kgo's server-side balancer over ConsumerGroupHeartbeat):
+// `strata group` describes it through ConsumerGroupDescribe and refuses to
+// reset it while it has a member; its commits survive a restart.
+func TestGroupKIP848CLI(t *testing.T) {
+	b := startBroker(t, "", groupArgs...)
+	createTopic(t, b, "next", 2)
+	produceAt(t, b, "next", "n", 100, time.Now())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("next"),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ClientID("next-client"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	n := 0
+	for deadline := time.Now().Add(20 * time.Second); n < 100 && time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		n += cl.PollFetches(ctx).NumRecords()
+		cancel()
+	}
+	if n != 100 {
+		t.Fatalf("KIP-848 consumer read %d of 100", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := mustGroup(t, b, "describe", "g848")
+	if !strings.Contains(d, "KIP-848") || !strings.Contains(d, "next-client") || !strings.Contains(d, "TOTAL LAG 0") {
+		t.Fatalf("describe:\n%s", d)
+	}
+	if l := mustGroup(t, b, "list"); !strings.Contains(l, "g848") {
+		t.Fatalf("list:\n%s", l)
+	}
+	if _, stderr, err := strataGroup(t, b, "reset-offsets", "g848", "--topic", "next", "--to-earliest", "--execute"); err == nil || !strings.Contains(stderr, "active members") {
+		t.Fatalf("reset of a live KIP-848 group: %v %s", err, stderr)
+	}
+	cl.Close()
+	b.restart()
+	if s := committedSum(t, b, "g848"); s != 100 {
+		t.Fatalf("after restart committed %d, want 100", s)
+	}
+	// The member left on Close: the group is empty, and can be reset.
+	mustGroup(t, b, "reset-offsets", "g848", "--topic", "next", "--to-earliest", "--execute")
+	if s := committedSum(t, b, "g848"); s != 0 {
+		t.Fatalf("after reset committed %d, want 0", s)
+	}
+}
