@@ -972,7 +972,9 @@ func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
 		return p.logStart, fmt.Errorf("%w: log start %d above high watermark %d", ErrOffsetOutOfRange, offset, p.hw)
 	}
 	if offset <= p.logStart {
-		return p.logStart, nil
+		// Nothing moves, but segments wholly below the log start (left
+		// by a restart that read it from the checkpoint) still go.
+		return p.logStart, p.removeBelowLogStartLocked()
 	}
 	p.logStart = offset
 	// Epochs wholly before the new log start go (as Kafka's
@@ -988,21 +990,28 @@ func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
 			p.logger.Warn("cannot write leader epoch checkpoint", "err", err)
 		}
 	}
+	return p.logStart, p.removeBelowLogStartLocked()
+}
+
+// removeBelowLogStartLocked deletes the segments wholly below the log
+// start offset (never the active one). Readers holding a reference keep
+// reading the removed files until they release them. Caller holds mu.
+func (p *Partition) removeBelowLogStartLocked() error {
 	removed := false
-	for len(p.segs) > 1 && p.segs[1].Base() <= offset {
+	for len(p.segs) > 1 && p.segs[1].Base() <= p.logStart {
 		s := p.segs[0]
 		p.segs = p.segs[1:]
 		removed = true
 		if err := s.Remove(); err != nil {
-			return p.logStart, fmt.Errorf("%w: %v", ErrStorage, err)
+			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
 	if removed {
 		if err := p.fs.SyncDir(p.dir); err != nil {
-			return p.logStart, fmt.Errorf("%w: %v", ErrStorage, err)
+			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
-	return p.logStart, nil
+	return nil
 }
 
 // SegmentInfo describes one segment, for retention decisions.

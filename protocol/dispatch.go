@@ -33,6 +33,12 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleCreatePartitions(ctx, req)
 	case *kmsg.DescribeClusterRequest:
 		return s.handleDescribeCluster(ctx, req)
+	case *kmsg.DeleteRecordsRequest:
+		return s.handleDeleteRecords(ctx, req)
+	case *kmsg.AlterConfigsRequest:
+		return s.handleAlterConfigs(ctx, req)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return s.handleIncrementalAlterConfigs(ctx, req)
 	case *kmsg.OffsetCommitRequest:
 		return s.handleOffsetCommit(ctx, req)
 	case *kmsg.OffsetFetchRequest:
@@ -73,6 +79,9 @@ func isBarrier(kreq kmsg.Request) bool {
 		*kmsg.CreateTopicsRequest,
 		*kmsg.DeleteTopicsRequest,
 		*kmsg.CreatePartitionsRequest,
+		*kmsg.DeleteRecordsRequest,
+		*kmsg.AlterConfigsRequest,
+		*kmsg.IncrementalAlterConfigsRequest,
 		*kmsg.InitProducerIDRequest,
 		*kmsg.OffsetCommitRequest,
 		*kmsg.JoinGroupRequest,

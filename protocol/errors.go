@@ -42,6 +42,7 @@ var errorCodes = []struct {
 	{replication.ErrNotLeader, kerr.NotLeaderForPartition.Code},
 	{replication.ErrNotController, kerr.NotController.Code},
 	{replication.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled.Code},
+	{replication.ErrPolicyViolation, kerr.PolicyViolation.Code},
 	// A broker shutting down cannot serve the partition any more; clients
 	// refresh metadata and go elsewhere.
 	{replication.ErrShuttingDown, kerr.NotLeaderForPartition.Code},

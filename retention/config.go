@@ -503,6 +503,22 @@ func LogConfig(overrides, brokerProps map[string]string) (log.Config, error) {
 		TimestampBeforeMaxMs:  bound("message.timestamp.before.max.ms"),
 		TimestampAfterMaxMs:   bound("message.timestamp.after.max.ms"),
 	}
+	for _, pol := range splitList(vals["cleanup.policy"].Value) {
+		switch pol {
+		case "delete":
+			cfg.Cleanup.Delete = true
+		case "compact":
+			cfg.Cleanup.Compact = true
+		}
+	}
+	cfg.Cleanup.RetentionMs = i64("retention.ms")
+	cfg.Cleanup.RetentionBytes = i64("retention.bytes")
+	cfg.Cleanup.DeleteRetentionMs = i64("delete.retention.ms")
+	cfg.Cleanup.MinCleanableDirtyRatio, _ = strconv.ParseFloat(vals["min.cleanable.dirty.ratio"].Value, 64)
+	cfg.Cleanup.MinCompactionLagMs = i64("min.compaction.lag.ms")
+	if maxLag := i64("max.compaction.lag.ms"); maxLag != math.MaxInt64 {
+		cfg.Cleanup.MaxCompactionLagMs = maxLag
+	}
 	return cfg, nil
 }
 

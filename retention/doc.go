@@ -26,19 +26,38 @@
 //   - segment.jitter.ms and preallocate are accepted and reported but the
 //     log does not use them yet.
 //
+// # Retention (cleanup.policy=delete)
+//
+// PlanDelete (policy.go) is a pure function of a partition's segment list,
+// offsets, cleanup config and the time: it returns the actions (roll,
+// delete-before) that Kafka's deleteOldSegments would take -- whole
+// segments, oldest first, past retention.ms (newest record timestamp) or
+// retention.bytes, or wholly below the log start offset; only committed
+// ones; the active segment only by rolling it first. Tests:
+// testdata/delete.txt.
+//
+// The Cleaner (cleaner.go) is the executor: one goroutine per broker,
+// started by cmd, that every log.retention.check.interval.ms plans each
+// partition of the log manager and carries the plan out through
+// log.Partition (Roll, AdvanceLogStart). A partition's policy travels in
+// log.Config.Cleanup, filled by LogConfig and replaced by the broker on
+// every config change (SetConfig), so changes apply at the next check
+// without a restart. Fetches in progress are safe: readers hold a
+// reference on a segment, and its file stays open until they release it.
+//
 // # Not here yet
 //
-// Enforcement -- deleting segments by retention.ms/retention.bytes,
-// DeleteRecords, log compaction (cleanup.policy=compact), time-based roll
-// policy beyond what log does itself -- is a later issue. Today the configs
-// are validated, stored and reported, and the ones log.Config carries
-// (segment size and age, index sizes, flush policy, max message size,
-// timestamp type and bounds) take effect; the rest have no effect yet.
+// Compaction (cleanup.policy=compact) is planned but not enforced.
+// file.delete.delay.ms / log.segment.delete.delay.ms are accepted and
+// reported, but deletion is immediate (reference counts, not a delay, keep
+// a deleted segment readable for fetches in progress).
 //
 // # Concurrency
 //
-// The package holds only immutable tables built at init; every function is
-// safe for concurrent use.
+// The config tables are immutable, built at init; every function is safe
+// for concurrent use. A Cleaner has one goroutine; RunOnce passes are
+// serialized by Cleaner.runMu (its only lock), and partitions are changed
+// only through their own thread-safe methods.
 //
 // # Errors
 //

@@ -91,7 +91,6 @@ var ignoredSettings = map[string]bool{
 	"num.recovery.threads.per.data.dir":        true,
 	"transaction.state.log.replication.factor": true, "transaction.state.log.min.isr": true,
 	"share.coordinator.state.topic.replication.factor": true, "share.coordinator.state.topic.min.isr": true,
-	"log.retention.check.interval.ms": true, "log.cleaner.enable": true,
 }
 
 var settingByName = func() map[string]*setting {
@@ -104,7 +103,7 @@ var settingByName = func() map[string]*setting {
 }()
 
 func knownSetting(name string) bool {
-	return settingByName[name] != nil || retention.IsBrokerSetting(name) || ignoredSettings[name]
+	return settingByName[name] != nil || retention.IsBrokerSetting(name) || retention.IsCleanerSetting(name) || ignoredSettings[name]
 }
 
 // rawValue is a setting's value and where it came from.

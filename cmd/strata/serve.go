@@ -14,6 +14,7 @@ import (
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/retention"
 )
 
 // serveCommand parses the configuration and runs the broker until ctx is
@@ -46,6 +47,10 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	dataDir := cfg.LogDirs[0]
 	if len(cfg.LogDirs) > 1 {
 		logger.Warn("only the first of log.dirs is used", "used", dataDir, "ignored", cfg.LogDirs[1:])
+	}
+	cleanerOpts := retention.CleanerOptions{Logger: logger}
+	if err := retention.CleanerOptionsFromProps(cfg.BrokerProps, &cleanerOpts); err != nil {
+		return fmt.Errorf("%w: %w", errConfig, err)
 	}
 	// Listen first: a busy port fails start-up before any disk work, and
 	// port 0 gives the real port to advertise.
@@ -84,6 +89,8 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		}
 		return fmt.Errorf("start broker: %w", err)
 	}
+	cleanerOpts.Logs = logs
+	cleaner := retention.NewCleaner(cleanerOpts)
 	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups}, broker)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -110,6 +117,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	if err := srv.Close(); err != nil {
 		logger.Warn("closing the kafka listener", "err", err)
 	}
+	cleaner.Close()
 	if err := broker.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("close broker: %w", err))
 	}

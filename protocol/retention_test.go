@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/retention"
+)
+
+// retentionCluster is a broker with its log manager and a retention
+// cleaner that the test drives (RunOnce).
+type retentionCluster struct {
+	*testCluster
+	logs    *log.Manager
+	cleaner *retention.Cleaner
+}
+
+func newRetentionCluster(t *testing.T) *retentionCluster {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rc := &retentionCluster{}
+	s, addr := startServerWith(t, Config{}, func(port int32) *replication.Broker {
+		dir := t.TempDir()
+		logs, err := log.OpenManager(log.ManagerOptions{Dir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := replication.NewBroker(replication.BrokerConfig{
+			NodeID: 1, AdvertisedHost: "127.0.0.1", AdvertisedPort: port, DataDir: dir,
+			NumPartitions: 1, DefaultReplicationFactor: 1, DeleteTopicEnable: true, Logger: quiet,
+		}, logs)
+		if err != nil {
+			logs.Close()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		rc.logs = logs
+		rc.testCluster = &testCluster{t: t, b: b, broker: b}
+		return b
+	})
+	rc.s, rc.addr = s, addr
+	rc.cleaner = retention.NewCleaner(retention.CleanerOptions{Logs: rc.logs, Logger: quiet, CheckInterval: time.Hour})
+	t.Cleanup(rc.cleaner.Close)
+	return rc
+}
+
+// TestRetentionConsumerContinuesFromNewLogStart: a kgo consumer is reading
+// old segments when retention deletes them. Its next fetch gets
+// OFFSET_OUT_OF_RANGE, it resets to the earliest offset (ListOffsets
+// follows the new log start) and reads on from there to the end, every
+// record once and in order.
+func TestRetentionConsumerContinuesFromNewLogStart(t *testing.T) {
+	c := newRetentionCluster(t)
+	ctx := testCtx(t)
+	adm := c.admin()
+	segBytes := "2048"
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &segBytes}, "ret"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	const n = 400
+	prod := c.client(kgo.DefaultProduceTopic("ret"), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(1))
+	for i := 0; i < n; i++ {
+		if err := prod.ProduceSync(ctx, kgo.StringRecord(string(bytes.Repeat([]byte{'x'}, 100)))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons := c.client(kgo.ConsumeTopics("ret"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(1000), kgo.FetchMaxPartitionBytes(1000))
+	var got []int64
+	poll := func() {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("polling: %v (got %d records)", err, len(got))
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch error (expected once): %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, r.Offset) })
+	}
+	for len(got) < 10 {
+		poll()
+	}
+
+	// Retention now keeps only the newest ~4 KiB.
+	if err := c.broker.SetTopicConfigs(ctx, "ret", map[string]string{"segment.bytes": segBytes, "retention.bytes": "4096"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if c.cleaner.RunOnce() != 1 {
+		t.Fatal("retention deleted nothing")
+	}
+	starts, err := adm.ListStartOffsets(ctx, "ret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, _ := starts.Lookup("ret", 0)
+	if lo.Err != nil || lo.Offset <= got[len(got)-1]+20 {
+		t.Fatalf("ListOffsets earliest after retention: %d (%v); consumer at %d", lo.Offset, lo.Err, got[len(got)-1])
+	}
+	for got[len(got)-1] < n-1 {
+		poll()
+	}
+	// In order, no duplicates; after the jump, contiguous from the new log
+	// start to the end.
+	jump := -1
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("offsets out of order at %d: %d after %d", i, got[i], got[i-1])
+		}
+		if got[i] != got[i-1]+1 {
+			if jump >= 0 {
+				t.Fatalf("second gap at %d: %d after %d", i, got[i], got[i-1])
+			}
+			jump = i
+		}
+	}
+	if jump < 0 || got[jump] != lo.Offset {
+		t.Fatalf("consumer did not continue from the new log start %d (jump at %d, offsets %v...)", lo.Offset, jump, got[:min(len(got), 30)])
+	}
+}

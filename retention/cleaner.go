@@ -1,0 +1,200 @@
+package retention
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-io/strata/log"
+)
+
+// Broker settings of the cleaner itself (not topic-config synonyms), with
+// Kafka's names and defaults.
+var cleanerSettings = []struct {
+	name, def, doc string
+	min            int64
+}{
+	{"log.retention.check.interval.ms", "300000", "How often the cleaner checks every partition for segments past retention.", 1},
+	{"log.cleaner.backoff.ms", "15000", "How long the cleaner sleeps when no partition needs compacting.", 0},
+	{"log.cleaner.enable", "true", "Run the log cleaner (compaction of cleanup.policy=compact topics).", 0},
+}
+
+// IsCleanerSetting reports whether name is a broker setting of the cleaner
+// (log.retention.check.interval.ms, log.cleaner.backoff.ms,
+// log.cleaner.enable).
+func IsCleanerSetting(name string) bool {
+	for _, s := range cleanerSettings {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// CleanerOptionsFromProps reads the cleaner's settings from the broker's
+// properties (defaults for those not set) into opts, and validates them.
+func CleanerOptionsFromProps(props map[string]string, opts *CleanerOptions) error {
+	for _, s := range cleanerSettings {
+		v, ok := props[s.name]
+		if !ok {
+			v = s.def
+		}
+		v = strings.TrimSpace(v)
+		if s.name == "log.cleaner.enable" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%w: %s=%q: expected true or false", ErrInvalidValue, s.name, v)
+			}
+			opts.CompactionDisabled = !b
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < s.min || n > int64(24*time.Hour/time.Millisecond)*365 {
+			return fmt.Errorf("%w: %s=%q: expected milliseconds >= %d", ErrInvalidValue, s.name, v, s.min)
+		}
+		d := time.Duration(n) * time.Millisecond
+		switch s.name {
+		case "log.retention.check.interval.ms":
+			opts.CheckInterval = d
+		case "log.cleaner.backoff.ms":
+			opts.Backoff = d
+		}
+	}
+	return nil
+}
+
+// CleanerOptions configure a Cleaner.
+type CleanerOptions struct {
+	Logs   *log.Manager
+	Logger *slog.Logger     // nil = slog.Default()
+	Now    func() time.Time // nil = time.Now; the policy's clock
+	// CheckInterval is log.retention.check.interval.ms (default 5 min).
+	CheckInterval time.Duration
+	// Backoff is log.cleaner.backoff.ms (default 15 s).
+	Backoff time.Duration
+	// CompactionDisabled is log.cleaner.enable=false.
+	CompactionDisabled bool
+}
+
+// Cleaner is the executor of the retention policy: one goroutine that,
+// every CheckInterval, asks PlanDelete what each partition of the log
+// manager should lose and carries it out through log.Partition (Roll,
+// AdvanceLogStart). Deleting a segment under a fetch is safe: readers
+// hold a reference on the segment and its file stays open until they
+// release it (log doc.go, "Reading and deletion").
+//
+// The cleaner acts on each replica's own log, as Kafka's retention does;
+// the partition's config (log.Config.Cleanup) says what to enforce, and
+// the broker keeps it current (SetConfig), so config changes apply at the
+// next check without a restart.
+type Cleaner struct {
+	opts   CleanerOptions
+	logger *slog.Logger
+
+	runMu sync.Mutex // one pass at a time (the loop and RunOnce callers)
+
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// NewCleaner starts the cleaner's goroutine. Close stops it.
+func NewCleaner(opts CleanerOptions) *Cleaner {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = 5 * time.Minute
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 15 * time.Second
+	}
+	c := &Cleaner{opts: opts, logger: opts.Logger.With("component", "cleaner"),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+func (c *Cleaner) loop() {
+	defer close(c.done)
+	t := time.NewTicker(c.opts.CheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.RunOnce()
+		}
+	}
+}
+
+// Close stops the cleaner and waits for a pass in progress to finish.
+func (c *Cleaner) Close() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	<-c.done
+}
+
+// RunOnce checks every partition once and carries out what retention
+// asks. It returns the number of partitions whose log start moved or that
+// lost segments. Safe to call concurrently with the loop (passes are
+// serialized).
+func (c *Cleaner) RunOnce() int {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	changed := 0
+	for _, tp := range c.opts.Logs.Partitions() {
+		select {
+		case <-c.stop:
+			return changed
+		default:
+		}
+		p := c.opts.Logs.Get(tp)
+		if p == nil {
+			continue // found on disk but not opened by the broker
+		}
+		if c.enforceRetention(p) {
+			changed++
+		}
+	}
+	return changed
+}
+
+// enforceRetention runs PlanDelete on one partition and executes it.
+func (c *Cleaner) enforceRetention(p *log.Partition) bool {
+	cfg := p.Config().Cleanup
+	// Segments before Offsets: the high watermark only grows, so every
+	// segment the plan sees as committed really is.
+	segs := p.Segments()
+	offs := p.Offsets()
+	acts := PlanDelete(segs, offs, cfg, c.opts.Now().UnixMilli())
+	if len(acts) == 0 {
+		return false
+	}
+	tp := p.TopicPartition()
+	for _, a := range acts {
+		switch a.Kind {
+		case ActionRoll:
+			if err := p.Roll(); err != nil {
+				c.logger.Error("retention: roll failed", "partition", tp.String(), "err", err)
+				return false
+			}
+		case ActionDeleteBefore:
+			before := len(p.Segments())
+			start, err := p.AdvanceLogStart(a.Offset)
+			if err != nil {
+				c.logger.Error("retention: delete failed", "partition", tp.String(), "offset", a.Offset, "err", err)
+				return false
+			}
+			c.logger.Info("retention: deleted segments", "partition", tp.String(),
+				"segments", before-len(p.Segments()), "log_start", start, "reasons", strings.Join(a.Reasons, "; "))
+		}
+	}
+	return true
+}
