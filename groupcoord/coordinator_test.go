@@ -27,7 +27,9 @@ type testNode struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func openNode(t *testing.T, dir string) *testNode {
+func openNode(t *testing.T, dir string) *testNode { return openNodeTB(t, dir) }
+
+func openNodeTB(t testing.TB, dir string) *testNode {
 	t.Helper()
 	m, err := log.OpenManager(log.ManagerOptions{Dir: dir, Logger: quiet()})
 	if err != nil {
@@ -55,7 +57,7 @@ func (n *testNode) close() {
 	}
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return c
@@ -136,6 +138,10 @@ func describe(t *testing.T, n *testNode, group string) kmsg.DescribeGroupsRespon
 }
 
 func findCoordinator(t *testing.T, n *testNode, keys ...string) *kmsg.FindCoordinatorResponse {
+	return findCoordinatorTB(t, n, keys...)
+}
+
+func findCoordinatorTB(t testing.TB, n *testNode, keys ...string) *kmsg.FindCoordinatorResponse {
 	t.Helper()
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.Version, req.CoordinatorKeys = 4, keys
