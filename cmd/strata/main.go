@@ -49,6 +49,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return debugCommand(args[1:], stdout, stderr)
 	case "group":
 		return groupCommand(args[1:], environ, stdout, stderr)
+	case "topic":
+		return topicCommand(args[1:], environ, stdout, stderr)
 	case "bench":
 		return benchCommand(args[1:], environ, stdout, stderr)
 	}
@@ -64,6 +66,8 @@ Commands:
   serve                      run a broker (strata serve --help for settings)
   version                    print the version
   debug dump-segment FILE    print the record batch headers of a segment .log file
+  topic create|list|describe|alter-config|add-partitions|delete
+                             topics and their configs, applied live (strata topic help)
   group list|describe|reset-offsets
                              consumer groups: list, lag per partition, replay by offset reset (strata group help)
   bench produce|consume|e2e|workload|compare
