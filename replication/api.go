@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/strata-io/strata/log"
@@ -80,6 +81,27 @@ type BrokerConfig struct {
 	// metadata.log); nil = the operating system's. Tests pass the same
 	// segment.MemFS as the log manager's to simulate crashes.
 	FS segment.FS
+
+	// Voters is the metadata quorum (controller.quorum.voters). Empty =
+	// this broker alone: one voter, the same code path.
+	Voters []Voter
+	// ReplicationListener carries every Raft group's traffic (doc.go,
+	// "Raft design"); the broker owns it once NewBroker is called. nil is
+	// allowed only when this broker is the only voter.
+	ReplicationListener net.Listener
+	// ReplicationAdvertise is the address other brokers dial to reach
+	// ReplicationListener; empty = its address.
+	ReplicationAdvertise string
+	// StartTimeout bounds NewBroker's wait for the metadata quorum to have
+	// a leader and for this broker to catch up (default 2 minutes).
+	StartTimeout time.Duration
+}
+
+// Voter is one member of the metadata quorum: controller.quorum.voters'
+// id@host:port, where host:port is that broker's replication listener.
+type Voter struct {
+	NodeID int32
+	Addr   string
 }
 
 // CreateTopicRequest is one topic of a CreateTopics request.

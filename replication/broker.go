@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
@@ -47,10 +49,24 @@ type Broker struct {
 	// command that produced it is durable in the metadata log.
 	img atomic.Pointer[image]
 
-	mu      sync.Mutex   // the single metadata writer
-	mlog    *metadataLog // protected by mu
-	pidNext int64        // next producer ID of the reserved block; protected by mu
-	pidEnd  int64        // end (exclusive) of the reserved block; protected by mu. Invariant: pidNext <= pidEnd
+	mu      sync.Mutex // this broker's single metadata writer (validate + propose)
+	pidNext int64      // next producer ID of the reserved block; protected by mu
+	pidEnd  int64      // end (exclusive) of the reserved block; protected by mu. Invariant: pidNext <= pidEnd
+
+	// The metadata Raft group (broker_raft.go); set by openRaft, then
+	// read-only.
+	raft  *raft.Raft
+	mux   *Mux
+	rlog  *raftLogFile
+	fsm   *metadataFSM
+	fresh bool // the metadata raft store was empty at start
+
+	// ready is set once start() has reconciled the disk with the image;
+	// before that, applied commands have no local effects (onApply).
+	ready atomic.Bool
+	// effMu serializes local effects (onApply, reconcile). Taken on the
+	// FSM goroutine, so never held while waiting for raft.
+	effMu sync.Mutex
 
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
@@ -97,31 +113,37 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	mlog, cmds, err := openMetadataLog(cfg.FS, cfg.DataDir, logger)
-	if err != nil {
+	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID}
+	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
-	img := newImage()
-	for i, c := range cmds {
-		next, err := img.Apply(c)
-		if err != nil {
-			// Cannot happen with one writer that applies before persisting;
-			// skipping keeps replay deterministic if it ever does.
-			logger.Warn("metadata log: skipping rejected command", "index", i, "err", err)
-		}
-		img = next
+	if err := b.waitCaughtUp(); err != nil {
+		b.closeRaft()
+		return nil, err
 	}
-	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, mlog: mlog}
-	b.img.Store(img)
-
 	if err := b.start(); err != nil {
-		b.mlog.Close()
+		b.closeRaft()
 		return nil, err
 	}
-	img = b.img.Load()
+	img := b.img.Load()
 	logger.Info("broker started", "node_id", cfg.NodeID, "cluster_id", mp.ClusterID,
-		"topics", len(img.topics), "metadata_commands", len(cmds))
+		"topics", len(img.topics), "metadata_commands", img.applied, "controller", b.ControllerID())
 	return b, nil
+}
+
+// closeRaft stops the metadata group and closes its files.
+func (b *Broker) closeRaft() error {
+	var errs []error
+	if b.raft != nil {
+		errs = append(errs, b.raft.Shutdown().Error())
+	}
+	if b.mux != nil {
+		errs = append(errs, b.mux.Close())
+	}
+	if b.rlog != nil {
+		errs = append(errs, b.rlog.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // start registers this broker, finishes interrupted deletions and opens
@@ -129,32 +151,41 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 func (b *Broker) start() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.migrateMetadataLog(); err != nil {
+		return err
+	}
 	self := BrokerInfo{NodeID: b.cfg.NodeID, Host: b.cfg.AdvertisedHost, Port: b.cfg.AdvertisedPort, Rack: b.cfg.Rack}
 	if cur, ok := b.img.Load().brokers[self.NodeID]; !ok || cur != self {
-		next, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self})
-		if err != nil {
+		if _, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self}); err != nil {
 			return err
 		}
-		b.img.Store(next)
 	}
+	// From here on applied commands act on the disk; reconcile what was
+	// applied before (under effMu, so no command's effect interleaves).
+	b.ready.Store(true)
+	b.effMu.Lock()
 	img := b.img.Load()
-	pendingIDs := make([][16]byte, 0, len(img.pending))
-	for id := range img.pending {
-		pendingIDs = append(pendingIDs, id)
-	}
-	sort.Slice(pendingIDs, func(i, j int) bool { return img.pending[pendingIDs[i]].Name < img.pending[pendingIDs[j]].Name })
-	for _, id := range pendingIDs {
-		pd := img.pending[id]
-		b.logger.Info("finishing interrupted topic deletion", "topic", pd.Name)
-		if err := b.finishDeleteLocked(id, pd); err != nil {
-			// Not fatal: the leftovers are retried at the next start or
-			// before a topic of the same name is created.
-			b.logger.Error("could not remove deleted topic's logs", "topic", pd.Name, "err", err)
+	b.reconcileLocked(img)
+	b.effMu.Unlock()
+	if b.raft.State() == raft.Leader {
+		pendingIDs := make([][16]byte, 0, len(img.pending))
+		for id := range img.pending {
+			pendingIDs = append(pendingIDs, id)
+		}
+		sort.Slice(pendingIDs, func(i, j int) bool { return img.pending[pendingIDs[i]].Name < img.pending[pendingIDs[j]].Name })
+		for _, id := range pendingIDs {
+			pd := img.pending[id]
+			b.logger.Info("finishing interrupted topic deletion", "topic", pd.Name)
+			if err := b.finishDeleteLocked(id, pd); err != nil {
+				// Not fatal: the leftovers are retried at the next start or
+				// before a topic of the same name is created.
+				b.logger.Error("could not remove deleted topic's logs", "topic", pd.Name, "err", err)
+			}
 		}
 	}
 	img = b.img.Load()
 	for _, name := range img.names {
-		if err := b.openLogsLocked(img.topics[name], 0); err != nil {
+		if err := b.openLogs(img.topics[name], 0); err != nil {
 			return err
 		}
 	}
@@ -167,56 +198,16 @@ func (b *Broker) start() error {
 	return nil
 }
 
-// commitLocked applies c to the current image, persists it, and returns
-// the new image for the caller to publish (b.img.Store) once the local
-// effects (opening logs) are done. An invalid command is neither persisted
-// nor applied. mu must be held.
-func (b *Broker) commitLocked(c Command) (*image, error) {
-	next, err := b.img.Load().Apply(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.mlog.Append(c); err != nil {
-		b.logger.Error("metadata log write failed", "command", c.Type.String(), "err", err)
-		return nil, err
-	}
-	return next, nil
-}
-
 // openLogsLocked opens the local logs of t's partitions from first on.
-func (b *Broker) openLogsLocked(t *TopicInfo, first int32) error {
-	cfg, err := retention.LogConfig(t.Configs, b.cfg.BrokerProps)
-	if err != nil {
-		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
-	}
-	for _, p := range t.Partitions[first:] {
-		if !containsNode(p.Replicas, b.cfg.NodeID) {
-			continue
-		}
-		if _, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg); err != nil {
-			return fmt.Errorf("replication: open %s-%d: %w", t.Name, p.Partition, err)
-		}
-	}
-	return nil
-}
+func (b *Broker) openLogsLocked(t *TopicInfo, first int32) error { return b.openLogs(t, first) }
 
 // finishDeleteLocked removes a deleted topic's logs and records that.
 func (b *Broker) finishDeleteLocked(id [16]byte, pd pendingDelete) error {
-	for p := int32(0); p < pd.Partitions; p++ {
-		tp := log.TopicPartition{Topic: pd.Name, Partition: p}
-		if !b.hasLog(tp) {
-			continue
-		}
-		if err := b.logs.Delete(tp); err != nil {
-			return fmt.Errorf("replication: delete %s-%d: %w", pd.Name, p, err)
-		}
-	}
-	next, err := b.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: id})
-	if err != nil {
+	if err := b.deleteLogs(pd); err != nil {
 		return err
 	}
-	b.img.Store(next)
-	return nil
+	_, err := b.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: id})
+	return err
 }
 
 // hasLog reports whether the manager knows tp (open, or found on disk).
@@ -246,9 +237,8 @@ func (b *Broker) lockWriter(ctx context.Context) error {
 	return nil
 }
 
-func (b *Broker) NodeID() int32       { return b.cfg.NodeID }
-func (b *Broker) ClusterID() string   { return b.clusterID }
-func (b *Broker) ControllerID() int32 { return b.cfg.NodeID } // one voter: this node is the controller
+func (b *Broker) NodeID() int32     { return b.cfg.NodeID }
+func (b *Broker) ClusterID() string { return b.clusterID }
 
 // Brokers returns the registered brokers sorted by node ID.
 func (b *Broker) Brokers() []BrokerInfo {
@@ -368,7 +358,6 @@ func (b *Broker) CreateTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	openErr := b.openLogsLocked(t, 0)
 	// The command is durable: publish even if a log failed to open (the
 	// next start retries it), so that metadata and disk agree on restart.
-	b.img.Store(next)
 	if openErr != nil {
 		b.logger.Error("topic created but a partition log failed to open", "topic", req.Name, "err", openErr)
 		return *t, openErr
@@ -512,7 +501,6 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	b.img.Store(next)
 	if err := b.finishDeleteLocked(t.ID, next.pending[t.ID]); err != nil {
 		b.logger.Error("topic deleted but its logs were not all removed; retried at next start", "topic", name, "err", err)
 		return nil
@@ -567,7 +555,6 @@ func (b *Broker) CreatePartitions(ctx context.Context, name string, count int32,
 		return err
 	}
 	openErr := b.openLogsLocked(next.topics[name], cur)
-	b.img.Store(next)
 	if openErr != nil {
 		return openErr
 	}
@@ -594,11 +581,10 @@ func (b *Broker) SetTopicConfigs(ctx context.Context, name string, configs map[s
 	if validateOnly {
 		return nil
 	}
-	next, err := b.commitLocked(Command{Type: CmdSetTopicConfigs, Topic: name, Configs: configs})
+	_, err = b.commitLocked(Command{Type: CmdSetTopicConfigs, Topic: name, Configs: configs})
 	if err != nil {
 		return err
 	}
-	b.img.Store(next)
 	for _, p := range t.Partitions {
 		if lp := b.logs.Get(log.TopicPartition{Topic: name, Partition: p.Partition}); lp != nil {
 			lp.SetConfig(cfg)
@@ -668,11 +654,10 @@ func (b *Broker) AllocateProducerID(ctx context.Context) (int64, error) {
 	defer b.mu.Unlock()
 	if b.pidNext >= b.pidEnd {
 		start := b.img.Load().nextProducerID
-		next, err := b.commitLocked(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: start, ProducerIDCount: producerIDBlockSize})
+		_, err := b.commitLocked(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: start, ProducerIDCount: producerIDBlockSize})
 		if err != nil {
 			return -1, err
 		}
-		b.img.Store(next)
 		b.pidNext, b.pidEnd = start, start+producerIDBlockSize
 	}
 	id := b.pidNext
@@ -688,7 +673,7 @@ func (b *Broker) Close() error {
 		b.closed.Store(true)
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		err1 := b.mlog.Close()
+		err1 := b.closeRaft()
 		err2 := b.logs.Close()
 		b.closeErr = errors.Join(err1, err2)
 		b.logger.Info("broker closed", "err", b.closeErr)

@@ -3,62 +3,76 @@
 // blocks) and the partitions this broker hosts; protocol talks to it through
 // Broker (api.go, broker.go).
 //
-// # Foundation: one node, one voter
+// # Metadata: a Raft group, one voter by default
 //
-// Today the metadata "quorum" and every partition "group" have one voter,
-// this broker, and commit at once. The Raft issue replaces the insides
-// (a metadata Raft group, one Raft group per partition whose LogStore is the
-// partition's segments) without changing Broker's signatures. The metadata
-// is already shaped for that:
+// The cluster metadata is replicated by the metadata Raft group
+// (broker_raft.go; design below). With no controller.quorum.voters the
+// group has one voter, this broker: the same code, committing as soon as
+// an entry is fsync'd. Partitions are not replicated yet: every
+// partition "group" still has one replica acting as leader (first
+// replica), and Produce is Partition lookup + log.Partition.Append +
+// Commit(last+1).
 //
 //   - metadata_fsm.go: a deterministic state machine. image.Apply(Command)
 //     returns a new immutable image; no clock, randomness or I/O inside
-//     (topic IDs and producer-ID blocks are chosen by the caller and carried
-//     in the command). Raft will carry the same commands.
-//   - metadata_log.go: the commands, persisted in <log.dirs>/metadata.log,
-//     one CRC-32C-checked record each, fsync'd before the command takes
-//     effect, replayed at start; a torn tail is truncated (diagram there).
+//     (topic IDs and producer-ID blocks are chosen by the proposer and
+//     carried in the command).
+//   - metadata_raft_fsm.go: raft.FSM over image.Apply; snapshots encode the
+//     image. metadata_store.go, metadata_snapshots.go: raft's log, stable
+//     and snapshot stores in <log.dirs> (metadata-raft.log,
+//     metadata-raft.state, metadata-snapshots/), CRC-checked, torn tails
+//     cut at open.
+//   - metadata_log.go: the foundation's metadata.log format; a data dir
+//     that has one is migrated into the raft log at first start (the file
+//     is renamed metadata.log.migrated).
 //   - meta_properties.go: <log.dirs>/meta.properties as in Kafka (version,
 //     cluster.id generated at first start, node.id); a node.id mismatch fails
 //     start-up.
 //
-// Both files go through BrokerConfig.FS (segment.FS; the OS by default), so
+// All files go through BrokerConfig.FS (segment.FS; the OS by default), so
 // crash tests run the broker and the log manager on one segment.MemFS and
 // drop every write not yet fsync'd (crash_test.go). A failed write or fsync
-// of metadata.log sticks (ErrMetadataStorage): metadata changes fail until
-// a restart replays the file, since its tail is then unknown.
+// of the raft log sticks (ErrMetadataStorage): metadata changes fail until
+// a restart, since its tail is then unknown.
 //
-// Produce is Partition lookup + log.Partition.Append + Commit(last+1): with
-// one voter, a write is committed as soon as it is in the log.
+// Local effects (opening a new topic's logs, removing a deleted topic's,
+// applying configs) follow applied commands on every broker (onApply, on
+// raft's FSM goroutine). While a broker starts they are held back: raft
+// replays committed commands one by one, and replaying an old
+// DeleteTopic could remove the directory of a later topic of the same
+// name. start() instead reconciles the disk with the caught-up image once,
+// then turns effects on.
 //
 // # Invariants
 //
-//   - A metadata command is durable in metadata.log before its image is
-//     published, and published before the call that made it returns.
-//   - A new topic's metadata is durable before its logs are created; a
-//     deleted topic leaves the metadata (durably) before its logs are
-//     removed, and a deletion interrupted by a crash is finished at the next
-//     start (CmdDeleteTopic without CmdDeleteTopicDone). So a restart never
+//   - A metadata command is committed (fsync'd by a majority; by this
+//     broker alone with one voter) and applied here before the call that
+//     proposed it returns.
+//   - A new topic's metadata is committed before its logs are created; a
+//     deleted topic leaves the metadata before its logs are removed, and a
+//     deletion interrupted by a crash is finished at the next start
+//     (CmdDeleteTopic without CmdDeleteTopicDone). So a restart never
 //     resurrects a deleted topic, and a recreated topic never inherits old
 //     data (leftover directories of the name are removed first).
-//   - Producer IDs are handed out from blocks reserved in metadata.log, so
+//   - Producer IDs are handed out from blocks reserved in the metadata, so
 //     they are unique across restarts (a restart skips the rest of a block).
 //   - Topic IDs are random version-4 UUIDs, never zero, never reused.
 //
 // # Concurrency
 //
-// One writer, many lock-free readers. Broker.mu serializes every metadata
-// change (and the metadata log, and the producer-ID block); readers load
-// the current image from an atomic.Pointer and never block. TopicInfo
-// values handed out share slices and maps with the image and must not be
-// modified. Broker.mu is the package's only mutex; the log package's locks
-// are taken inside it (log.Manager.Open/Delete) but never the other way.
+// Broker.mu serializes this broker's metadata writers (validate against
+// the image, propose, wait for apply; and the producer-ID block); readers
+// load the current image from an atomic.Pointer (published by the FSM)
+// and never block. TopicInfo values handed out share slices and maps with
+// the image and must not be modified. Lock order: Broker.mu, then (on the
+// FSM goroutine, never waiting for raft) Broker.effMu, then the log
+// package's locks (log.Manager.Open/Delete). The FSM goroutine never
+// takes Broker.mu: a writer holding it waits for that goroutine.
 //
 // # Raft design (issue 3; in progress)
 //
-// The single-voter insides above are being replaced, file by file, by the
-// design below. What is built so far is listed under "Built"; everything
-// else in this section is the plan the next steps follow.
+// What is built so far is listed under "Built"; everything else in this
+// section is the plan the next steps follow.
 //
 // One transport per broker (transport.go, transport_codec.go). A Mux owns
 // one TCP listener (the broker's replication listener) and, per peer
@@ -171,13 +185,13 @@
 // over segment.FS), metadata_raft_fsm.go (raft.FSM over image.Apply, image
 // snapshots). Tested: a 3-node metadata group over the Mux with file
 // stores converges through leader isolation, heal, snapshot and restarts
-// (metadata_raft_fsm_test.go). Broker does not use them yet: it still
-// runs the single-voter path described above.
+// (metadata_raft_fsm_test.go). Broker runs its metadata on them
+// (broker_raft.go), with one voter by default.
 //
 // # Not yet
 //
-// Raft (the metadata quorum and per-partition groups), more than one
-// broker, leader epochs other than 0, ACLs and credentials, metadata
-// snapshots (metadata.log grows with every command; it is small because
-// commands are rare), dynamic broker configs.
+// Per-partition Raft groups, forwarding metadata writes from a broker
+// that is not the controller, brokers outside the voter set, leader
+// epochs other than 0, ACLs and credentials, dynamic
+// broker configs.
 package replication

@@ -23,17 +23,23 @@ import (
 // (open or delete partition logs, start or stop groups); it must not call
 // back into raft and wait (it would deadlock the FSM goroutine).
 type metadataFSM struct {
-	img     atomic.Pointer[image]
+	img     *atomic.Pointer[image] // shared with Broker.img
 	logger  *slog.Logger
 	onApply func(index uint64, c Command, prev, next *image)
 }
 
 var _ raft.FSM = (*metadataFSM)(nil)
 
-func newMetadataFSM(logger *slog.Logger, onApply func(index uint64, c Command, prev, next *image)) *metadataFSM {
-	f := &metadataFSM{logger: logger, onApply: onApply}
-	f.img.Store(newImage())
-	return f
+// newMetadataFSM returns an FSM publishing its image in img (a new
+// pointer when nil) and starting from img's current image (empty if none).
+func newMetadataFSM(logger *slog.Logger, img *atomic.Pointer[image], onApply func(index uint64, c Command, prev, next *image)) *metadataFSM {
+	if img == nil {
+		img = &atomic.Pointer[image]{}
+	}
+	if img.Load() == nil {
+		img.Store(newImage())
+	}
+	return &metadataFSM{logger: logger, img: img, onApply: onApply}
 }
 
 // Image is the current metadata.

@@ -145,7 +145,7 @@ func TestMetadataGroupReplicatesTheImage(t *testing.T) {
 	dir := t.TempDir()
 	h := newTestHarness(t, harnessConfig{
 		Nodes:  3,
-		FSM:    func(node, group int) raft.FSM { return newMetadataFSM(quietLogger(), nil) },
+		FSM:    func(node, group int) raft.FSM { return newMetadataFSM(quietLogger(), nil, nil) },
 		Stores: fileStores(t, dir),
 	})
 	cmds := sampleCommands()
@@ -204,7 +204,7 @@ func TestMetadataGroupReplicatesTheImage(t *testing.T) {
 // A rejected command is rejected on every replica alike and changes
 // nothing (but is counted, so images stay comparable).
 func TestMetadataGroupRejectsDeterministically(t *testing.T) {
-	h := newTestHarness(t, harnessConfig{Nodes: 3, FSM: func(node, group int) raft.FSM { return newMetadataFSM(quietLogger(), nil) }})
+	h := newTestHarness(t, harnessConfig{Nodes: 3, FSM: func(node, group int) raft.FSM { return newMetadataFSM(quietLogger(), nil, nil) }})
 	leader, err := h.Leader(0, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -341,6 +341,17 @@ func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
 	return nil
 }
 
+// Err is the sticky write error, if any: after it the log takes no more
+// entries until the broker restarts.
+func (l *raftLogFile) Err() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.werr
+}
+
 func (l *raftLogFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

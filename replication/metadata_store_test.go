@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -167,5 +168,57 @@ func TestRaftStableFile(t *testing.T) {
 	f.Close()
 	if _, err := openRaftStableFile(fsys, "d"); !errors.Is(err, ErrMetadataStorage) {
 		t.Fatalf("corrupt state file opened: %v", err)
+	}
+}
+
+func TestSnapshotStoreOnMemFS(t *testing.T) {
+	fsys := memDir(t)
+	s, err := openSnapshotStore(fsys, "d/snaps", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := raft.Configuration{Servers: []raft.Server{{ID: "1", Address: "a", Suffrage: raft.Voter}}}
+	for i := uint64(1); i <= 3; i++ {
+		sink, err := s.Create(1, i*10, 1, cfg, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink.Write([]byte("image-" + strconv.FormatUint(i, 10)))
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelled, _ := s.Create(1, 40, 1, cfg, 1, nil)
+	cancelled.Write([]byte("never"))
+	cancelled.Cancel()
+
+	fsys.ResetToSyncedState()
+	list, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Index != 30 || list[1].Index != 20 {
+		t.Fatalf("listed %d snapshots: %+v", len(list), list)
+	}
+	meta, rc, err := s.Open(list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(b) != "image-3" || meta.Size != 7 || len(meta.Configuration.Servers) != 1 {
+		t.Fatalf("%q %v %+v", b, err, meta)
+	}
+	// A flipped byte in the data is caught at the end of the read.
+	f, _ := fsys.Open("d/snaps/" + list[0].ID + ".data")
+	f.WriteAt([]byte{'X'}, 0)
+	f.Close()
+	_, rc, _ = s.Open(list[0].ID)
+	if _, err := io.ReadAll(rc); !errors.Is(err, ErrMetadataStorage) {
+		t.Fatalf("corrupt data read: %v", err)
+	}
+	rc.Close()
+	if _, _, err := s.Open("../x"); err == nil {
+		t.Fatal("path in snapshot id accepted")
 	}
 }

@@ -76,6 +76,7 @@ var (
 // MuxConfig configures a Mux.
 type MuxConfig struct {
 	// Listener is the replication listener; the Mux owns it from now on.
+	// nil = no listener (Advertise must be set).
 	Listener net.Listener
 	// Advertise is the address peers dial to reach this Mux (the raft
 	// ServerAddress); empty = Listener.Addr().
@@ -119,8 +120,8 @@ type Mux struct {
 
 // NewMux starts accepting on cfg.Listener.
 func NewMux(cfg MuxConfig) (*Mux, error) {
-	if cfg.Listener == nil {
-		return nil, errors.New("replication: NewMux: nil listener")
+	if cfg.Listener == nil && cfg.Advertise == "" {
+		return nil, errors.New("replication: NewMux: no listener and no address")
 	}
 	if cfg.ConnsPerPeer <= 0 {
 		cfg.ConnsPerPeer = 2
@@ -147,6 +148,8 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 	if addr == "" {
 		addr = cfg.Listener.Addr().String()
 	}
+	// Without a listener the Mux only dials: a single voter, whose groups
+	// never send an RPC, needs no port.
 	m := &Mux{
 		cfg:      cfg,
 		logger:   cfg.Logger.With("component", "raft-transport"),
@@ -157,8 +160,10 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		inbound:  map[net.Conn]struct{}{},
 		shutdown: make(chan struct{}),
 	}
-	m.wg.Add(1)
-	go m.accept()
+	if m.ln != nil {
+		m.wg.Add(1)
+		go m.accept()
+	}
 	return m, nil
 }
 
@@ -200,7 +205,10 @@ func (m *Mux) Close() error {
 	}
 	m.closed = true
 	close(m.shutdown)
-	err := m.ln.Close()
+	var err error
+	if m.ln != nil {
+		err = m.ln.Close()
+	}
 	for c := range m.inbound {
 		c.Close()
 	}

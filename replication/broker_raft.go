@@ -1,0 +1,330 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/retention"
+)
+
+// The broker's metadata Raft group (doc.go, "Raft design"): setup,
+// proposing commands, and the local effects of applied commands.
+
+const (
+	metadataGroupID      = "__metadata"
+	metadataSnapshotDir  = "metadata-snapshots"
+	metadataApplyTimeout = 10 * time.Second
+	defaultStartTimeout  = 2 * time.Minute
+)
+
+// singleVoterTiming is for a metadata group whose only voter is this
+// broker: no peer to wait for, so a restart elects itself at once.
+var singleVoterTiming = raftTiming{Heartbeat: 50 * time.Millisecond, Election: 50 * time.Millisecond, Commit: 50 * time.Millisecond, Lease: 50 * time.Millisecond}
+
+func serverID(node int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(node))) }
+
+func parseServerID(id raft.ServerID) int32 {
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+// openRaft opens the metadata group's stores and transport and starts its
+// raft instance (bootstrapping the voters on a fresh store).
+func (b *Broker) openRaft() (err error) {
+	cfg := b.cfg
+	voters := cfg.Voters
+	single := len(voters) == 0 || (len(voters) == 1 && voters[0].NodeID == cfg.NodeID)
+	if cfg.ReplicationListener == nil && !single {
+		return fmt.Errorf("replication: %d metadata voters but no replication listener", len(voters))
+	}
+	advertise := cfg.ReplicationAdvertise
+	if advertise == "" && cfg.ReplicationListener == nil {
+		advertise = "local:0" // never dialed: this node is the only voter
+	}
+	if len(voters) == 0 {
+		addr := advertise
+		if addr == "" {
+			addr = cfg.ReplicationListener.Addr().String()
+		}
+		voters = []Voter{{NodeID: cfg.NodeID, Addr: addr}}
+	}
+	self := false
+	servers := make([]raft.Server, 0, len(voters))
+	for _, v := range voters {
+		if v.NodeID == cfg.NodeID {
+			self = true
+		}
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.NodeID), Address: raft.ServerAddress(v.Addr)})
+	}
+	if !self {
+		// Brokers outside the quorum (Kafka's broker-only role) are a later
+		// step: they would need to learn the voters' leader to forward.
+		return fmt.Errorf("replication: node.id %d is not among the metadata voters", cfg.NodeID)
+	}
+
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+	}()
+	if cfg.ReplicationListener != nil {
+		closers = append(closers, cfg.ReplicationListener.Close)
+	}
+	rlog, err := openRaftLogFile(cfg.FS, cfg.DataDir, b.logger)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, rlog.Close)
+	stable, err := openRaftStableFile(cfg.FS, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	snaps, err := openSnapshotStore(cfg.FS, filepath.Join(cfg.DataDir, metadataSnapshotDir), 2)
+	if err != nil {
+		return err
+	}
+	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Logger: b.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	closers = append(closers[:0], mux.Close, rlog.Close) // the Mux owns the listener now
+	trans, err := mux.Group(metadataGroupID)
+	if err != nil {
+		return err
+	}
+	timing := metadataTiming
+	if single {
+		timing = singleVoterTiming
+	}
+	conf := newRaftConfig(serverID(cfg.NodeID), timing, b.cfg.Logger)
+	// Metadata commands are rare and an image is cheap to snapshot: keep
+	// the log short.
+	conf.TrailingLogs = 1024
+	conf.SnapshotThreshold = 1024
+	fsm := newMetadataFSM(b.logger, &b.img, b.onApply)
+	existing, err := raft.HasExistingState(rlog, stable, snaps)
+	if err != nil {
+		return err
+	}
+	if !existing {
+		if err := raft.BootstrapCluster(conf, rlog, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			return fmt.Errorf("replication: bootstrap metadata quorum: %w", err)
+		}
+	}
+	r, err := raft.NewRaft(conf, fsm, rlog, stable, snaps, trans)
+	if err != nil {
+		return fmt.Errorf("replication: start metadata raft: %w", err)
+	}
+	b.raft, b.mux, b.rlog, b.fsm, b.fresh = r, mux, rlog, fsm, !existing
+	return nil
+}
+
+// waitCaughtUp waits until the metadata group has a leader and this
+// broker has applied what it committed (a Barrier on the leader).
+func (b *Broker) waitCaughtUp() error {
+	timeout := b.cfg.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	lastLog := time.Now()
+	for time.Now().Before(deadline) {
+		if b.raft.State() == raft.Leader {
+			if err := b.raft.Barrier(metadataApplyTimeout).Error(); err == nil {
+				return nil
+			}
+		} else if _, id := b.raft.LeaderWithID(); id != "" {
+			if ci := b.raft.CommitIndex(); ci > 0 && b.raft.AppliedIndex() >= ci {
+				return nil
+			}
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			b.logger.Info("waiting for the metadata quorum", "voters", len(b.cfg.Voters), "state", b.raft.State().String())
+			lastLog = time.Now()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("%w: no metadata quorum after %v", ErrNotController, timeout)
+}
+
+// commitLocked validates c against the current image, proposes it to the
+// metadata group and waits until it is applied here; it returns the image
+// after it (already published). mu must be held: it makes validation and
+// proposal one step for this broker's writers.
+func (b *Broker) commitLocked(c Command) (*image, error) {
+	if _, err := b.img.Load().Apply(c); err != nil {
+		return nil, err
+	}
+	if err := b.rlog.Err(); err != nil {
+		return nil, err
+	}
+	data, err := encodeCommandEntry(c)
+	if err != nil {
+		return nil, err
+	}
+	f := b.raft.Apply(data, metadataApplyTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return nil, fmt.Errorf("%w: %v", ErrNotController, err)
+		}
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return nil, ErrShuttingDown
+		}
+		b.logger.Error("metadata command not committed", "command", c.Type.String(), "err", err)
+		return nil, err
+	}
+	res, ok := f.Response().(fsmResult)
+	if !ok {
+		return nil, fmt.Errorf("replication: metadata entry applied without a result")
+	}
+	return res.img, res.err
+}
+
+// onApply carries out an applied command's local effects on this broker
+// (raft's FSM goroutine; every broker, the proposer included). While the
+// broker starts, effects wait: replaying old commands one by one could
+// delete the directory of a later topic of the same name; start()
+// reconciles the disk with the final image instead.
+func (b *Broker) onApply(index uint64, c Command, prev, next *image) {
+	if !b.ready.Load() {
+		return
+	}
+	b.effMu.Lock()
+	defer b.effMu.Unlock()
+	switch c.Type {
+	case CmdCreateTopic, CmdCreatePartitions:
+		first := int32(0)
+		if t, ok := prev.topics[c.Topic]; ok && c.Type == CmdCreatePartitions {
+			first = int32(len(t.Partitions))
+		}
+		if t, ok := next.topics[c.Topic]; ok {
+			if err := b.openLogs(t, first); err != nil {
+				b.logger.Error("could not open a partition log of a new topic", "topic", c.Topic, "err", err)
+			}
+		}
+	case CmdDeleteTopic:
+		if pd, ok := next.pending[c.TopicID]; ok {
+			if err := b.deleteLogs(pd); err != nil {
+				b.logger.Error("could not remove a deleted topic's logs; retried at the next start", "topic", pd.Name, "err", err)
+			}
+		}
+	case CmdSetTopicConfigs:
+		if t, ok := next.topics[c.Topic]; ok {
+			b.applyTopicConfigs(t)
+		}
+	case 0: // a snapshot was restored
+		b.reconcileLocked(next)
+	}
+}
+
+// openLogs opens the local logs of t's partitions from first on.
+func (b *Broker) openLogs(t *TopicInfo, first int32) error {
+	cfg, err := retention.LogConfig(t.Configs, b.cfg.BrokerProps)
+	if err != nil {
+		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
+	}
+	for _, p := range t.Partitions[first:] {
+		if !containsNode(p.Replicas, b.cfg.NodeID) {
+			continue
+		}
+		if _, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg); err != nil {
+			return fmt.Errorf("replication: open %s-%d: %w", t.Name, p.Partition, err)
+		}
+	}
+	return nil
+}
+
+// deleteLogs removes this broker's logs of a deleted topic.
+func (b *Broker) deleteLogs(pd pendingDelete) error {
+	for p := int32(0); p < pd.Partitions; p++ {
+		tp := log.TopicPartition{Topic: pd.Name, Partition: p}
+		if !b.hasLog(tp) {
+			continue
+		}
+		if err := b.logs.Delete(tp); err != nil {
+			return fmt.Errorf("replication: delete %s-%d: %w", pd.Name, p, err)
+		}
+	}
+	return nil
+}
+
+func (b *Broker) applyTopicConfigs(t *TopicInfo) {
+	cfg, err := retention.LogConfig(t.Configs, b.cfg.BrokerProps)
+	if err != nil {
+		b.logger.Error("topic configs do not apply", "topic", t.Name, "err", err)
+		return
+	}
+	for _, p := range t.Partitions {
+		if lp := b.logs.Get(log.TopicPartition{Topic: t.Name, Partition: p.Partition}); lp != nil {
+			lp.SetConfig(cfg)
+		}
+	}
+}
+
+// reconcileLocked makes the local disk follow img: deleted topics' logs
+// removed, every local partition open. effMu must be held.
+func (b *Broker) reconcileLocked(img *image) {
+	for _, pd := range img.pending {
+		if err := b.deleteLogs(pd); err != nil {
+			b.logger.Error("could not remove a deleted topic's logs", "topic", pd.Name, "err", err)
+		}
+	}
+	for _, name := range img.names {
+		if err := b.openLogs(img.topics[name], 0); err != nil {
+			b.logger.Error("could not open a partition log", "topic", name, "err", err)
+		}
+	}
+}
+
+// migrateMetadataLog carries the commands of a foundation-era
+// metadata.log into a fresh metadata group (single voter only), once.
+func (b *Broker) migrateMetadataLog() error {
+	path := filepath.Join(b.cfg.DataDir, metadataLogName)
+	if _, err := b.cfg.FS.Stat(path); err != nil {
+		return nil
+	}
+	mlog, cmds, err := openMetadataLog(b.cfg.FS, b.cfg.DataDir, b.logger)
+	if err != nil {
+		return err
+	}
+	mlog.Close()
+	if b.fresh && len(cmds) > 0 {
+		if b.raft.State() != raft.Leader {
+			return fmt.Errorf("replication: %s from a single-node broker cannot join a multi-voter quorum", metadataLogName)
+		}
+		for i, c := range cmds {
+			if _, err := b.commitLocked(c); err != nil && !errors.Is(err, errRejected) {
+				return fmt.Errorf("replication: migrate %s command %d: %w", metadataLogName, i, err)
+			}
+		}
+		b.logger.Info("metadata.log migrated into the metadata raft log", "commands", len(cmds))
+	}
+	if err := b.cfg.FS.Rename(path, path+".migrated"); err != nil {
+		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, path, err)
+	}
+	return syncDir(b.cfg.FS, b.cfg.DataDir)
+}
+
+// ControllerID is the metadata group's current leader, -1 when unknown.
+func (b *Broker) ControllerID() int32 {
+	if b.raft == nil {
+		return -1
+	}
+	_, id := b.raft.LeaderWithID()
+	if id == "" {
+		return -1
+	}
+	return parseServerID(id)
+}
