@@ -119,3 +119,11 @@ func TestFormatResult(t *testing.T) {
 		t.Errorf("%q", c)
 	}
 }
+
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"--note", "it's noisy", "a.yaml", ""})
+	want := `--note 'it'\''s noisy' a.yaml ''`
+	if got != want {
+		t.Errorf("got %s want %s", got, want)
+	}
+}

@@ -112,7 +112,7 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 		}
 		c.Workloads = append(c.Workloads, w)
 	}
-	c.Command = "strata bench compare " + strings.Join(args, " ")
+	c.Command = "strata bench compare " + shellJoin(args)
 	return c, nil
 }
 
@@ -669,4 +669,17 @@ func compareCLI(ctx context.Context, c *CompareConfig, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "wrote %s/compare.{json,md,png}\n", c.OutDir)
 	}
 	return err
+}
+
+// shellJoin quotes what a shell would split, so the recorded command can
+// be pasted back.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]#~!{}") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }

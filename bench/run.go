@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -123,16 +125,28 @@ func createTopics(ctx context.Context, bootstrap []string, topics []string, part
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	// Wait for leaders: 10 s, plus 100 ms per partition (creating 1,000
+	// partitions took Strata about 30 s), at most 5 minutes; the same
+	// bound is the CreateTopics timeout the broker is given.
+	wait := 10*time.Second + time.Duration(partitions*len(topics))*100*time.Millisecond
+	if wait > 5*time.Minute {
+		wait = 5 * time.Minute
+	}
+	adm.SetTimeoutMillis(int32(wait.Milliseconds()))
 	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, topics...)
 	if err != nil {
 		return fmt.Errorf("%w: create topics: %v", ErrRun, err)
 	}
 	for _, r := range resp.Sorted() {
-		if r.Err != nil {
+		// The names are new (they carry the time), so "already exists"
+		// can only be this run's own request, retried by the client after
+		// a broker took longer than the request timeout to create many
+		// partitions.
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("%w: create topic %s: %v", ErrRun, r.Topic, r.Err)
 		}
 	}
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
 		md, err := adm.Metadata(ctx, topics...)
 		if err == nil {
 			ready := true
@@ -158,7 +172,7 @@ func createTopics(ctx context.Context, bootstrap []string, topics []string, part
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%w: topics have no leaders after 10s", ErrRun)
+	return fmt.Errorf("%w: topics have no leaders after %s", ErrRun, wait)
 }
 
 func deleteTopics(bootstrap []string, topics []string) {
