@@ -26,6 +26,11 @@ type Config struct {
 	MaxGroupSize          int           // group.max.size (Kafka: unbounded; here 100000)
 	MaxMetadataBytes      int           // offset.metadata.max.bytes (4096)
 	TickInterval          time.Duration // how often timers are checked (100 ms)
+	// OffsetsRetention is offsets.retention.minutes (7 days): how long an
+	// empty group's offsets are kept; OffsetsRetentionCheckInterval is
+	// offsets.retention.check.interval.ms (10 min).
+	OffsetsRetention              time.Duration
+	OffsetsRetentionCheckInterval time.Duration
 	// KIP-848 groups: group.consumer.session.timeout.ms (45 s) and
 	// group.consumer.heartbeat.interval.ms (5 s).
 	ConsumerSessionTimeout    time.Duration
@@ -67,6 +72,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.OffsetsRetention <= 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.OffsetsRetentionCheckInterval <= 0 {
+		c.OffsetsRetentionCheckInterval = 10 * time.Minute
 	}
 	if c.ConsumerSessionTimeout <= 0 {
 		c.ConsumerSessionTimeout = 45 * time.Second

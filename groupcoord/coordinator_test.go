@@ -267,3 +267,37 @@ func TestSessionExpiresOnTicks(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestOffsetsExpire: an empty group's offsets go after the retention, as
+// tombstones in the log (gone after a restart too), and the group with them.
+func TestOffsetsExpire(t *testing.T) {
+	dir := t.TempDir()
+	n := openNode(t, dir)
+	n.coord.Close()
+	n.coord = New(Config{NumPartitions: 1, TickInterval: 5 * time.Millisecond, Logger: quiet(),
+		OffsetsRetention: 200 * time.Millisecond, OffsetsRetentionCheckInterval: 10 * time.Millisecond}, n.broker)
+	findCoordinator(t, n, "g")
+	if _, err := n.broker.CreateTopic(ctx(t), replication.CreateTopicRequest{Name: "t", NumPartitions: 2, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, n, "g", "", -1, map[int32]int64{0: 3})
+	if got := fetch(t, n, "g"); got[0] != 3 {
+		t.Fatalf("before expiry: %v", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fetch(t, n, "g")[0] != -1 {
+		if time.Now().After(deadline) {
+			t.Fatal("offset never expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := describe(t, n, "g"); d.State != "Dead" {
+		t.Fatalf("group after its last offset expired: %+v", d)
+	}
+	n.close()
+	n = openNode(t, dir)
+	findCoordinator(t, n, "g")
+	if got := fetch(t, n, "g"); got[0] != -1 {
+		t.Fatalf("expired offset back after restart: %v", got)
+	}
+}

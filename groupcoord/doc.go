@@ -2,8 +2,9 @@
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, with static membership),
 // committed offsets (OffsetCommit, OffsetFetch, OffsetDelete), and the
 // group admin APIs (FindCoordinator, DescribeGroups, ListGroups,
-// DeleteGroups). KIP-848 groups, share groups and transaction state are
-// not built yet.
+// DeleteGroups), and KIP-848 consumer groups (ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe) with server-side uniform and range assignors.
+// Share groups and transaction state are not built yet.
 //
 // # Where state lives
 //
@@ -20,6 +21,11 @@
 //	__consumer_offsets-N record       key (int16 version first)        value (nil = tombstone)
 //	offset commit                     v1 OffsetCommitKey{group,topic,p} OffsetCommitValue v3
 //	group metadata                    v2 GroupMetadataKey{group}        GroupMetadataValue v3
+//	KIP-848 group, member, target,    v3, v5, v6, v7, v8 (records848.go, by hand: kmsg has no
+//	current assignment                types for them)
+//
+// A KIP-848 group's committed offsets are kept on a classic group of the
+// same ID that stays Empty, so the offset APIs treat both kinds alike.
 //
 // # Goroutines
 //
@@ -60,8 +66,10 @@
 //
 // # Differences from Kafka
 //
-//   - Offsets never expire (offsets.retention.minutes is not applied) and
-//     the compaction of __consumer_offsets is retention's job.
+//   - Offsets of an empty group expire after offsets.retention.minutes
+//     counted from the later of the commit and the moment the group became
+//     empty (Kafka counts only the latter for groups that had members).
+//     Compacting __consumer_offsets is the retention package's job.
 //   - ListGroups reports every group as type "classic".
 //   - A commit of more than ~900 KiB of offsets is written as several
 //     batches, so it is not atomic across them.

@@ -147,3 +147,33 @@ func (g *group) describe(version int16) kmsg.DescribeGroupsResponseGroup {
 	}
 	return d
 }
+
+// expireOffsets drops the offsets of an empty group that are past the
+// retention (offsets.retention.minutes, KIP-211): counted from the commit,
+// or, for a group that had members, from when it became empty, whichever
+// is later. A group left with no offsets and no members is deleted too.
+// It returns the tombstones to write.
+func (g *group) expireOffsets(now time.Time, retention time.Duration) []record {
+	if g.state != stateEmpty || len(g.pending) > 0 {
+		return nil
+	}
+	var recs []record
+	for _, t := range g.sortedOffsetTopics() {
+		for _, p := range sortedPartitions(g.offsets[t]) {
+			base := time.UnixMilli(g.offsets[t][p].CommitMs)
+			if g.protocolType != "" && g.stateSince.After(base) {
+				base = g.stateSince
+			}
+			if now.Sub(base) >= retention {
+				if r, ok := g.deleteOffset(t, p); ok {
+					recs = append(recs, r)
+				}
+			}
+		}
+	}
+	if len(recs) > 0 && len(g.offsets) == 0 {
+		recs = append(recs, groupTombstone(g.id))
+		g.state = stateDead
+	}
+	return recs
+}

@@ -268,6 +268,12 @@ func (env *scriptEnv) run(t *testing.T, line string) string {
 				e.records = append(e.records, g.commit(tn, int32(p), offsetEntry{Offset: n, LeaderEpoch: -1, CommitMs: env.now.UnixMilli()}))
 			}
 		}
+	case "expire":
+		d, err := time.ParseDuration(args["retention"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.records = append(e.records, g.expireOffsets(env.now, d)...)
 	case "delete":
 		recs, code := g.deleteAll()
 		e.records = append(e.records, recs...)

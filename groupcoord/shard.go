@@ -54,6 +54,8 @@ type shard struct {
 	cgroups map[string]*cgroup // KIP-848 consumer groups
 	waiters map[uint64]chan kmsg.Response
 	nextRID uint64
+	// nextExpiry is when offsets are next checked against the retention.
+	nextExpiry time.Time
 }
 
 func newShard(c *Coordinator, partition, epoch int32) *shard {
@@ -107,9 +109,27 @@ func (s *shard) run() {
 			for _, cg := range s.cgroups {
 				cg.tick(&e, now)
 			}
+			if !now.Before(s.nextExpiry) {
+				s.nextExpiry = now.Add(s.c.cfg.OffsetsRetentionCheckInterval)
+				s.expireOffsets(&e, now)
+			}
 			if !s.apply(&e) {
 				return
 			}
+		}
+	}
+}
+
+// expireOffsets applies offsets.retention.minutes to every empty group
+// (not to the offsets of a KIP-848 group that has members).
+func (s *shard) expireOffsets(e *effects, now time.Time) {
+	for id, g := range s.groups {
+		if cg := s.cgroups[id]; cg != nil && len(cg.members) > 0 {
+			continue
+		}
+		if recs := g.expireOffsets(now, s.c.cfg.OffsetsRetention); len(recs) > 0 {
+			e.records = append(e.records, recs...)
+			s.dropIfGone(id, g)
 		}
 	}
 }

@@ -14,6 +14,8 @@ var groupSettings = []setting{
 	{"offsets.topic.replication.factor", "3", "Replication factor of __consumer_offsets, capped at the number of brokers."},
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets."},
 	{"offset.metadata.max.bytes", "4096", "Largest metadata string of one committed offset."},
+	{"offsets.retention.minutes", "10080", "How long the committed offsets of an empty group are kept."},
+	{"offsets.retention.check.interval.ms", "600000", "How often offsets are checked against offsets.retention.minutes."},
 	{"group.initial.rebalance.delay.ms", "3000", "How long the first rebalance of an empty classic group waits for more members."},
 	{"group.min.session.timeout.ms", "6000", "Smallest session timeout a classic group member may ask for."},
 	{"group.max.session.timeout.ms", "1800000", "Largest session timeout a classic group member may ask for."},
@@ -54,6 +56,13 @@ func parseGroupSettings(merged map[string]rawValue, cfg *Config) error {
 		return err
 	}
 	g.MaxMetadataBytes = int(n)
+	if n, err = num("offsets.retention.minutes", 1, 1<<31-1); err != nil {
+		return err
+	}
+	g.OffsetsRetention = time.Duration(n) * time.Minute
+	if g.OffsetsRetentionCheckInterval, err = ms("offsets.retention.check.interval.ms", 1); err != nil {
+		return err
+	}
 	if g.InitialRebalanceDelay, err = ms("group.initial.rebalance.delay.ms", 0); err != nil {
 		return err
 	}
