@@ -141,6 +141,13 @@ func openPartition(fsys segment.FS, dir string, tp TopicPartition, cfg Config, s
 	p := &Partition{tp: tp, dir: dir, fs: fsys, logger: logger.With("partition", tp.String()), now: now, maxTs: -1, maxTsOff: -1}
 	c := withDefaults(cfg)
 	p.cfg.Store(&c)
+	// A compaction interrupted by a crash is finished or discarded first
+	// (compact.go), so the listing below sees one consistent run.
+	if done, err := recoverSwap(fsys, dir); err != nil {
+		return nil, err
+	} else if done {
+		p.logger.Warn("finished a compaction swap interrupted by a crash")
+	}
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read %s: %v", ErrStorage, dir, err)

@@ -2,8 +2,10 @@ package protocol
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +123,122 @@ func TestRetentionConsumerContinuesFromNewLogStart(t *testing.T) {
 	if jump < 0 || got[jump] != lo.Offset {
 		t.Fatalf("consumer did not continue from the new log start %d (jump at %d, offsets %v...)", lo.Offset, jump, got[:min(len(got), 30)])
 	}
+}
+
+// TestCompactedTopicKgo: a kgo consumer reads a compacted topic after
+// cleaning and sees exactly the latest value of every key (from
+// compressed batches, rebuilt with their codec); tombstoned keys are
+// still there as tombstones until delete.retention.ms has passed, and
+// gone after the next cleaning.
+func TestCompactedTopicKgo(t *testing.T) {
+	c := newRetentionCluster(t)
+	ctx := testCtx(t)
+	adm := c.admin()
+	configs := map[string]*string{
+		"cleanup.policy": str("compact"), "segment.bytes": str("2048"),
+		"delete.retention.ms": str("300"), "min.cleanable.dirty.ratio": str("0.01"),
+	}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, configs, "cmp"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	prod := c.client(kgo.DefaultProduceTopic("cmp"), kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.ProducerLinger(5*time.Millisecond))
+	latest := map[string]*string{}
+	for round := 0; round < 10; round++ {
+		for k := 0; k < 20; k++ {
+			key := fmt.Sprintf("key-%02d", k)
+			r := &kgo.Record{Key: []byte(key), Value: []byte(fmt.Sprintf("%s-round-%d-%s", key, round, strings.Repeat("x", 30)))}
+			if round == 9 && k < 5 {
+				r.Value = nil // tombstones for the first five keys
+			}
+			if r.Value == nil {
+				latest[key] = nil
+			} else {
+				v := string(r.Value)
+				latest[key] = &v
+			}
+			prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	part := c.logs.Get(log.TopicPartition{Topic: "cmp", Partition: 0})
+	if err := part.Roll(); err != nil { // the active segment is never cleaned
+		t.Fatal(err)
+	}
+	end := part.Offsets().HighWatermark
+	if c.cleaner.CompactOnce() != 1 {
+		t.Fatal("not compacted")
+	}
+	consume := func() map[string]*string {
+		t.Helper()
+		cons := c.client(kgo.ConsumeTopics("cmp"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		got := map[string]*string{}
+		var n int
+		var last int64 = -1
+		for last < end-1 {
+			fs := cons.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("consuming: %v", err)
+			}
+			fs.EachError(func(_ string, _ int32, err error) { t.Fatal(err) })
+			fs.EachRecord(func(r *kgo.Record) {
+				n++
+				if r.Offset <= last {
+					t.Fatalf("offset %d after %d", r.Offset, last)
+				}
+				last = r.Offset
+				if _, dup := got[string(r.Key)]; dup {
+					t.Fatalf("key %s twice after compaction", r.Key)
+				}
+				if r.Value == nil {
+					got[string(r.Key)] = nil
+				} else {
+					v := string(r.Value)
+					got[string(r.Key)] = &v
+				}
+			})
+		}
+		cons.Close()
+		return got
+	}
+	same := func(what string, got, want map[string]*string) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d keys, want %d", what, len(got), len(want))
+		}
+		for k, w := range want {
+			g, ok := got[k]
+			if !ok || (g == nil) != (w == nil) || (g != nil && *g != *w) {
+				t.Fatalf("%s: key %s = %v, want %v", what, k, g, w)
+			}
+		}
+	}
+	same("after compaction", consume(), latest)
+
+	// delete.retention.ms later, one more record makes the log dirty and
+	// the next cleaning drops the tombstones.
+	time.Sleep(350 * time.Millisecond)
+	if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte("key-19"), Value: []byte("final")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	final := "final"
+	latest["key-19"] = &final
+	if err := part.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	end = part.Offsets().HighWatermark
+	if c.cleaner.CompactOnce() != 1 {
+		t.Fatal("not compacted the second time")
+	}
+	for k, v := range latest {
+		if v == nil {
+			delete(latest, k)
+		}
+	}
+	same("after delete.retention.ms", consume(), latest)
 }

@@ -94,7 +94,12 @@ type Cleaner struct {
 	opts   CleanerOptions
 	logger *slog.Logger
 
-	runMu sync.Mutex // one pass at a time (the loop and RunOnce callers)
+	runMu sync.Mutex // one pass at a time (the loop, RunOnce and CompactOnce callers)
+	// firstDirty is each compacted partition's first dirty offset: below
+	// it the log was compacted by this cleaner. Kept in memory only: after
+	// a restart the whole log counts as dirty and is compacted once more
+	// (compaction is idempotent). Protected by runMu.
+	firstDirty map[log.TopicPartition]int64
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -116,7 +121,7 @@ func NewCleaner(opts CleanerOptions) *Cleaner {
 		opts.Backoff = 15 * time.Second
 	}
 	c := &Cleaner{opts: opts, logger: opts.Logger.With("component", "cleaner"),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), firstDirty: map[log.TopicPartition]int64{}}
 	go c.loop()
 	return c
 }
@@ -125,12 +130,20 @@ func (c *Cleaner) loop() {
 	defer close(c.done)
 	t := time.NewTicker(c.opts.CheckInterval)
 	defer t.Stop()
+	// Compaction is checked every log.cleaner.backoff.ms (Kafka's cleaner
+	// threads sleep that long when no log needs cleaning).
+	ct := time.NewTicker(c.opts.Backoff)
+	defer ct.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
 			c.RunOnce()
+		case <-ct.C:
+			if !c.opts.CompactionDisabled {
+				c.CompactOnce()
+			}
 		}
 	}
 }
@@ -196,5 +209,58 @@ func (c *Cleaner) enforceRetention(p *log.Partition) bool {
 				"segments", before-len(p.Segments()), "log_start", start, "reasons", strings.Join(a.Reasons, "; "))
 		}
 	}
+	return true
+}
+
+// CompactOnce compacts every partition whose cleanup.policy contains
+// compact and that PlanCompact says is due. It returns the number of
+// partitions compacted. Passes are serialized with RunOnce.
+func (c *Cleaner) CompactOnce() int {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	n := 0
+	live := map[log.TopicPartition]bool{}
+	for _, tp := range c.opts.Logs.Partitions() {
+		select {
+		case <-c.stop:
+			return n
+		default:
+		}
+		live[tp] = true
+		p := c.opts.Logs.Get(tp)
+		if p == nil || !p.Config().Cleanup.Compact {
+			continue
+		}
+		if c.compactPartition(p) {
+			n++
+		}
+	}
+	for tp := range c.firstDirty {
+		if !live[tp] {
+			delete(c.firstDirty, tp) // deleted partitions start over if recreated
+		}
+	}
+	return n
+}
+
+func (c *Cleaner) compactPartition(p *log.Partition) bool {
+	tp := p.TopicPartition()
+	segs := p.Segments()
+	offs := p.Offsets()
+	now := c.opts.Now().UnixMilli()
+	acts := PlanCompact(segs, offs, p.Config().Cleanup, c.firstDirty[tp], now)
+	if len(acts) == 0 {
+		return false
+	}
+	start := time.Now()
+	st, err := compact(p, c.firstDirty[tp], acts[0].Offset, now)
+	if err != nil {
+		c.logger.Error("compaction failed; retried at the next check", "partition", tp.String(), "err", err)
+		return false
+	}
+	c.firstDirty[tp] = st.end
+	c.logger.Info("compacted", "partition", tp.String(), "segments", st.segments,
+		"bytes_in", st.bytesIn, "bytes_out", st.bytesOut, "records_in", st.recordsIn, "records_kept", st.recsKept,
+		"first_dirty", st.end, "took", time.Since(start).Round(time.Millisecond), "why", acts[0].Reasons[0])
 	return true
 }

@@ -2,6 +2,8 @@ package retention
 
 import (
 	"errors"
+	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,8 +14,12 @@ import (
 )
 
 func newTestCleaner(t *testing.T, m *log.Manager, c *clock) *Cleaner {
+	logger := quietLogger
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	// A check interval far in the future: the test drives RunOnce.
-	cl := NewCleaner(CleanerOptions{Logs: m, Logger: quietLogger, Now: c.now, CheckInterval: time.Hour})
+	cl := NewCleaner(CleanerOptions{Logs: m, Logger: logger, Now: c.now, CheckInterval: time.Hour, Backoff: time.Hour})
 	t.Cleanup(cl.Close)
 	return cl
 }

@@ -45,12 +45,47 @@
 // without a restart. Fetches in progress are safe: readers hold a
 // reference on a segment, and its file stays open until they release it.
 //
+// # Compaction (cleanup.policy=compact, compact,delete)
+//
+// PlanCompact (compact.go) is pure, like PlanDelete: the cleanable range
+// ends at the first uncleanable offset (the active segment, a segment not
+// wholly committed, or one with records newer than min.compaction.lag.ms);
+// the partition is compacted when its dirty share (bytes from the
+// cleaner's first dirty offset to that end, over all cleanable bytes)
+// reaches min.cleanable.dirty.ratio, or its first dirty segment is older
+// than max.compaction.lag.ms. Tests: testdata/compact.txt.
+//
+// The Cleaner compacts every log.cleaner.backoff.ms (unless
+// log.cleaner.enable=false): it builds an offset map (key hash -> latest
+// offset) over the dirty range, bounded at 2M keys (a full map ends the
+// range at a segment boundary), then rewrites runs of sealed segments
+// (grouped up to segment.bytes) keeping a keyed record only when no later
+// record of its key exists, and a tombstone only while it is younger than
+// delete.retention.ms (its own timestamp; Kafka counts from the cleaning
+// that first saw it). Keyless records and control batches are kept.
+// Batches whose records all stay are copied byte for byte; thinned ones
+// keep their base offset, last offset delta, timestamps and producer
+// fields (offsets keep their gaps, producer state stays derivable) and are
+// recompressed with their own codec (gzip, snappy incl. the Java client's
+// xerial framing on read, lz4, zstd; decompressed size bounded at 64 MiB).
+// Each cleaned run is swapped in atomically by log.Partition.SwapCleaned
+// (write cleaned/, fsync, commit marker, swap, recovery at open finishes
+// or discards it; see log/compact.go). Internal topics such as
+// __consumer_offsets are created with cleanup.policy=compact and are
+// compacted like any other.
+//
 // # Not here yet
 //
-// Compaction (cleanup.policy=compact) is planned but not enforced.
-// file.delete.delay.ms / log.segment.delete.delay.ms are accepted and
-// reported, but deletion is immediate (reference counts, not a delay, keep
-// a deleted segment readable for fetches in progress).
+//   - The first dirty offset is kept in memory: after a restart a
+//     compacted log is compacted once more (idempotent, but work).
+//   - Transactions: control batches are kept as they are and aborted
+//     transactional data is not removed (Strata has no transactions yet).
+//   - A batch of an idempotent producer whose records all go is dropped
+//     (Kafka keeps an empty batch to preserve the producer's sequence).
+//   - file.delete.delay.ms / log.segment.delete.delay.ms are accepted and
+//     reported, but deletion is immediate (reference counts, not a delay,
+//     keep a deleted segment readable for fetches in progress).
+//   - Dynamic broker configs (AlterConfigs on a BROKER resource).
 //
 // # Concurrency
 //

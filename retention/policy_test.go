@@ -51,20 +51,36 @@ func cleanupArgs(t *testing.T, c scriptCase) log.CleanupConfig {
 	}
 	cfg.RetentionMs = intArg(t, c, "retention.ms", -1)
 	cfg.RetentionBytes = intArg(t, c, "retention.bytes", -1)
+	cfg.MinCompactionLagMs = intArg(t, c, "min.compaction.lag.ms", 0)
+	cfg.MaxCompactionLagMs = intArg(t, c, "max.compaction.lag.ms", 0)
+	cfg.MinCleanableDirtyRatio = 0.5
+	if v, ok := c.args["min.cleanable.dirty.ratio"]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("line %d: %v", c.line, err)
+		}
+		cfg.MinCleanableDirtyRatio = f
+	}
 	return cfg
 }
 
-func TestPlanDeleteScripts(t *testing.T) {
-	runScripts(t, "delete*.txt", func(t *testing.T, c scriptCase) string {
+func TestPolicyScripts(t *testing.T) {
+	runScripts(t, "*.txt", func(t *testing.T, c scriptCase) string {
 		switch c.cmd {
-		case "plan":
+		case "plan", "plan-compact":
 			segs := parseSegments(t, c)
 			var end int64
 			if len(segs) > 0 {
 				end = segs[len(segs)-1].NextOffset
 			}
 			offs := log.Offsets{LogStart: intArg(t, c, "start", 0), HighWatermark: intArg(t, c, "hw", end), LogEnd: end}
-			acts := PlanDelete(segs, offs, cleanupArgs(t, c), intArg(t, c, "now", 0))
+			var acts []Action
+			switch c.cmd {
+			case "plan":
+				acts = PlanDelete(segs, offs, cleanupArgs(t, c), intArg(t, c, "now", 0))
+			case "plan-compact":
+				acts = PlanCompact(segs, offs, cleanupArgs(t, c), intArg(t, c, "first-dirty", 0), intArg(t, c, "now", 0))
+			}
 			if len(acts) == 0 {
 				return "nothing"
 			}
@@ -73,6 +89,8 @@ func TestPlanDeleteScripts(t *testing.T) {
 				switch a.Kind {
 				case ActionDeleteBefore:
 					fmt.Fprintf(&b, "%s %d\n", a.Kind, a.Offset)
+				case ActionCompact:
+					fmt.Fprintf(&b, "compact below %d\n", a.Offset)
 				default:
 					fmt.Fprintf(&b, "%s\n", a.Kind)
 				}

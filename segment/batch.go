@@ -165,7 +165,15 @@ func ComputeCRC(batch []byte) uint32 {
 // length, the CRC-32C, the record count against the last offset delta and,
 // for uncompressed batches, that the records' length prefixes tile the
 // payload exactly. It never decompresses.
-func ValidateBatch(b []byte) (Header, error) {
+func ValidateBatch(b []byte) (Header, error) { return validateBatch(b, false) }
+
+// ValidateStoredBatch is ValidateBatch for a batch read back from a
+// segment, which compaction may have thinned: it has fewer records than
+// its last offset delta says (0 < numRecords <= lastOffsetDelta+1), the
+// offsets of the removed records left as a gap, as Kafka's cleaner does.
+func ValidateStoredBatch(b []byte) (Header, error) { return validateBatch(b, true) }
+
+func validateBatch(b []byte, compacted bool) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
@@ -176,7 +184,8 @@ func ValidateBatch(b []byte) (Header, error) {
 	if crc := ComputeCRC(b); crc != h.CRC {
 		return h, fmt.Errorf("%w: crc %08x, computed %08x", ErrCorrupt, h.CRC, crc)
 	}
-	if h.NumRecords <= 0 || h.LastOffsetDelta < 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
+	if h.NumRecords <= 0 || h.LastOffsetDelta < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 ||
+		(!compacted && int64(h.NumRecords) != int64(h.LastOffsetDelta)+1) {
 		return h, fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
 	}
 	if h.Compression() > 4 {

@@ -41,7 +41,8 @@
 //	attrs  = bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
 //	         bit 3 timestamp type (1 = LogAppendTime), bit 4 transactional,
 //	         bit 5 control
-//	Invariant of a valid batch: numRecords == lastOffsetDelta+1 > 0.
+//	Invariant of a valid batch: numRecords == lastOffsetDelta+1 > 0
+//	(a stored batch thinned by compaction: 0 < numRecords <= lastOffsetDelta+1).
 //	Uncompressed records are each prefixed with a zigzag varint length;
 //	those lengths must tile the records area exactly.
 //

@@ -217,7 +217,7 @@ func (s *Segment) rebuildFrom(i int, size int64, verify bool, info *RecoveryInfo
 			if _, rerr := s.ReadAt(buf, pos); rerr != nil {
 				err = fmt.Errorf("%w: %v", ErrCorrupt, rerr)
 			} else {
-				_, err = ValidateBatch(buf)
+				_, err = ValidateStoredBatch(buf) // compaction thins batches
 			}
 		}
 		if err != nil {
