@@ -26,18 +26,24 @@ func (a assignment) clone() assignment {
 	return out
 }
 
+// Invariant: each topic's partitions are sorted and distinct, so lookups
+// are binary searches (topics may have thousands of partitions).
 func (a assignment) has(tp topicPartition) bool {
-	for _, p := range a[tp.topic] {
-		if p == tp.partition {
-			return true
-		}
-	}
-	return false
+	ps := a[tp.topic]
+	i := sort.Search(len(ps), func(i int) bool { return ps[i] >= tp.partition })
+	return i < len(ps) && ps[i] == tp.partition
 }
 
 func (a assignment) add(tp topicPartition) {
-	a[tp.topic] = append(a[tp.topic], tp.partition)
-	sort.Slice(a[tp.topic], func(i, j int) bool { return a[tp.topic][i] < a[tp.topic][j] })
+	ps := a[tp.topic]
+	i := sort.Search(len(ps), func(i int) bool { return ps[i] >= tp.partition })
+	if i < len(ps) && ps[i] == tp.partition {
+		return
+	}
+	ps = append(ps, 0)
+	copy(ps[i+1:], ps[i:])
+	ps[i] = tp.partition
+	a[tp.topic] = ps
 }
 
 func (a assignment) list() []topicPartition {

@@ -91,19 +91,43 @@ func (c *Coordinator) route(groupID string) (*shard, int16) {
 	return c.routePartition(t.Partitions[PartitionFor(groupID, int32(len(t.Partitions)))])
 }
 
-// routePartition is route for a known partition of the offsets topic.
+// routePartition is route for a known partition of the offsets topic: it
+// waits (up to loadWait) for the shard to load.
 func (c *Coordinator) routePartition(pi replication.PartitionInfo) (*shard, int16) {
+	s, code := c.shardFor(pi)
+	if code != 0 {
+		return nil, code
+	}
+	if s.loaded.Load() {
+		return s, 0
+	}
+	t := time.NewTimer(loadWait)
+	defer t.Stop()
+	select {
+	case <-s.loadedCh:
+		return s, 0
+	case <-s.done:
+		return nil, kerr.NotCoordinator.Code
+	case <-t.C:
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
+}
+
+// shardFor returns the shard of a partition this broker leads, starting
+// its load (or a reload at a new leader epoch) without waiting for it.
+func (c *Coordinator) shardFor(pi replication.PartitionInfo) (*shard, int16) {
 	p := pi.Partition
 	if pi.Leader != c.broker.NodeID() {
 		return nil, kerr.NotCoordinator.Code
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
 		return nil, kerr.NotCoordinator.Code
 	}
 	s := c.shards[p]
-	if s != nil && s.epoch != pi.LeaderEpoch {
+	switch {
+	case s != nil && s.epoch != pi.LeaderEpoch:
 		s.halt()
 		prev := s
 		s = newShard(c, p, pi.LeaderEpoch)
@@ -112,24 +136,10 @@ func (c *Coordinator) routePartition(pi replication.PartitionInfo) (*shard, int1
 			<-prev.done // the old epoch's writes finish before the replay
 			s.run()
 		}()
-	} else if s == nil {
+	case s == nil:
 		s = newShard(c, p, pi.LeaderEpoch)
 		c.shards[p] = s
 		go s.run()
-	}
-	c.mu.Unlock()
-	if !s.loaded.Load() {
-		t := time.NewTimer(loadWait)
-		defer t.Stop()
-		for !s.loaded.Load() {
-			select {
-			case <-s.done:
-				return nil, kerr.NotCoordinator.Code
-			case <-t.C:
-				return nil, kerr.CoordinatorLoadInProgress.Code
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
 	}
 	return s, 0
 }
@@ -272,7 +282,7 @@ func (c *Coordinator) findOne(ctx context.Context, typ int8, key string) kmsg.Fi
 			co.NodeID, co.Host, co.Port = b.NodeID, b.Host, b.Port
 			if b.NodeID == c.broker.NodeID() {
 				// Start loading now: the client's next request is for it.
-				go c.route(key)
+				c.shardFor(pi)
 			}
 			return co
 		}

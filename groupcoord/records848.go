@@ -3,7 +3,6 @@ package groupcoord
 import (
 	"encoding/binary"
 	"errors"
-	"sort"
 )
 
 // KIP-848 consumer group records in __consumer_offsets. kmsg has no types
@@ -183,12 +182,12 @@ func (d *dec) assignment() assignment {
 		d.b = d.b[16:]
 		np := d.arrayLen()
 		ps := make([]int32, 0, min(np, 1024))
+
 		for j := 0; j < np && d.err == nil; j++ {
 			ps = append(ps, d.i32())
 		}
-		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-		if len(ps) > 0 {
-			a[id] = ps
+		for _, p := range ps {
+			a.add(topicPartition{id, p}) // sorted, distinct
 		}
 		d.skipTags()
 	}

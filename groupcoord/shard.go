@@ -44,10 +44,11 @@ type shard struct {
 	partition int32
 	epoch     int32
 
-	calls  chan call
-	stop   chan struct{} // closed to ask run to return
-	done   chan struct{} // closed when run returned
-	loaded atomic.Bool   // set once the partition is replayed
+	calls    chan call
+	stop     chan struct{} // closed to ask run to return
+	done     chan struct{} // closed when run returned
+	loaded   atomic.Bool   // set once the partition is replayed
+	loadedCh chan struct{} // closed with loaded set
 
 	// Owned by the run goroutine.
 	groups  map[string]*group  // classic groups, and the offsets of every group
@@ -61,12 +62,13 @@ type shard struct {
 func newShard(c *Coordinator, partition, epoch int32) *shard {
 	return &shard{
 		c: c, partition: partition, epoch: epoch,
-		calls:   make(chan call, maxQueuedCalls),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		groups:  map[string]*group{},
-		cgroups: map[string]*cgroup{},
-		waiters: map[uint64]chan kmsg.Response{},
+		calls:    make(chan call, maxQueuedCalls),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		loadedCh: make(chan struct{}),
+		groups:   map[string]*group{},
+		cgroups:  map[string]*cgroup{},
+		waiters:  map[uint64]chan kmsg.Response{},
 	}
 }
 
@@ -79,6 +81,7 @@ func (s *shard) run() {
 		return
 	}
 	s.loaded.Store(true)
+	close(s.loadedCh)
 	s.c.cfg.Logger.Info("group coordinator loaded", "partition", s.partition, "epoch", s.epoch, "groups", len(s.groups), "took", time.Since(start))
 	tick := time.NewTicker(s.c.cfg.TickInterval)
 	defer tick.Stop()
