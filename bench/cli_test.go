@@ -127,3 +127,12 @@ func TestShellJoin(t *testing.T) {
 		t.Errorf("got %s want %s", got, want)
 	}
 }
+
+func TestFileSafe(t *testing.T) {
+	if got := fileSafe("1 topic / 16 partitions / 1kb"); got != "1_topic___16_partitions___1kb" {
+		t.Errorf("%q", got)
+	}
+	if fileSafe("") != "workload" {
+		t.Error("empty name")
+	}
+}

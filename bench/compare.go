@@ -272,9 +272,9 @@ func (c *child) stop() {
 
 // startChild runs argv and waits (bounded) for its ready line: "listening
 // ADDR" on stdout (bench's children) or strata's "strata ready ...
-// listener=ADDR" log line on stderr. All output goes to dir/NAME.log.
-func startChild(ctx context.Context, name, dir string, argv []string) (*child, error) {
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
+// listener=ADDR" log line on stderr. All output goes to logPath.
+func startChild(ctx context.Context, name, dir, logPath string, argv []string) (*child, error) {
+	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
 	}
@@ -352,7 +352,7 @@ func readyAddr(line string) (string, bool) {
 }
 
 // startBroker starts broker name with its data under dir.
-func (c *CompareConfig) startBroker(ctx context.Context, name, dir, profile string) (*child, error) {
+func (c *CompareConfig) startBroker(ctx context.Context, name, dir, logPath, profile string) (*child, error) {
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
@@ -390,7 +390,7 @@ func (c *CompareConfig) startBroker(ctx context.Context, name, dir, profile stri
 	default:
 		return nil, fmt.Errorf("%w: unknown broker %q", ErrUsage, name)
 	}
-	return startChild(ctx, name, dir, argv)
+	return startChild(ctx, name, dir, logPath, argv)
 }
 
 // resolveStrata finds or builds the strata binary.
@@ -443,9 +443,18 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 				}
 				profile := ""
 				if c.ProfileDir != "" && (name == BrokerStrata || name == BrokerStrataFsync) {
-					profile, _ = filepath.Abs(filepath.Join(c.ProfileDir, fmt.Sprintf("%s-%s.pprof", w.Name, name)))
+					profile, _ = filepath.Abs(filepath.Join(c.ProfileDir, fileSafe(w.Name)+"-"+name+".pprof"))
 				}
-				ch, err := c.startBroker(ctx, name, dir, profile)
+				// Broker logs outlive the temporary data dirs when there
+				// is an output dir, so a failed run can be looked into.
+				logPath := filepath.Join(dir, name+".log")
+				if c.OutDir != "" {
+					logDir := filepath.Join(c.OutDir, "logs")
+					if err := os.MkdirAll(logDir, 0o755); err == nil {
+						logPath = filepath.Join(logDir, fileSafe(w.Name)+"-"+name+".log")
+					}
+				}
+				ch, err := c.startBroker(ctx, name, dir, logPath, profile)
 				if err != nil {
 					br.Skipped = err.Error()
 					fmt.Fprintf(progress, "%s: %s skipped: %v\n", w.Name, name, err)
@@ -474,6 +483,16 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 				}
 				addr, pid := c.External[name], 0
 				if ch := children[bi]; ch != nil {
+					select {
+					case <-ch.waited:
+						// Died: record it instead of waiting out a run's
+						// timeout against a closed port.
+						br.Samples = append(br.Samples, Sample{Round: round,
+							Err: fmt.Sprintf("broker process exited (log: %s)", ch.logf.Name())})
+						fmt.Fprintf(progress, "%s round %d %s: broker exited\n", w.Name, round, name)
+						continue
+					default:
+					}
 					addr, pid = ch.addr, ch.pid()
 				}
 				s := runSample(ctx, w, addr, pid)
@@ -682,4 +701,19 @@ func shellJoin(args []string) string {
 		out[i] = a
 	}
 	return strings.Join(out, " ")
+}
+
+// fileSafe makes a workload name usable in a file name (OMB names carry
+// spaces and slashes).
+func fileSafe(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "workload"
+	}
+	return string(b)
 }

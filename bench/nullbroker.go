@@ -20,11 +20,14 @@ import (
 // NullBroker answers ApiVersions, Metadata, CreateTopics, DeleteTopics,
 // InitProducerID, ListOffsets, Produce and Fetch without storing records:
 // a Produce advances a per-partition counter (the log end offset) and
-// keeps a reference to the partition's latest batch; a Fetch below the
-// counter answers copies of that batch with the base offset rewritten (the
-// CRC does not cover it). It measures what the load generator can do on
-// this machine: a broker cannot look faster than the null broker through
-// the same client.
+// keeps references to the partition's latest batches (at most 64 or 4 MiB:
+// the tail a live reader is in) and to its largest batch. A Fetch in the
+// tail gets those batches; one further behind gets copies of the largest
+// batch with the base offset rewritten (the CRC does not cover it), up to
+// the tail, where the real batches take over (kgo skips the offsets it has
+// already seen, so a reader sees every offset once). It measures what the
+// load generator can do on this machine: a broker cannot look faster than
+// the null broker through the same client.
 //
 // Concurrency: one goroutine per connection, requests of a connection
 // answered in order; the topic table is under mu; Fetch long polls wait on
@@ -50,10 +53,24 @@ type nullTopic struct {
 }
 
 type nullPartition struct {
-	end  int64  // log end offset: records produced so far
-	last []byte // the latest batch as received (shared, never written)
-	big  []byte // the largest batch received: served to readers far behind
+	end       int64       // log end offset: records produced so far
+	tail      []nullBatch // the latest batches, oldest first, contiguous up to end
+	tailBytes int
+	big       []byte // the largest batch received: served to readers behind the tail
 }
+
+// nullBatch is a batch as received (shared, never written) and the offset
+// the null broker gave it.
+type nullBatch struct {
+	base int64
+	b    []byte
+}
+
+// Bounds of a partition's tail (one batch is always kept).
+const (
+	nullTailBatches = 64
+	nullTailBytes   = 4 << 20
+)
 
 // Limits of the null broker.
 const (
@@ -520,9 +537,16 @@ func (b *NullBroker) produce(q *kmsg.ProduceRequest) kmsg.Response {
 					rp.ErrorCode = kerr.CorruptMessage.Code
 					break
 				}
-				np.last = recs[:12+l]
-				if len(np.last) > len(np.big) {
-					np.big = np.last
+				batch := recs[:12+l]
+				if len(batch) > len(np.big) {
+					np.big = batch
+				}
+				np.tail = append(np.tail, nullBatch{base: np.end, b: batch})
+				np.tailBytes += len(batch)
+				for len(np.tail) > 1 && (len(np.tail) > nullTailBatches || np.tailBytes > nullTailBytes) {
+					np.tailBytes -= len(np.tail[0].b)
+					np.tail[0] = nullBatch{}
+					np.tail = np.tail[1:]
 				}
 				np.end += int64(delta) + 1
 				recs = recs[12+l:]
@@ -561,14 +585,16 @@ func (b *NullBroker) fetch(q *kmsg.FetchRequest, bufs *connBufs) kmsg.Response {
 	}
 }
 
-// fetchOnce answers every partition from its latest batch; got says
-// whether any records were returned, wake is closed by the next Produce.
-// The partition table is read under mu, the copies made outside it.
+// fetchOnce answers every partition from its tail and largest batch; got
+// says whether any records were returned, wake is closed by the next
+// Produce. The partition table is read under mu (the tail copied: a
+// Produce changes it), the record bytes copied outside it.
 func (b *NullBroker) fetchOnce(q *kmsg.FetchRequest, bufs *connBufs) (resp *kmsg.FetchResponse, got bool, wake <-chan struct{}) {
 	type snap struct {
-		known     bool
-		end       int64
-		last, big []byte
+		known bool
+		end   int64
+		tail  []nullBatch
+		big   []byte
 	}
 	var snaps []snap
 	b.mu.Lock()
@@ -581,7 +607,7 @@ func (b *NullBroker) fetchOnce(q *kmsg.FetchRequest, bufs *connBufs) (resp *kmsg
 				continue
 			}
 			np := nt.parts[p.Partition]
-			snaps = append(snaps, snap{known: true, end: np.end, last: np.last, big: np.big})
+			snaps = append(snaps, snap{known: true, end: np.end, tail: append([]nullBatch(nil), np.tail...), big: np.big})
 		}
 	}
 	b.mu.Unlock()
@@ -606,16 +632,16 @@ func (b *NullBroker) fetchOnce(q *kmsg.FetchRequest, bufs *connBufs) (resp *kmsg
 				continue
 			}
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = sn.end, sn.end, 0
-			// A copy of the latest batch may carry a reader past the end
-			// (it has as many records as that batch, not as are left):
-			// such a reader just waits, as at the end, instead of being
-			// told OFFSET_OUT_OF_RANGE and sent back to the start.
+			// A copy of the largest batch may carry a reader past the end
+			// when the tail is shorter than that batch: such a reader
+			// just waits, as at the end, instead of being told
+			// OFFSET_OUT_OF_RANGE and sent back to the start.
 			if p.FetchOffset < 0 {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			if p.FetchOffset < sn.end && sn.last != nil && budget > 0 {
+			if p.FetchOffset < sn.end && len(sn.tail) > 0 && budget > 0 {
 				limit := int64(p.PartitionMaxBytes)
 				if limit <= 0 || limit > budget {
 					limit = budget
@@ -626,22 +652,25 @@ func (b *NullBroker) fetchOnce(q *kmsg.FetchRequest, bufs *connBufs) (resp *kmsg
 				}
 				out := bufs.take(int(hint) + len(sn.big))
 				for off := p.FetchOffset; off < sn.end; {
-					// A reader far behind gets copies of the largest batch
-					// (the last one of a fill may be a small tail); one
-					// near the end gets the latest, whose timestamps are
-					// what e2e measures.
-					tmpl := sn.last
-					if sn.end-off > batchSpan(sn.big) {
-						tmpl = sn.big
+					// Behind the tail: a copy of the largest batch placed
+					// at off. In the tail: the batch holding off, as
+					// received (its timestamps are what e2e measures).
+					tmpl, base := sn.big, off
+					if tb := sn.tail[0]; off >= tb.base {
+						k := 0
+						for k < len(sn.tail)-1 && sn.tail[k+1].base <= off {
+							k++
+						}
+						tmpl, base = sn.tail[k].b, sn.tail[k].base
 					}
 					if len(out) > 0 && int64(len(out)+len(tmpl)) > limit {
 						break
 					}
 					at := len(out)
 					out = append(out, tmpl...)
-					binary.BigEndian.PutUint64(out[at:], uint64(off))
+					binary.BigEndian.PutUint64(out[at:], uint64(base))
 					binary.BigEndian.PutUint32(out[at+12:], 0) // partition leader epoch
-					off += batchSpan(tmpl)
+					off = base + batchSpan(tmpl)
 				}
 				rp.RecordBatches = out
 				budget -= int64(len(out))
