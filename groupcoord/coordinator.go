@@ -296,9 +296,15 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 		return joinError(req.Version, req.MemberID, kerr.InvalidGroupID.Code), nil
 	}
 	r, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
-		if cg := s.cgroups[req.Group]; cg != nil && len(cg.members) > 0 {
-			e.reply(rid, joinError(req.Version, req.MemberID, kerr.InconsistentGroupProtocol.Code))
-			return
+		if cg := s.cgroups[req.Group]; cg != nil {
+			if len(cg.members) > 0 {
+				e.reply(rid, joinError(req.Version, req.MemberID, kerr.InconsistentGroupProtocol.Code))
+				return
+			}
+			// An empty KIP-848 group becomes a classic one (Kafka
+			// converts empty groups the same way); its offsets stay.
+			e.records = append(e.records, cg.tombstones()...)
+			delete(s.cgroups, req.Group)
 		}
 		g := s.group(req.Group, true)
 		g.join(&s.c.cfg, e, s.c.cfg.Now(), rid, joinArgs{req: req, clientID: clientID, clientHost: clientHost})

@@ -301,3 +301,70 @@ func TestOffsetsExpire(t *testing.T) {
 		t.Fatalf("expired offset back after restart: %v", got)
 	}
 }
+
+// A group ID is either classic or KIP-848: a classic join to a consumer
+// group with members is INCONSISTENT_GROUP_PROTOCOL, a heartbeat to a
+// classic group with members GROUP_ID_NOT_FOUND; an empty group of one
+// kind can be taken over by the other, keeping its offsets.
+func TestGroupKindsExclusive(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	findCoordinator(t, n, "cg")
+	if _, err := n.broker.CreateTopic(ctx(t), replication.CreateTopicRequest{Name: "t", NumPartitions: 2, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = 1, "cg", "m1", 30000
+	hb.SubscribedTopicNames = []string{"t"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	r, err := n.coord.ConsumerGroupHeartbeat(ctx(t), hb, "c", "/h")
+	if err != nil || r.ErrorCode != 0 || r.MemberEpoch != 1 || r.Assignment == nil || len(r.Assignment.Topics) != 1 || len(r.Assignment.Topics[0].Partitions) != 2 {
+		t.Fatalf("848 join: %v %+v", err, r)
+	}
+	if c := commit(t, n, "cg", "m1", 1, map[int32]int64{0: 4}); c.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("848 commit: %+v", c)
+	}
+	if c := commit(t, n, "cg", "m1", 7, map[int32]int64{0: 4}); c.Topics[0].Partitions[0].ErrorCode != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("848 commit at a wrong epoch: %+v", c)
+	}
+	if c := commit(t, n, "cg", "", -1, map[int32]int64{0: 4}); c.Topics[0].Partitions[0].ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("admin commit to a live 848 group: %+v", c)
+	}
+	jr := kmsg.NewPtrJoinGroupRequest()
+	jr.Version, jr.Group, jr.SessionTimeoutMillis, jr.ProtocolType = 9, "cg", 10000, "consumer"
+	jr.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if j, _ := n.coord.JoinGroup(ctx(t), jr, "c", "/h"); j.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("classic join to a live 848 group: %+v", j)
+	}
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.Groups = []string{"cg", "nope"}
+	d, err := n.coord.ConsumerGroupDescribe(ctx(t), cd)
+	if err != nil || d.Groups[0].ErrorCode != 0 || d.Groups[0].State != "Stable" || len(d.Groups[0].Members) != 1 ||
+		d.Groups[0].Members[0].Assignment.TopicPartitions[0].Topic != "t" || d.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe: %v %+v", err, d)
+	}
+	hb.MemberEpoch = -1
+	if r, _ := n.coord.ConsumerGroupHeartbeat(ctx(t), hb, "c", "/h"); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("848 leave: %+v", r)
+	}
+	// Now empty: a classic member takes it over; the offset stays.
+	j, _ := n.coord.JoinGroup(ctx(t), jr, "c", "/h")
+	if j.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("classic join to an empty 848 group: %+v", j)
+	}
+	jr.MemberID = j.MemberID
+	if j, _ = n.coord.JoinGroup(ctx(t), jr, "c", "/h"); j.ErrorCode != 0 {
+		t.Fatalf("classic rejoin: %+v", j)
+	}
+	if got := fetch(t, n, "cg"); got[0] != 4 {
+		t.Fatalf("offsets after the takeover: %v", got)
+	}
+	hb.MemberEpoch, hb.MemberID = 0, "m2"
+	if r, _ := n.coord.ConsumerGroupHeartbeat(ctx(t), hb, "c", "/h"); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("848 heartbeat to a live classic group: %+v", r)
+	}
+	lr := kmsg.NewPtrListGroupsRequest()
+	lr.Version = 5
+	if l, _ := n.coord.ListGroups(ctx(t), lr); len(l.Groups) != 1 || l.Groups[0].GroupType != "classic" {
+		t.Fatalf("list after the takeover: %+v", l)
+	}
+}

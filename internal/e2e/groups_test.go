@@ -229,7 +229,16 @@ func TestGroupLibrdkafkaClients(t *testing.T) {
 	py := pythonWith(t, "confluent_kafka")
 	b := startBroker(t, "", groupArgs...)
 	createTopic(t, b, "lib", 4)
-	produceAt(t, b, "lib", "r", 400, time.Now())
+	// 100 records in each partition.
+	prod := b.client(kgo.DefaultProduceTopic("lib"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := 0; i < 400; i++ {
+		pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := prod.ProduceSync(pctx, &kgo.Record{Value: []byte(fmt.Sprintf("r-%d", i))}).FirstErr()
+		pcancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Two python consumers of one group at once: between them, all 400.
 	type res struct {
@@ -276,6 +285,27 @@ func TestGroupLibrdkafkaClients(t *testing.T) {
 	}
 	if d := mustGroup(t, b, "describe", "kcatgroup"); !strings.Contains(d, "TOTAL LAG 0") {
 		t.Fatalf("describe kcatgroup:\n%s", d)
+	}
+
+	// A reset committed through librdkafka (no subscription) is what the
+	// next group consumer starts from.
+	out = run(t, time.Minute, "", py, "testdata/confluent_commit.py", b.addr, "pyreset", "lib", "4", "50")
+	if lastLine(out) != "committed 4" {
+		t.Fatalf("python commit: %s", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(b.client()).ListEndOffsets(ctx, "lib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	ends.Each(func(o kadm.ListedOffset) { want += o.Offset - 50 })
+	if want != 200 {
+		t.Fatalf("log ends %v", ends)
+	}
+	if got := consumeGroup(t, b, "pyreset", "lib", int(want)); int64(len(got)) != want {
+		t.Fatalf("after the librdkafka reset consumed %d, want %d", len(got), want)
 	}
 }
 
