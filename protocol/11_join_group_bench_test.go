@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BenchmarkRebalance10 measures how long ten kgo consumers started at once
@@ -103,4 +104,29 @@ func rebalanceOnce(b *testing.B, c *testCluster, group string, opts []kgo.Opt) t
 		cl.Close()
 	}
 	return d
+}
+
+// BenchmarkOffsetCommitWire measures OffsetCommit round trips from one kgo
+// client over 127.0.0.1 (one partition per commit, one commit in flight,
+// the newest version, topics by ID): the latency a committing consumer sees.
+//
+//	go test ./protocol -run '^$' -bench OffsetCommitWire -benchtime 2s
+func BenchmarkOffsetCommitWire(b *testing.B) {
+	c := newGroupCluster(b)
+	c.createTopic("w", 1)
+	cl := c.client()
+	ctx := context.Background()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = "wire", -1
+	ti, _ := c.broker.Topic("w")
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "w", TopicID: ti.ID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, LeaderEpoch: -1}}}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req.Topics[0].Partitions[0].Offset = int64(i)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			b.Fatalf("commit: %v %+v", err, resp)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }

@@ -362,3 +362,22 @@ func TestGroupKIP848CLI(t *testing.T) {
 		t.Fatalf("after reset committed %d, want 0", s)
 	}
 }
+
+// Offsets acknowledged to a committing consumer survive SIGKILL (the
+// commit was appended to __consumer_offsets before it was answered).
+func TestGroupOffsetsSurviveKill(t *testing.T) {
+	b := startBroker(t, "", groupArgs...)
+	createTopic(t, b, "k", 2)
+	produceAt(t, b, "k", "k", 300, time.Now())
+	if got := consumeGroup(t, b, "killed", "k", 300); len(got) != 300 {
+		t.Fatalf("consumed %d of 300", len(got))
+	}
+	b.kill()
+	b.start()
+	if s := committedSum(t, b, "killed"); s != 300 {
+		t.Fatalf("after SIGKILL committed %d, want 300", s)
+	}
+	if got := consumeGroup(t, b, "killed", "k", 1); len(got) != 0 {
+		t.Fatalf("a restarted group consumer re-read %d records", len(got))
+	}
+}
