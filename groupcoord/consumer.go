@@ -134,8 +134,15 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 		if m == nil {
 			return hbError(v, kerr.UnknownMemberID.Code, "")
 		}
-		g.removeMember(e, m)
-		g.bumpEpoch(e)
+		if req.MemberEpoch == -2 && m.instanceID != nil {
+			// A static member leaving for now keeps its place (and its
+			// partitions) until its session expires, so that the same
+			// instance rejoining takes them back without a rebalance.
+			m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
+		} else {
+			g.removeMember(e, m)
+			g.bumpEpoch(e)
+		}
 		r := hbError(v, 0, "")
 		id := req.MemberID
 		r.MemberID, r.MemberEpoch = &id, req.MemberEpoch
@@ -186,6 +193,11 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 						g.owner[tp] = om.id
 					}
 				}
+				g.static[*req.InstanceID] = om.id
+				om.sent = nil
+				e.records = append(e.records,
+					record{Key: cgKey(keyCGTargetMember, g.id, &om.id), Value: cgTargetValue(g.target[om.id])},
+					record{Key: cgKey(keyCGCurrent, g.id, &om.id), Value: cgCurrentValue(om)})
 				m = om
 			}
 		}
@@ -409,14 +421,6 @@ func (g *cgroup) release(m *cmember, a assignment) {
 func (g *cgroup) reconcile(e *effects, now time.Time, m *cmember, owned assignment) {
 	before := m.state()
 	beforeEpoch, beforeAssigned := m.epoch, m.assigned.clone()
-	if owned != nil && len(m.pendingRevoke) > 0 {
-		for _, tp := range m.pendingRevoke.list() {
-			if !owned.has(tp) {
-				g.release(m, assignment{tp.topic: {tp.partition}})
-			}
-		}
-		m.pendingRevoke = m.pendingRevoke.intersect(owned)
-	}
 	target := g.target[m.id]
 	if target == nil {
 		target = assignment{}
@@ -427,11 +431,22 @@ func (g *cgroup) reconcile(e *effects, now time.Time, m *cmember, owned assignme
 			m.assigned = m.assigned.intersect(target)
 			m.pendingRevoke = revoke
 			m.revokeDeadline = now.Add(m.rebalanceTimeout)
-		} else if m.epoch != g.assignmentEpoch {
-			m.prevEpoch, m.epoch = m.epoch, g.assignmentEpoch
 		}
 	}
+	if owned != nil && len(m.pendingRevoke) > 0 {
+		// What the member no longer reports holding is released (this
+		// may be in the very heartbeat that learns of the revocation).
+		for _, tp := range m.pendingRevoke.list() {
+			if !owned.has(tp) {
+				g.release(m, assignment{tp.topic: {tp.partition}})
+			}
+		}
+		m.pendingRevoke = m.pendingRevoke.intersect(owned)
+	}
 	if len(m.pendingRevoke) == 0 {
+		if m.epoch != g.assignmentEpoch {
+			m.prevEpoch, m.epoch = m.epoch, g.assignmentEpoch
+		}
 		for _, tp := range target.list() {
 			if o := g.owner[tp]; (o == "" || o == m.id) && !m.assigned.has(tp) {
 				g.owner[tp] = m.id
