@@ -356,8 +356,10 @@ func (g *cgroup) refreshTopics(topics topicSource) bool {
 		}
 	}
 	if g.topics == nil {
+		// Just loaded: the metadata the target was computed from is not
+		// stored, so compare with what the target covers instead.
 		g.topics = now
-		return false
+		return !g.targetCovers(now)
 	}
 	same := len(now) == len(g.topics)
 	for n, tm := range now {
@@ -367,6 +369,30 @@ func (g *cgroup) refreshTopics(topics topicSource) bool {
 	}
 	g.topics = now
 	return !same
+}
+
+// targetCovers reports whether the target assignment covers exactly the
+// given topics' partitions (no topic or partition missing or extra).
+func (g *cgroup) targetCovers(topics map[string]topicMeta) bool {
+	want := map[[16]byte]int32{}
+	for _, t := range topics {
+		want[t.id] = t.partitions
+	}
+	have := map[[16]byte]int32{}
+	for _, a := range g.target {
+		for id, ps := range a {
+			if _, ok := want[id]; !ok {
+				return false
+			}
+			have[id] += int32(len(ps))
+		}
+	}
+	for id, n := range want {
+		if have[id] != n {
+			return false
+		}
+	}
+	return true
 }
 
 // computeTarget runs the assignor and records the new target.
