@@ -72,9 +72,8 @@
 //     Compacting __consumer_offsets is the retention package's job.
 //   - KIP-848: the subscribed topics' metadata is not persisted
 //     (ConsumerGroupPartitionMetadata); after a load the first heartbeat
-//     takes the topics as they are, so partitions added during a failover
-//     are assigned only at the next group change. Regex subscriptions are
-//     refused. A static member rejoining while its predecessor is still
+//     compares the topics with what the target assignment covers and
+//     bumps the epoch if they differ. Regex subscriptions are refused. A static member rejoining while its predecessor is still
 //     active replaces it (Kafka answers UNRELEASED_INSTANCE_ID).
 //   - A commit of more than ~900 KiB of offsets is written as several
 //     batches, so it is not atomic across them.
