@@ -130,12 +130,10 @@ func ParseRunFlags(kind string, args []string, stderr io.Writer) (*cliRun, error
 		fs.Float64Var(&w.Rate, "throughput", -1, "records/s over all producers, -1 = no limit")
 	case KindConsume:
 		fs.IntVar(&w.ConsumersPerSubscription, "consumers", 1, "consumer clients, partitions assigned round-robin")
-		fs.BoolVar(&w.ConsumerGroups, "groups", false, "consume in a consumer group instead of assigning partitions")
 	case KindE2E:
 		fs.Float64Var(&w.Rate, "throughput", 5000, "records/s over all producers")
 		fs.DurationVar(&w.Warmup, "warmup", time.Second, "latencies of records sent in the first part of the run are not counted")
 		fs.IntVar(&w.ConsumersPerSubscription, "consumers", 1, "consumer clients, partitions assigned round-robin")
-		fs.BoolVar(&w.ConsumerGroups, "groups", false, "consume in a consumer group instead of assigning partitions")
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err

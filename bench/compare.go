@@ -656,11 +656,7 @@ func describe(w Workload) string {
 		fmt.Fprintf(&b, ", linger %s", w.Linger)
 	}
 	if w.Kind != KindProduce {
-		how := "on assigned partitions"
-		if w.ConsumerGroups {
-			how = "in consumer groups"
-		}
-		fmt.Fprintf(&b, ", %d subscription(s) x %d consumer(s) %s", w.Subscriptions, w.ConsumersPerSubscription, how)
+		fmt.Fprintf(&b, ", %d subscription(s) x %d consumer(s) on assigned partitions", w.Subscriptions, w.ConsumersPerSubscription)
 	}
 	return b.String()
 }

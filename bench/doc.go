@@ -49,19 +49,13 @@
 //	linger: 0s
 //	batchSize: 1048576
 //	keys: 0                      # distinct keys, 0 = no keys
-//	consumerGroups: false        # true: each subscription is a consumer group
 //	keyDistributor, payloadFile, consumerBacklogSizeGB: accepted, ignored
 //
-// Consumer groups: by default a subscription is not a group: its consumers
-// are given partitions (kgo ConsumePartitions), round-robin, and each
-// subscription reads every record from offset 0. That works against a
-// broker without consumer groups (Strata had none when this tool was
-// written; the null broker has none) and measures what a group with a
-// static assignment would see, without group coordination. consumerGroups:
-// true (or --groups) makes each subscription a real consumer group (kgo
-// ConsumerGroup, from the earliest offset, no offset commits), so joining
-// and the assignment are part of the run (time to first record includes
-// the join).
+// Consumer groups: Strata does not implement them yet, so a subscription is
+// not a group: its consumers are given partitions (kgo ConsumePartitions),
+// round-robin, and each subscription reads every record from offset 0.
+// The measured figures are those a group with a static assignment would
+// see; group coordination is not exercised.
 //
 // # compare
 //

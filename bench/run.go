@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -20,7 +19,7 @@ import (
 // Result is what one run of a workload measured.
 type Result struct {
 	Kind            string   `json:"kind"`
-	Records         int64    `json:"records"` // acknowledged (produce) or delivered (consume: in a group a rebalance can deliver an offset twice); e2e: produced
+	Records         int64    `json:"records"` // acknowledged (produce) or read (consume); e2e: produced
 	Bytes           int64    `json:"bytes"`   // record keys and values
 	Errors          int64    `json:"errors"`
 	Seconds         float64  `json:"seconds"` // the measured phase
@@ -240,7 +239,7 @@ func Run(ctx context.Context, w Workload, opts RunOptions) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if got := c.progress.Load(); got < c.target {
+		if got := c.records.Load(); got < c.target {
 			return c.result(), fmt.Errorf("%w: consume: read %d of %d records: %v", ErrRun, got, c.target, ctx.Err())
 		}
 		return c.result(), nil
@@ -430,36 +429,8 @@ type consumeStats struct {
 	records    atomic.Int64
 	bytes      atomic.Int64
 	firstNanos atomic.Int64 // client start to first record, first consumer to see one
-	target     int64        // consume: distinct offsets all readers together must read
+	target     int64        // consume: records all readers together must read
 	seconds    float64
-
-	// progress counts distinct offsets read, summed over subscriptions
-	// and partitions (the next offset of each): what "done" is judged by.
-	// records counts deliveries, which in a consumer group can repeat an
-	// offset after a rebalance (no commits), so it cannot serve.
-	progress atomic.Int64
-	mu       sync.Mutex
-	next     map[partKey]int64
-}
-
-// partKey is one partition as one subscription reads it.
-type partKey struct {
-	sub       int
-	topic     string
-	partition int32
-}
-
-// advance records that subscription k has read up to next (exclusive).
-func (c *consumeStats) advance(k partKey, next int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.next == nil {
-		c.next = map[partKey]int64{}
-	}
-	if old := c.next[k]; next > old {
-		c.next[k] = next
-		c.progress.Add(next - old)
-	}
 }
 
 func (c *consumeStats) result() *Result {
@@ -476,88 +447,51 @@ func (c *consumeStats) result() *Result {
 
 // consumeAll reads every topic with Subscriptions independent readers
 // (each reads every record, as a consumer group would), each split over
-// ConsumersPerSubscription clients. By default partitions are assigned
-// round-robin (kgo ConsumePartitions), never subscribed, so the tool works
-// against a broker without consumer groups; with ConsumerGroups each
-// subscription is a real group (kgo ConsumerGroup, from the earliest
-// offset, no commits) and the broker's coordinator splits the partitions.
-// The readers stop once together they have read perTopic records of every
-// topic per subscription (or, for e2e, once the producers are done and
-// every acknowledged record has been read).
+// ConsumersPerSubscription clients by assigning partitions round-robin:
+// Strata has no consumer groups yet, so partitions are assigned, never
+// subscribed. The readers stop once together they have read perTopic
+// records of every topic per subscription (or, for e2e, once the producers
+// are done and every acknowledged record has been read).
 func consumeAll(ctx context.Context, w *Workload, bootstrap, topics []string, perTopic int64, e2e *e2eState) (*consumeStats, error) {
 	st := &consumeStats{target: perTopic * int64(len(topics)) * int64(w.Subscriptions)}
 	began := time.Now()
-	var clients []*kgo.Client
-	var subs []int // the subscription of each client
-	var assignMu sync.Mutex
-	assigned := map[*kgo.Client]bool{}
-	total := 0 // clients, known once all are made
-	markReady := func() {
-		if e2e != nil {
-			e2e.readyOnce.Do(func() { close(e2e.ready) })
-		}
-	}
-	onAssigned := func(_ context.Context, cl *kgo.Client, _ map[string][]int32) {
-		assignMu.Lock()
-		defer assignMu.Unlock()
-		assigned[cl] = true
-		if total > 0 && len(assigned) == total {
-			markReady()
-		}
-	}
-	fail := func(err error) (*consumeStats, error) {
-		for _, cl := range clients {
-			cl.Close()
-		}
-		return nil, fmt.Errorf("%w: consumer: %v", ErrRun, err)
-	}
+	var wg sync.WaitGroup
+	errc := make(chan error, maxClients)
 	for _, topic := range topics {
 		for s := 0; s < w.Subscriptions; s++ {
 			for c := 0; c < w.ConsumersPerSubscription; c++ {
-				opts := []kgo.Opt{kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-consumer"),
-					kgo.FetchMaxWait(500 * time.Millisecond)}
-				if w.ConsumerGroups {
-					opts = append(opts, kgo.ConsumerGroup(fmt.Sprintf("%s-sub%d", topic, s)), kgo.ConsumeTopics(topic),
-						kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
-						kgo.OnPartitionsAssigned(onAssigned))
-				} else {
-					parts := map[int32]kgo.Offset{}
-					for p := c; p < w.Partitions; p += w.ConsumersPerSubscription {
-						parts[int32(p)] = kgo.NewOffset().At(0)
-					}
-					if len(parts) == 0 {
-						continue
-					}
-					opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+				parts := map[int32]kgo.Offset{}
+				for p := c; p < w.Partitions; p += w.ConsumersPerSubscription {
+					parts[int32(p)] = kgo.NewOffset().At(0)
 				}
-				cl, err := kgo.NewClient(opts...)
+				if len(parts) == 0 {
+					continue
+				}
+				cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-consumer"),
+					kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}),
+					kgo.FetchMaxWait(500*time.Millisecond))
 				if err != nil {
-					return fail(err)
+					return nil, fmt.Errorf("%w: consumer: %v", ErrRun, err)
 				}
-				clients = append(clients, cl)
-				subs = append(subs, s)
+				// How the partitioner spread the records over partitions
+				// is not known, so all readers share one counter.
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer cl.Close()
+					errc <- consumeOne(ctx, cl, st, began, e2e)
+				}()
 			}
 		}
 	}
-	assignMu.Lock()
-	total = len(clients)
-	if !w.ConsumerGroups || len(assigned) == total {
-		markReady()
-	}
-	assignMu.Unlock()
-	// How the partitioner spread the records over partitions is not
-	// known, so all readers share one counter.
-	var wg sync.WaitGroup
-	for i, cl := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cl.Close()
-			consumeOne(ctx, cl, st, subs[i], began, e2e)
-		}()
-	}
 	wg.Wait()
+	close(errc)
 	st.seconds = time.Since(began).Seconds()
+	for err := range errc {
+		if err != nil {
+			return st, err
+		}
+	}
 	return st, nil
 }
 
@@ -567,16 +501,11 @@ func consumeAll(ctx context.Context, w *Workload, bootstrap, topics []string, pe
 type e2eState struct {
 	acked   *atomic.Int64
 	done    atomic.Bool
-	warmEnd atomic.Int64 // unix nanos: records sent earlier are read but not timed
-	// ready is closed once every consumer can read: at once for assigned
-	// partitions, after each group member's first assignment otherwise, so
-	// that joining a group is not counted as end-to-end latency.
-	ready     chan struct{}
-	readyOnce sync.Once
-	readers   int64 // subscriptions: each reads every record once
+	warmEnd int64 // unix nanos: records sent earlier are read but not timed
+	readers int64 // subscriptions: each reads every record once
 }
 
-func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, sub int, began time.Time, e2e *e2eState) {
+func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, began time.Time, e2e *e2eState) error {
 	for !st.done(e2e) {
 		// A short poll, so that a reader whose partitions are drained
 		// notices when the others have finished (PollRecords otherwise
@@ -586,24 +515,18 @@ func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, sub int, 
 		cancel()
 		now := time.Now()
 		if ctx.Err() != nil {
-			return // the caller decides whether enough was read
+			return nil // the caller decides whether enough was read
 		}
 		var n, b int64
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 {
-				return
-			}
-			for _, r := range p.Records {
-				n++
-				b += int64(len(r.Key) + len(r.Value))
-				if e2e != nil && len(r.Value) >= 8 {
-					sentAt := int64(binary.BigEndian.Uint64(r.Value))
-					if sentAt >= e2e.warmEnd.Load() {
-						st.hist.Record(time.Duration(now.UnixNano() - sentAt))
-					}
+		fetches.EachRecord(func(r *kgo.Record) {
+			n++
+			b += int64(len(r.Key) + len(r.Value))
+			if e2e != nil && len(r.Value) >= 8 {
+				sentAt := int64(binary.BigEndian.Uint64(r.Value))
+				if sentAt >= e2e.warmEnd {
+					st.hist.Record(time.Duration(now.UnixNano() - sentAt))
 				}
 			}
-			st.advance(partKey{sub, p.Topic, p.Partition}, p.Records[len(p.Records)-1].Offset+1)
 		})
 		if n > 0 {
 			st.firstNanos.CompareAndSwap(0, int64(now.Sub(began)))
@@ -611,11 +534,12 @@ func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, sub int, 
 			st.records.Add(n)
 		}
 	}
+	return nil
 }
 
 // done says whether all readers together have read what they must.
 func (c *consumeStats) done(e2e *e2eState) bool {
-	read := c.progress.Load()
+	read := c.records.Load()
 	if e2e != nil {
 		return e2e.done.Load() && read >= e2e.acked.Load()*e2e.readers
 	}
@@ -627,8 +551,8 @@ func (c *consumeStats) done(e2e *e2eState) bool {
 // returned it minus the send time in its first 8 bytes (one process, one
 // clock).
 func runE2E(ctx context.Context, w *Workload, bootstrap, topics []string) (*Result, error) {
-	e2e := &e2eState{readers: int64(w.Subscriptions), ready: make(chan struct{})}
-	e2e.warmEnd.Store(math.MaxInt64)
+	began := time.Now()
+	e2e := &e2eState{warmEnd: began.Add(w.Warmup).UnixNano(), readers: int64(w.Subscriptions)}
 	type cres struct {
 		st  *consumeStats
 		err error
@@ -642,14 +566,6 @@ func runE2E(ctx context.Context, w *Workload, bootstrap, topics []string) (*Resu
 		st, err := consumeAll(cctx, w, bootstrap, topics, 0, e2e)
 		cdone <- cres{st, err}
 	}()
-	// Wait (bounded) for the consumers: a group that never forms shows up
-	// as records not read, below.
-	select {
-	case <-e2e.ready:
-	case <-time.After(30 * time.Second):
-	case <-ctx.Done():
-	}
-	e2e.warmEnd.Store(time.Now().Add(w.Warmup).UnixNano())
 	p, err := produceAll(ctx, w, bootstrap, topics, pst)
 	if err != nil {
 		ccancel()
@@ -675,8 +591,8 @@ func runE2E(ctx context.Context, w *Workload, bootstrap, topics []string) (*Resu
 	r.MovedBytes = r.Bytes + r.ConsumedBytes
 	l := c.st.hist.Summary()
 	r.E2ELatency = &l
-	if want, got := r.Records*int64(w.Subscriptions), c.st.progress.Load(); got < want {
-		return r, fmt.Errorf("%w: e2e: read %d of %d records within 10s of the last send", ErrRun, got, want)
+	if want := r.Records * int64(w.Subscriptions); r.ConsumedRecords < want {
+		return r, fmt.Errorf("%w: e2e: read %d of %d records within 10s of the last send", ErrRun, r.ConsumedRecords, want)
 	}
 	return r, nil
 }

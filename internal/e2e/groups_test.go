@@ -240,39 +240,44 @@ func TestGroupLibrdkafkaClients(t *testing.T) {
 		}
 	}
 
-	// Two python consumers of one group at once: between them, all 400.
-	type res struct {
-		out string
-		err error
-	}
-	ch := make(chan res, 2)
-	for i := 0; i < 2; i++ {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, py, "testdata/confluent_group.py", b.addr, "lib", "pygroup", "400", "4").CombinedOutput()
-			ch <- res{string(out), err}
-		}()
-	}
-	total := 0
-	for i := 0; i < 2; i++ {
-		r := <-ch
-		var n int
-		if r.err != nil || func() bool { _, err := fmt.Sscanf(lastLine(r.out), "consumed %d", &n); return err != nil }() {
-			t.Fatalf("python consumer: %v\n%s", r.err, r.out)
+	// Two python consumers of one group at once: between them, all 400;
+	// with eager range and with cooperative-sticky assignment.
+	for _, strategy := range []string{"range", "cooperative-sticky"} {
+		group := "py-" + strategy
+		type res struct {
+			out string
+			err error
 		}
-		total += n
+		ch := make(chan res, 2)
+		for i := 0; i < 2; i++ {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				out, err := exec.CommandContext(ctx, py, "testdata/confluent_group.py", b.addr, "lib", group, "400", "4", strategy).CombinedOutput()
+				ch <- res{string(out), err}
+			}()
+		}
+		total := 0
+		for i := 0; i < 2; i++ {
+			r := <-ch
+			var n int
+			if r.err != nil || func() bool { _, err := fmt.Sscanf(lastLine(r.out), "consumed %d", &n); return err != nil }() {
+				t.Fatalf("python consumer (%s): %v\n%s", strategy, r.err, r.out)
+			}
+			total += n
+		}
+		if total < 400 {
+			t.Fatalf("python consumers (%s) read %d of 400", strategy, total)
+		}
+		if s := committedSum(t, b, group); s != 400 {
+			t.Fatalf("%s committed %d", group, s)
+		}
+		out := run(t, time.Minute, "", py, "testdata/confluent_group.py", b.addr, "lib", group, "1", "2", strategy)
+		if lastLine(out) != "consumed 0" {
+			t.Fatalf("second python run (%s): %s", strategy, out)
+		}
 	}
-	if total < 400 {
-		t.Fatalf("python consumers read %d of 400", total)
-	}
-	if s := committedSum(t, b, "pygroup"); s != 400 {
-		t.Fatalf("pygroup committed %d", s)
-	}
-	out := run(t, time.Minute, "", py, "testdata/confluent_group.py", b.addr, "lib", "pygroup", "1", "2")
-	if lastLine(out) != "consumed 0" {
-		t.Fatalf("second python run: %s", out)
-	}
+	var out string
 
 	// kcat -G: the balanced consumer reads everything and commits on exit.
 	out = run(t, time.Minute, "", kcat, "-b", b.addr, "-G", "kcatgroup", "-q", "-e", "-o", "beginning",

@@ -1,14 +1,16 @@
 """A python3-confluent-kafka (librdkafka) group consumer: subscribes to a
-topic in a consumer group, reads until it has `want` records (or the
+topic in a consumer group (assignment strategy as given: eager range or
+cooperative-sticky), reads until it has `want` records (or the
 deadline), commits synchronously and leaves. Prints 'consumed N'."""
 import sys, time
 from confluent_kafka import Consumer, KafkaError
 
 bootstrap, topic, group, want = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 idle = float(sys.argv[5]) if len(sys.argv) > 5 else 0
+strategy = sys.argv[6] if len(sys.argv) > 6 else "range,roundrobin"
 c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
               "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-              "heartbeat.interval.ms": 200})
+              "heartbeat.interval.ms": 200, "partition.assignment.strategy": strategy})
 c.subscribe([topic])
 n = 0
 deadline = time.time() + 30
