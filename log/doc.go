@@ -81,6 +81,14 @@
 // segment.ms counts from the segment's creation or from the partition's
 // open, by the injected clock.
 //
+// # Replication entry points
+//
+// AppendReplica (replica.go) writes a batch a leader already stamped, byte
+// for byte, at the log end, updating producer state without refusing it;
+// BatchAt reads the one batch at an offset, committed or not. Together
+// with TruncateTo and Commit they let a Raft log store live on the
+// segments (replication's doc.go, "Raft design").
+//
 // # Reading and deletion
 //
 // Read looks up the position under the partition's read lock, takes a
