@@ -89,6 +89,7 @@ type cliRun struct {
 	Bootstrap   []string
 	TopicPrefix string
 	JSON        bool
+	Every       time.Duration // progress lines while producing, 0 = none
 }
 
 func splitList(s string) []string {
@@ -113,6 +114,7 @@ func ParseRunFlags(kind string, args []string, stderr io.Writer) (*cliRun, error
 	bootstrap := fs.String("bootstrap-server", "127.0.0.1:9092", "broker `host:port` list, comma-separated")
 	fs.StringVar(&c.TopicPrefix, "topic-prefix", "bench", "prefix of the fresh topics each run creates (and deletes)")
 	fs.BoolVar(&c.JSON, "json", false, "print the result as JSON")
+	fs.DurationVar(&c.Every, "reporting-interval", 5*time.Second, "print a progress line this often while producing (to stderr), 0 = never")
 	fs.IntVar(&w.Partitions, "partitions", 1, "partitions of the topic")
 	fs.IntVar(&w.Topics, "topics", 1, "topics")
 	fs.IntVar(&w.RecordSize, "record-size", 1024, "value bytes per record")
@@ -130,10 +132,12 @@ func ParseRunFlags(kind string, args []string, stderr io.Writer) (*cliRun, error
 		fs.Float64Var(&w.Rate, "throughput", -1, "records/s over all producers, -1 = no limit")
 	case KindConsume:
 		fs.IntVar(&w.ConsumersPerSubscription, "consumers", 1, "consumer clients, partitions assigned round-robin")
+		fs.BoolVar(&w.ConsumerGroups, "groups", false, "consume in a consumer group instead of assigning partitions")
 	case KindE2E:
 		fs.Float64Var(&w.Rate, "throughput", 5000, "records/s over all producers")
 		fs.DurationVar(&w.Warmup, "warmup", time.Second, "latencies of records sent in the first part of the run are not counted")
 		fs.IntVar(&w.ConsumersPerSubscription, "consumers", 1, "consumer clients, partitions assigned round-robin")
+		fs.BoolVar(&w.ConsumerGroups, "groups", false, "consume in a consumer group instead of assigning partitions")
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -178,6 +182,7 @@ func ParseWorkloadFlags(args []string, stderr io.Writer) (*cliRun, error) {
 	bootstrap := fs.String("bootstrap-server", "127.0.0.1:9092", "broker `host:port` list, comma-separated")
 	fs.StringVar(&c.TopicPrefix, "topic-prefix", "bench", "prefix of the fresh topics the run creates (and deletes)")
 	fs.BoolVar(&c.JSON, "json", false, "print the result as JSON")
+	fs.DurationVar(&c.Every, "reporting-interval", 5*time.Second, "print a progress line this often while producing (to stderr), 0 = never")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -220,7 +225,8 @@ func baseName(p string) string {
 }
 
 func runCLI(ctx context.Context, c *cliRun, stdout, stderr io.Writer) error {
-	res, err := Run(ctx, c.Workload, RunOptions{Bootstrap: c.Bootstrap, TopicPrefix: c.TopicPrefix})
+	res, err := Run(ctx, c.Workload, RunOptions{Bootstrap: c.Bootstrap, TopicPrefix: c.TopicPrefix,
+		Progress: stderr, ProgressEvery: c.Every})
 	if res != nil {
 		if c.JSON {
 			enc := json.NewEncoder(stdout)

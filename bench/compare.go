@@ -656,7 +656,11 @@ func describe(w Workload) string {
 		fmt.Fprintf(&b, ", linger %s", w.Linger)
 	}
 	if w.Kind != KindProduce {
-		fmt.Fprintf(&b, ", %d subscription(s) x %d consumer(s) on assigned partitions", w.Subscriptions, w.ConsumersPerSubscription)
+		how := "on assigned partitions"
+		if w.ConsumerGroups {
+			how = "in consumer groups"
+		}
+		fmt.Fprintf(&b, ", %d subscription(s) x %d consumer(s) %s", w.Subscriptions, w.ConsumersPerSubscription, how)
 	}
 	return b.String()
 }

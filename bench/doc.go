@@ -9,7 +9,8 @@
 //	          --throughput (records/s, -1 = no limit), --acks, --idempotence,
 //	          --compression, --linger, --batch-size, --partitions, --keys;
 //	          prints records/s, MB/s, avg and max latency, p50/p95/p99/p99.9
-//	          (latency = Produce call to acknowledgement, as Kafka's tool).
+//	          (latency = Produce call to acknowledgement, as Kafka's tool),
+//	          and a progress line every --reporting-interval (stderr).
 //	consume   kafka-consumer-perf-test style: fills fresh topics (not
 //	          measured), reads them back; records/s, MB/s, time to first record.
 //	e2e       a fixed producer rate; each value's first 8 bytes carry the send
@@ -49,13 +50,19 @@
 //	linger: 0s
 //	batchSize: 1048576
 //	keys: 0                      # distinct keys, 0 = no keys
+//	consumerGroups: false        # true: each subscription is a consumer group
 //	keyDistributor, payloadFile, consumerBacklogSizeGB: accepted, ignored
 //
-// Consumer groups: Strata does not implement them yet, so a subscription is
-// not a group: its consumers are given partitions (kgo ConsumePartitions),
-// round-robin, and each subscription reads every record from offset 0.
-// The measured figures are those a group with a static assignment would
-// see; group coordination is not exercised.
+// Consumer groups: by default a subscription is not a group: its consumers
+// are given partitions (kgo ConsumePartitions), round-robin, and each
+// subscription reads every record from offset 0. That works against a
+// broker without consumer groups (Strata had none when this tool was
+// written; the null broker has none) and measures what a group with a
+// static assignment would see, without group coordination. consumerGroups:
+// true (or --groups) makes each subscription a real consumer group (kgo
+// ConsumerGroup, from the earliest offset, no offset commits), so joining
+// and the assignment are part of the run (time to first record includes
+// the join).
 //
 // # compare
 //

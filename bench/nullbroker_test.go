@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -111,5 +113,21 @@ func TestNullBrokerBadInput(t *testing.T) {
 	}
 	if code := int16(binary.BigEndian.Uint16(hdr[8:])); code != 35 {
 		t.Errorf("error code %d, want 35 UNSUPPORTED_VERSION", code)
+	}
+}
+
+// Progress lines come while producing, in kafka-producer-perf-test's form.
+func TestProduceProgressLines(t *testing.T) {
+	b := startNull(t)
+	w := DefaultWorkload()
+	w.Duration, w.Rate, w.RecordSize = 400*time.Millisecond, 2000, 10
+	var out bytes.Buffer
+	_, err := Run(context.Background(), w, RunOptions{Bootstrap: []string{b.Addr()}, Timeout: 30 * time.Second,
+		Progress: &out, ProgressEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "records sent,") || !strings.Contains(out.String(), "ms max latency.") {
+		t.Errorf("progress: %q", out.String())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -19,7 +21,7 @@ import (
 // Result is what one run of a workload measured.
 type Result struct {
 	Kind            string   `json:"kind"`
-	Records         int64    `json:"records"` // acknowledged (produce) or read (consume); e2e: produced
+	Records         int64    `json:"records"` // acknowledged (produce) or delivered (consume: in a group a rebalance can deliver an offset twice); e2e: produced
 	Bytes           int64    `json:"bytes"`   // record keys and values
 	Errors          int64    `json:"errors"`
 	Seconds         float64  `json:"seconds"` // the measured phase
@@ -49,6 +51,9 @@ type RunOptions struct {
 	KeepTopics bool
 	// Timeout bounds the whole run; default Duration + 2 min.
 	Timeout time.Duration
+	// Progress, if set, gets a line every ProgressEvery while producing.
+	Progress      io.Writer
+	ProgressEvery time.Duration
 }
 
 // payload is random upper-case letters, as kafka-producer-perf-test sends.
@@ -220,7 +225,8 @@ func Run(ctx context.Context, w Workload, opts RunOptions) (*Result, error) {
 	switch w.Kind {
 	case KindProduce:
 		start()
-		p, err := produceAll(ctx, &w, opts.Bootstrap, topics, nil)
+		p, err := produceAll(ctx, &w, opts.Bootstrap, topics,
+			&produceStats{progress: opts.Progress, every: opts.ProgressEvery})
 		end()
 		if err != nil {
 			return nil, err
@@ -239,13 +245,13 @@ func Run(ctx context.Context, w Workload, opts RunOptions) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if got := c.records.Load(); got < c.target {
+		if got := c.progress.Load(); got < c.target {
 			return c.result(), fmt.Errorf("%w: consume: read %d of %d records: %v", ErrRun, got, c.target, ctx.Err())
 		}
 		return c.result(), nil
 	default: // e2e
 		start()
-		r, err := runE2E(ctx, &w, opts.Bootstrap, topics)
+		r, err := runE2E(ctx, &w, opts, topics)
 		end()
 		return r, err
 	}
@@ -259,6 +265,38 @@ type produceStats struct {
 	errs     atomic.Int64
 	firstErr atomic.Pointer[error]
 	seconds  float64
+
+	// Progress lines every `every` to progress (nil: none), as
+	// kafka-producer-perf-test prints them; the window's latency sum,
+	// count and max are reset by each line.
+	progress     io.Writer
+	every        time.Duration
+	winSum, winN atomic.Int64
+	winMax       atomic.Int64
+}
+
+// report prints one progress line per interval until stop is closed.
+func (p *produceStats) report(stop <-chan struct{}) {
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	last, lastBytes, lastAt := p.acked.Load(), p.bytes.Load(), time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			n, b := p.acked.Load(), p.bytes.Load()
+			secs := now.Sub(lastAt).Seconds()
+			sum, cnt, mx := p.winSum.Swap(0), p.winN.Swap(0), p.winMax.Swap(0)
+			avg := 0.0
+			if cnt > 0 {
+				avg = float64(sum) / float64(cnt) / 1e6
+			}
+			fmt.Fprintf(p.progress, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+				n-last, float64(n-last)/secs, float64(b-lastBytes)/MiB/secs, avg, float64(mx)/1e6)
+			last, lastBytes, lastAt = n, b, now
+		}
+	}
 }
 
 func (p *produceStats) fail(err error) {
@@ -333,6 +371,11 @@ func produceAll(ctx context.Context, w *Workload, bootstrap, topics []string, st
 				deadline: deadline, warmEnd: warmEnd, value: value, keys: keys})
 		}()
 	}
+	if st.progress != nil && st.every > 0 {
+		stop, finished := make(chan struct{}), make(chan struct{})
+		defer func() { close(stop); <-finished }() // no line after produceAll returns
+		go func() { defer close(finished); st.report(stop) }()
+	}
 	wg.Wait()
 	st.seconds = time.Since(began).Seconds()
 	if ctx.Err() != nil {
@@ -368,8 +411,15 @@ func produceOne(ctx context.Context, cl *kgo.Client, w *Workload, st *produceSta
 		} else {
 			st.acked.Add(1)
 			st.bytes.Add(int64(len(r.Key) + len(r.Value)))
+			lat := time.Since(r.Timestamp)
 			if !r.Timestamp.Before(job.warmEnd) {
-				st.hist.Record(time.Since(r.Timestamp))
+				st.hist.Record(lat)
+			}
+			if st.progress != nil {
+				st.winSum.Add(int64(lat))
+				st.winN.Add(1)
+				for m := st.winMax.Load(); int64(lat) > m && !st.winMax.CompareAndSwap(m, int64(lat)); m = st.winMax.Load() {
+				}
 			}
 		}
 		if !e2e {
@@ -429,8 +479,36 @@ type consumeStats struct {
 	records    atomic.Int64
 	bytes      atomic.Int64
 	firstNanos atomic.Int64 // client start to first record, first consumer to see one
-	target     int64        // consume: records all readers together must read
+	target     int64        // consume: distinct offsets all readers together must read
 	seconds    float64
+
+	// progress counts distinct offsets read, summed over subscriptions
+	// and partitions (the next offset of each): what "done" is judged by.
+	// records counts deliveries, which in a consumer group can repeat an
+	// offset after a rebalance (no commits), so it cannot serve.
+	progress atomic.Int64
+	mu       sync.Mutex
+	next     map[partKey]int64
+}
+
+// partKey is one partition as one subscription reads it.
+type partKey struct {
+	sub       int
+	topic     string
+	partition int32
+}
+
+// advance records that subscription k has read up to next (exclusive).
+func (c *consumeStats) advance(k partKey, next int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.next == nil {
+		c.next = map[partKey]int64{}
+	}
+	if old := c.next[k]; next > old {
+		c.next[k] = next
+		c.progress.Add(next - old)
+	}
 }
 
 func (c *consumeStats) result() *Result {
@@ -447,51 +525,88 @@ func (c *consumeStats) result() *Result {
 
 // consumeAll reads every topic with Subscriptions independent readers
 // (each reads every record, as a consumer group would), each split over
-// ConsumersPerSubscription clients by assigning partitions round-robin:
-// Strata has no consumer groups yet, so partitions are assigned, never
-// subscribed. The readers stop once together they have read perTopic
-// records of every topic per subscription (or, for e2e, once the producers
-// are done and every acknowledged record has been read).
+// ConsumersPerSubscription clients. By default partitions are assigned
+// round-robin (kgo ConsumePartitions), never subscribed, so the tool works
+// against a broker without consumer groups; with ConsumerGroups each
+// subscription is a real group (kgo ConsumerGroup, from the earliest
+// offset, no commits) and the broker's coordinator splits the partitions.
+// The readers stop once together they have read perTopic records of every
+// topic per subscription (or, for e2e, once the producers are done and
+// every acknowledged record has been read).
 func consumeAll(ctx context.Context, w *Workload, bootstrap, topics []string, perTopic int64, e2e *e2eState) (*consumeStats, error) {
 	st := &consumeStats{target: perTopic * int64(len(topics)) * int64(w.Subscriptions)}
 	began := time.Now()
-	var wg sync.WaitGroup
-	errc := make(chan error, maxClients)
+	var clients []*kgo.Client
+	var subs []int // the subscription of each client
+	var assignMu sync.Mutex
+	assigned := map[*kgo.Client]bool{}
+	total := 0 // clients, known once all are made
+	markReady := func() {
+		if e2e != nil {
+			e2e.readyOnce.Do(func() { close(e2e.ready) })
+		}
+	}
+	onAssigned := func(_ context.Context, cl *kgo.Client, _ map[string][]int32) {
+		assignMu.Lock()
+		defer assignMu.Unlock()
+		assigned[cl] = true
+		if total > 0 && len(assigned) == total {
+			markReady()
+		}
+	}
+	fail := func(err error) (*consumeStats, error) {
+		for _, cl := range clients {
+			cl.Close()
+		}
+		return nil, fmt.Errorf("%w: consumer: %v", ErrRun, err)
+	}
 	for _, topic := range topics {
 		for s := 0; s < w.Subscriptions; s++ {
 			for c := 0; c < w.ConsumersPerSubscription; c++ {
-				parts := map[int32]kgo.Offset{}
-				for p := c; p < w.Partitions; p += w.ConsumersPerSubscription {
-					parts[int32(p)] = kgo.NewOffset().At(0)
+				opts := []kgo.Opt{kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-consumer"),
+					kgo.FetchMaxWait(500 * time.Millisecond)}
+				if w.ConsumerGroups {
+					opts = append(opts, kgo.ConsumerGroup(fmt.Sprintf("%s-sub%d", topic, s)), kgo.ConsumeTopics(topic),
+						kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+						kgo.OnPartitionsAssigned(onAssigned))
+				} else {
+					parts := map[int32]kgo.Offset{}
+					for p := c; p < w.Partitions; p += w.ConsumersPerSubscription {
+						parts[int32(p)] = kgo.NewOffset().At(0)
+					}
+					if len(parts) == 0 {
+						continue
+					}
+					opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
 				}
-				if len(parts) == 0 {
-					continue
-				}
-				cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-consumer"),
-					kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}),
-					kgo.FetchMaxWait(500*time.Millisecond))
+				cl, err := kgo.NewClient(opts...)
 				if err != nil {
-					return nil, fmt.Errorf("%w: consumer: %v", ErrRun, err)
+					return fail(err)
 				}
-				// How the partitioner spread the records over partitions
-				// is not known, so all readers share one counter.
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer cl.Close()
-					errc <- consumeOne(ctx, cl, st, began, e2e)
-				}()
+				clients = append(clients, cl)
+				subs = append(subs, s)
 			}
 		}
 	}
-	wg.Wait()
-	close(errc)
-	st.seconds = time.Since(began).Seconds()
-	for err := range errc {
-		if err != nil {
-			return st, err
-		}
+	assignMu.Lock()
+	total = len(clients)
+	if !w.ConsumerGroups || len(assigned) == total {
+		markReady()
 	}
+	assignMu.Unlock()
+	// How the partitioner spread the records over partitions is not
+	// known, so all readers share one counter.
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			consumeOne(ctx, cl, st, subs[i], began, e2e)
+		}()
+	}
+	wg.Wait()
+	st.seconds = time.Since(began).Seconds()
 	return st, nil
 }
 
@@ -501,11 +616,16 @@ func consumeAll(ctx context.Context, w *Workload, bootstrap, topics []string, pe
 type e2eState struct {
 	acked   *atomic.Int64
 	done    atomic.Bool
-	warmEnd int64 // unix nanos: records sent earlier are read but not timed
-	readers int64 // subscriptions: each reads every record once
+	warmEnd atomic.Int64 // unix nanos: records sent earlier are read but not timed
+	// ready is closed once every consumer can read: at once for assigned
+	// partitions, after each group member's first assignment otherwise, so
+	// that joining a group is not counted as end-to-end latency.
+	ready     chan struct{}
+	readyOnce sync.Once
+	readers   int64 // subscriptions: each reads every record once
 }
 
-func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, began time.Time, e2e *e2eState) error {
+func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, sub int, began time.Time, e2e *e2eState) {
 	for !st.done(e2e) {
 		// A short poll, so that a reader whose partitions are drained
 		// notices when the others have finished (PollRecords otherwise
@@ -515,18 +635,24 @@ func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, began tim
 		cancel()
 		now := time.Now()
 		if ctx.Err() != nil {
-			return nil // the caller decides whether enough was read
+			return // the caller decides whether enough was read
 		}
 		var n, b int64
-		fetches.EachRecord(func(r *kgo.Record) {
-			n++
-			b += int64(len(r.Key) + len(r.Value))
-			if e2e != nil && len(r.Value) >= 8 {
-				sentAt := int64(binary.BigEndian.Uint64(r.Value))
-				if sentAt >= e2e.warmEnd {
-					st.hist.Record(time.Duration(now.UnixNano() - sentAt))
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			for _, r := range p.Records {
+				n++
+				b += int64(len(r.Key) + len(r.Value))
+				if e2e != nil && len(r.Value) >= 8 {
+					sentAt := int64(binary.BigEndian.Uint64(r.Value))
+					if sentAt >= e2e.warmEnd.Load() {
+						st.hist.Record(time.Duration(now.UnixNano() - sentAt))
+					}
 				}
 			}
+			st.advance(partKey{sub, p.Topic, p.Partition}, p.Records[len(p.Records)-1].Offset+1)
 		})
 		if n > 0 {
 			st.firstNanos.CompareAndSwap(0, int64(now.Sub(began)))
@@ -534,12 +660,11 @@ func consumeOne(ctx context.Context, cl *kgo.Client, st *consumeStats, began tim
 			st.records.Add(n)
 		}
 	}
-	return nil
 }
 
 // done says whether all readers together have read what they must.
 func (c *consumeStats) done(e2e *e2eState) bool {
-	read := c.records.Load()
+	read := c.progress.Load()
 	if e2e != nil {
 		return e2e.done.Load() && read >= e2e.acked.Load()*e2e.readers
 	}
@@ -550,9 +675,10 @@ func (c *consumeStats) done(e2e *e2eState) bool {
 // end-to-end latency of a record is the consumer's clock at the poll that
 // returned it minus the send time in its first 8 bytes (one process, one
 // clock).
-func runE2E(ctx context.Context, w *Workload, bootstrap, topics []string) (*Result, error) {
-	began := time.Now()
-	e2e := &e2eState{warmEnd: began.Add(w.Warmup).UnixNano(), readers: int64(w.Subscriptions)}
+func runE2E(ctx context.Context, w *Workload, opts RunOptions, topics []string) (*Result, error) {
+	bootstrap := opts.Bootstrap
+	e2e := &e2eState{readers: int64(w.Subscriptions), ready: make(chan struct{})}
+	e2e.warmEnd.Store(math.MaxInt64)
 	type cres struct {
 		st  *consumeStats
 		err error
@@ -560,12 +686,20 @@ func runE2E(ctx context.Context, w *Workload, bootstrap, topics []string) (*Resu
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
 	cdone := make(chan cres, 1)
-	pst := &produceStats{}
+	pst := &produceStats{progress: opts.Progress, every: opts.ProgressEvery}
 	e2e.acked = &pst.acked
 	go func() {
 		st, err := consumeAll(cctx, w, bootstrap, topics, 0, e2e)
 		cdone <- cres{st, err}
 	}()
+	// Wait (bounded) for the consumers: a group that never forms shows up
+	// as records not read, below.
+	select {
+	case <-e2e.ready:
+	case <-time.After(30 * time.Second):
+	case <-ctx.Done():
+	}
+	e2e.warmEnd.Store(time.Now().Add(w.Warmup).UnixNano())
 	p, err := produceAll(ctx, w, bootstrap, topics, pst)
 	if err != nil {
 		ccancel()
@@ -591,8 +725,8 @@ func runE2E(ctx context.Context, w *Workload, bootstrap, topics []string) (*Resu
 	r.MovedBytes = r.Bytes + r.ConsumedBytes
 	l := c.st.hist.Summary()
 	r.E2ELatency = &l
-	if want := r.Records * int64(w.Subscriptions); r.ConsumedRecords < want {
-		return r, fmt.Errorf("%w: e2e: read %d of %d records within 10s of the last send", ErrRun, r.ConsumedRecords, want)
+	if want, got := r.Records*int64(w.Subscriptions), c.st.progress.Load(); got < want {
+		return r, fmt.Errorf("%w: e2e: read %d of %d records within 10s of the last send", ErrRun, got, want)
 	}
 	return r, nil
 }

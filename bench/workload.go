@@ -46,6 +46,9 @@ type Workload struct {
 	ProducersPerTopic        int           `json:"producers_per_topic"`
 	Subscriptions            int           `json:"subscriptions_per_topic"` // consumer groups: each reads every record
 	ConsumersPerSubscription int           `json:"consumers_per_subscription"`
+	// ConsumerGroups makes each subscription a consumer group; the default
+	// (false) assigns partitions, which works on brokers without groups.
+	ConsumerGroups bool `json:"consumer_groups"`
 }
 
 // Limits on what a workload may ask for: a typo must not try to open a
@@ -159,14 +162,15 @@ var workloadKeys = map[string]func(w *Workload, v string) error{
 		w.Duration = time.Duration(f * float64(time.Minute))
 		return nil
 	},
-	"duration":    func(w *Workload, v string) error { return parseDuration(v, &w.Duration) },
-	"warmup":      func(w *Workload, v string) error { return parseDuration(v, &w.Warmup) },
-	"acks":        func(w *Workload, v string) error { w.Acks = normalAcks(v); return nil },
-	"idempotence": func(w *Workload, v string) error { return parseBool(v, &w.Idempotence) },
-	"compression": func(w *Workload, v string) error { w.Compression = v; return nil },
-	"linger":      func(w *Workload, v string) error { return parseDuration(v, &w.Linger) },
-	"batchSize":   func(w *Workload, v string) error { return parseInt(v, &w.BatchSize) },
-	"keys":        func(w *Workload, v string) error { return parseInt(v, &w.Keys) },
+	"duration":       func(w *Workload, v string) error { return parseDuration(v, &w.Duration) },
+	"warmup":         func(w *Workload, v string) error { return parseDuration(v, &w.Warmup) },
+	"acks":           func(w *Workload, v string) error { w.Acks = normalAcks(v); return nil },
+	"idempotence":    func(w *Workload, v string) error { return parseBool(v, &w.Idempotence) },
+	"compression":    func(w *Workload, v string) error { w.Compression = v; return nil },
+	"linger":         func(w *Workload, v string) error { return parseDuration(v, &w.Linger) },
+	"batchSize":      func(w *Workload, v string) error { return parseInt(v, &w.BatchSize) },
+	"keys":           func(w *Workload, v string) error { return parseInt(v, &w.Keys) },
+	"consumerGroups": func(w *Workload, v string) error { return parseBool(v, &w.ConsumerGroups) },
 	// OMB keys that do not change what this tool does; accepted so an OMB
 	// file parses. keyDistributor NO_KEY is keys: 0, anything else needs
 	// keys: N; payloadFile is replaced by random letters of messageSize.

@@ -26,6 +26,7 @@ linger: 5ms
 batchSize: 65536
 keys: 10
 producersPerTopic: 2
+consumerGroups: true
 `
 	w, err := ParseWorkload(strings.NewReader(src))
 	if err != nil {
@@ -35,6 +36,7 @@ producersPerTopic: 2
 	want.Name, want.Kind, want.Topics, want.Partitions, want.RecordSize = "mine", KindProduce, 2, 8, 100
 	want.NumRecords, want.Rate, want.Duration, want.Acks, want.Compression = 1000000, 50000, 30*time.Second, "all", "zstd"
 	want.Linger, want.BatchSize, want.Keys, want.ProducersPerTopic = 5*time.Millisecond, 65536, 10, 2
+	want.ConsumerGroups = true
 	if w != want {
 		t.Errorf("got  %+v\nwant %+v", w, want)
 	}
