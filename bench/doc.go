@@ -96,9 +96,9 @@
 // A histogram (Histogram) has fixed memory and 1.6% resolution; Record is
 // lock-free (kgo calls promises from several goroutines). Workloads are
 // bounded (topics, partitions, record size, clients: see Validate) and a
-// run has a deadline (duration + 2 min); a consumer that cannot get every
-// acknowledged record within 10 s of the last send fails the run instead of
-// hanging. The null broker bounds frames (100 MiB), connections (1024),
+// run has a deadline (duration + 2 min + 1 s per 10 MiB of records asked
+// for); an e2e consumer that cannot get every acknowledged record within
+// 10 s of the last send fails the run instead of hanging. The null broker bounds frames (100 MiB), connections (1024),
 // long polls (30 s) and the batches it keeps per partition (the latest 64
 // or 4 MiB, and the largest), and closes a connection on a malformed
 // request.

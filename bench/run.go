@@ -49,7 +49,8 @@ type RunOptions struct {
 	// so a broker keeping records in memory does not carry them into the
 	// next run).
 	KeepTopics bool
-	// Timeout bounds the whole run; default Duration + 2 min.
+	// Timeout bounds the whole run; default Duration + 2 min + a second
+	// per 10 MiB of records asked for.
 	Timeout time.Duration
 	// Progress, if set, gets a line every ProgressEvery while producing.
 	Progress      io.Writer
@@ -201,7 +202,10 @@ func Run(ctx context.Context, w Workload, opts RunOptions) (*Result, error) {
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
-		timeout = w.Duration + 2*time.Minute
+		// The run's own length, 2 minutes, and a floor of 10 MiB/s for a
+		// record count (consume writes it, then reads it).
+		bytes := float64(w.NumRecords) * float64(w.RecordSize+64)
+		timeout = w.Duration + 2*time.Minute + time.Duration(bytes/(10<<20)*float64(time.Second))
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
