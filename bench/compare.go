@@ -280,6 +280,7 @@ func startChild(ctx context.Context, name, dir, logPath string, argv []string) (
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	setDeathSignal(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()
@@ -434,11 +435,24 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 	for wi, w := range c.Workloads {
 		wr := WorkloadReport{Workload: w, Figures: figureNames(w.Kind)}
 		children := make([]*child, len(c.Brokers))
+		stopAll := func() {
+			for bi, ch := range children {
+				if ch == nil {
+					continue
+				}
+				if rss, err := ProcPeakRSS(ch.pid()); err == nil && bi < len(wr.Brokers) {
+					wr.Brokers[bi].PeakRSSMiB = float64(rss) / MiB
+				}
+				ch.stop()
+				children[bi] = nil
+			}
+		}
 		for bi, name := range c.Brokers {
 			br := BrokerReport{Name: name}
 			if _, ext := c.External[name]; !ext {
 				dir := filepath.Join(tmp, fmt.Sprintf("w%d-%s", wi, name))
 				if err := os.MkdirAll(dir, 0o755); err != nil {
+					stopAll()
 					return nil, fmt.Errorf("%w: %v", ErrRun, err)
 				}
 				profile := ""
@@ -462,18 +476,6 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 				children[bi] = ch
 			}
 			wr.Brokers = append(wr.Brokers, br)
-		}
-		stopAll := func() {
-			for bi, ch := range children {
-				if ch == nil {
-					continue
-				}
-				if rss, err := ProcPeakRSS(ch.pid()); err == nil {
-					wr.Brokers[bi].PeakRSSMiB = float64(rss) / MiB
-				}
-				ch.stop()
-				children[bi] = nil
-			}
 		}
 		for round := 1; round <= c.Rounds; round++ {
 			for bi, name := range c.Brokers {
