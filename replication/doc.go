@@ -186,7 +186,20 @@
 // snapshots). Tested: a 3-node metadata group over the Mux with file
 // stores converges through leader isolation, heal, snapshot and restarts
 // (metadata_raft_fsm_test.go). Broker runs its metadata on them
-// (broker_raft.go), with one voter by default.
+// (broker_raft.go), with one voter by default. partition_store.go: the
+// partition LogStore over the segments (side log, derived index map,
+// leader Append / follower AppendReplica, suffix DeleteRange ->
+// TruncateTo) and the partition FSM (commit -> high watermark, refusals
+// applied alike everywhere); partition_store_test.go runs a 3-replica
+// group over real segments: identical batches at identical offsets on
+// every replica, an isolated leader's uncommitted tail truncated on
+// rejoin, epochs = terms, idempotence checked once on the leader, the
+// index map rebuilt at restart. Not yet: installing a snapshot on a
+// far-behind replica (streaming segment files; Restore refuses a
+// snapshot past the local log end), and Broker does not run partition
+// groups yet. StoreLogs on a follower is as durable as the topic's flush
+// policy (flush.messages=1 for Raft's strict rule), like Kafka's
+// replication; the side log and the vote are always fsync'd.
 //
 // # Not yet
 //

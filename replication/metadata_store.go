@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -57,6 +58,9 @@ type raftLogFile struct {
 	fsys segment.FS
 	dir  string
 	path string
+	// sparse allows gaps between indexes (a partition group's side log
+	// holds only raft's own entries, doc.go); indexes still only grow.
+	sparse bool
 
 	mu      sync.RWMutex
 	f       segment.File // protected by mu
@@ -69,12 +73,16 @@ type raftLogFile struct {
 var _ raft.LogStore = (*raftLogFile)(nil)
 
 func openRaftLogFile(fsys segment.FS, dir string, logger *slog.Logger) (*raftLogFile, error) {
-	path := filepath.Join(dir, raftLogFileName)
+	return openRaftLogFileNamed(fsys, dir, raftLogFileName, false, logger)
+}
+
+func openRaftLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger *slog.Logger) (*raftLogFile, error) {
+	path := filepath.Join(dir, name)
 	f, err := openOrCreate(fsys, dir, path)
 	if err != nil {
 		return nil, err
 	}
-	l := &raftLogFile{fsys: fsys, dir: dir, path: path, f: f}
+	l := &raftLogFile{fsys: fsys, dir: dir, path: path, f: f, sparse: sparse}
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
@@ -88,7 +96,7 @@ func openRaftLogFile(fsys segment.FS, dir string, logger *slog.Logger) (*raftLog
 			good, why = positions[i], "undecodable entry: "+err.Error()
 			break
 		}
-		if n := len(l.entries); n > 0 && e.Index != l.entries[n-1].Index+1 {
+		if n := len(l.entries); n > 0 && !l.next(l.entries[n-1].Index, e.Index) {
 			good, why = positions[i], fmt.Sprintf("entry %d after %d", e.Index, l.entries[n-1].Index)
 			break
 		}
@@ -174,6 +182,19 @@ func frameRecord(b, body []byte) ([]byte, error) {
 	return append(b, body...), nil
 }
 
+// next reports whether index may follow last.
+func (l *raftLogFile) next(last, index uint64) bool {
+	if l.sparse {
+		return index > last
+	}
+	return index == last+1
+}
+
+// search returns the position of the first entry with Index >= index.
+func (l *raftLogFile) search(index uint64) int {
+	return sort.Search(len(l.entries), func(i int) bool { return l.entries[i].Index >= index })
+}
+
 func (l *raftLogFile) FirstIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -195,10 +216,11 @@ func (l *raftLogFile) LastIndex() (uint64, error) {
 func (l *raftLogFile) GetLog(index uint64, out *raft.Log) error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if len(l.entries) == 0 || index < l.entries[0].Index || index > l.entries[len(l.entries)-1].Index {
+	i := l.search(index)
+	if i == len(l.entries) || l.entries[i].Index != index {
 		return raft.ErrLogNotFound
 	}
-	*out = *l.entries[index-l.entries[0].Index]
+	*out = *l.entries[i]
 	return nil
 }
 
@@ -216,19 +238,20 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 	if l.werr != nil {
 		return l.werr
 	}
-	next := logs[0].Index
-	if n := len(l.entries); n > 0 {
-		next = l.entries[n-1].Index + 1
-	}
 	if len(l.entries)+len(logs) > maxRaftLogEntries {
 		return fmt.Errorf("%w: more than %d raft entries held", ErrMetadataStorage, maxRaftLogEntries)
 	}
 	var buf []byte
 	pos := make([]int64, 0, len(logs))
-	for i, e := range logs {
-		if e.Index != next+uint64(i) {
-			return fmt.Errorf("%w: raft entry %d stored where %d belongs", ErrMetadataStorage, e.Index, next+uint64(i))
+	last, have := uint64(0), len(l.entries) > 0
+	if have {
+		last = l.entries[len(l.entries)-1].Index
+	}
+	for _, e := range logs {
+		if have && !l.next(last, e.Index) {
+			return fmt.Errorf("%w: raft entry %d stored after %d", ErrMetadataStorage, e.Index, last)
 		}
+		last, have = e.Index, true
 		en := &enc{}
 		encodeLog(en, e)
 		pos = append(pos, l.size+int64(len(buf)))
@@ -268,19 +291,16 @@ func (l *raftLogFile) DeleteRange(min, max uint64) error {
 	if n == 0 || min > max {
 		return nil
 	}
-	first, last := l.entries[0].Index, l.entries[n-1].Index
-	if max < first || min > last {
-		return nil
+	lo, hi := l.search(min), l.search(max)
+	if hi < n && l.entries[hi].Index == max {
+		hi++
 	}
-	if min < first {
-		min = first
-	}
-	if max > last {
-		max = last
-	}
+	// Entries [lo, hi) go.
 	switch {
-	case max == last: // suffix (possibly everything)
-		cut := l.pos[min-first]
+	case lo >= hi:
+		return nil
+	case hi == n: // suffix (possibly everything)
+		cut := l.pos[lo]
 		err := l.f.Truncate(cut)
 		if err == nil {
 			err = l.f.Sync()
@@ -289,12 +309,12 @@ func (l *raftLogFile) DeleteRange(min, max uint64) error {
 			l.werr = fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, l.path, err)
 			return l.werr
 		}
-		l.entries, l.pos, l.size = l.entries[:min-first], l.pos[:min-first], cut
+		l.entries, l.pos, l.size = l.entries[:lo], l.pos[:lo], cut
 		return nil
-	case min == first: // prefix: rewrite what is left
-		return l.rewriteLocked(l.entries[max-first+1:])
+	case lo == 0: // prefix: rewrite what is left
+		return l.rewriteLocked(l.entries[hi:])
 	}
-	return fmt.Errorf("%w: cannot delete raft entries %d..%d from the middle of %d..%d", ErrMetadataStorage, min, max, first, last)
+	return fmt.Errorf("%w: cannot delete raft entries %d..%d from the middle of %d..%d", ErrMetadataStorage, min, max, l.entries[0].Index, l.entries[n-1].Index)
 }
 
 // rewriteLocked replaces the file with keep (tmp, fsync, rename, dir fsync).

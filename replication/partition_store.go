@@ -1,0 +1,390 @@
+package replication
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/segment"
+)
+
+// A partition group's raft.LogStore over the partition's own segments
+// (doc.go, "Raft design": write each byte once). Entries after the anchor
+// (the newest snapshot, or the log end when the group was created) are,
+// in index order, either one record batch in the segments (a command) or
+// one entry of the side log (raft's own entries, and commands the leader
+// refused). The index -> offset map is derived, not stored: at open, the
+// side log names its indexes and every other index is the next batch.
+
+const (
+	// extUnstamped marks a command entry whose data is a batch as a
+	// producer sent it: only the leader's own StoreLogs sees it (GetLog
+	// never returns it); StoreLogs appends it with log.Partition.Append,
+	// which checks sequences, assigns the offset and stamps the term.
+	extUnstamped = 1
+	// extSide marks a command entry kept in the side log: a batch the
+	// leader's Append refused (its data is a partitionRefusal).
+	extSide = 2
+
+	sideLogName = "raft-side.log"
+	// maxPartitionEntries bounds the index map (raft compacts it long
+	// before: partition groups snapshot every few thousand entries).
+	maxPartitionEntries = 1 << 20
+)
+
+var errPartitionStore = errors.New("replication: partition raft store")
+
+// entryLoc is where one raft entry lives.
+type entryLoc struct {
+	term   uint64
+	offset int64 // base offset of the batch; for a side entry the log end at its place
+	last   int64 // last offset of the batch; -1 for a side entry
+}
+
+// partitionRefusal is the side-log data of a batch the leader refused.
+// Field names are on disk and on the wire.
+type partitionRefusal struct {
+	Code string `json:"code"`
+	Msg  string `json:"msg"`
+	Base int64  `json:"base"` // a duplicate's original offsets
+	Last int64  `json:"last"`
+}
+
+// refusalCodes maps the log's refusals to stable names.
+var refusalCodes = []struct {
+	code string
+	err  error
+}{
+	{"duplicate", log.ErrDuplicateSequence},
+	{"out_of_order", log.ErrOutOfOrderSequence},
+	{"producer_epoch", log.ErrInvalidProducerEpoch},
+	{"unknown_producer", log.ErrUnknownProducerID},
+	{"too_large", log.ErrBatchTooLarge},
+	{"timestamp", log.ErrInvalidTimestamp},
+	{"invalid_record", log.ErrInvalidRecord},
+	{"magic", log.ErrUnsupportedMagic},
+	{"corrupt", log.ErrCorruptBatch},
+}
+
+func refusalOf(err error, res log.AppendResult) (partitionRefusal, bool) {
+	for _, rc := range refusalCodes {
+		if errors.Is(err, rc.err) {
+			return partitionRefusal{Code: rc.code, Msg: err.Error(), Base: res.BaseOffset, Last: res.LastOffset}, true
+		}
+	}
+	return partitionRefusal{}, false
+}
+
+func (r partitionRefusal) error() error {
+	for _, rc := range refusalCodes {
+		if rc.code == r.Code {
+			return fmt.Errorf("%w (%s)", rc.err, r.Msg)
+		}
+	}
+	return fmt.Errorf("%w: refused: %s", errPartitionStore, r.Msg)
+}
+
+// partitionStore is the raft.LogStore of one partition group. Safe for
+// concurrent use (raft reads from its replication goroutines).
+type partitionStore struct {
+	p    *log.Partition
+	side *raftLogFile
+
+	mu         sync.RWMutex
+	base       uint64     // protected by mu; the anchor's index
+	baseOffset int64      // protected by mu; the log offset at the anchor
+	locs       []entryLoc // protected by mu; locs[i] is index base+1+i
+}
+
+var _ raft.LogStore = (*partitionStore)(nil)
+
+// openPartitionStore rebuilds the index map from the anchor (index,
+// offset) by walking the side log and the batches after offset.
+func openPartitionStore(fsys segment.FS, dir string, p *log.Partition, anchor uint64, anchorOffset int64, logger *slog.Logger) (*partitionStore, error) {
+	side, err := openRaftLogFileNamed(fsys, dir, sideLogName, true, logger)
+	if err != nil {
+		return nil, err
+	}
+	s := &partitionStore{p: p, side: side, base: anchor, baseOffset: anchorOffset}
+	leo := p.Offsets().LogEnd
+	cursor := anchorOffset
+	side.mu.RLock()
+	sideEntries := side.entries[side.search(anchor+1):]
+	side.mu.RUnlock()
+	for idx := anchor + 1; len(s.locs) < maxPartitionEntries; idx++ {
+		if len(sideEntries) > 0 && sideEntries[0].Index == idx {
+			s.locs = append(s.locs, entryLoc{term: sideEntries[0].Term, offset: cursor, last: -1})
+			sideEntries = sideEntries[1:]
+			continue
+		}
+		if cursor >= leo {
+			break
+		}
+		b, err := p.BatchAt(cursor)
+		if err != nil {
+			side.Close()
+			return nil, fmt.Errorf("%w: index %d at offset %d: %w", errPartitionStore, idx, cursor, err)
+		}
+		h, err := segment.ParseHeader(b)
+		if err != nil {
+			side.Close()
+			return nil, fmt.Errorf("%w: index %d: %w", errPartitionStore, idx, err)
+		}
+		s.locs = append(s.locs, entryLoc{term: uint64(h.LeaderEpoch), offset: cursor, last: h.LastOffset()})
+		cursor = h.LastOffset() + 1
+	}
+	if len(sideEntries) > 0 {
+		// Side entries past the batches: their commands were lost from an
+		// unflushed segment tail in a crash. Raft's log is then shorter;
+		// the leader sends the rest again.
+		logger.Warn("partition raft side log runs past the segments; cut", "from_index", sideEntries[0].Index)
+		if err := side.DeleteRange(sideEntries[0].Index, ^uint64(0)); err != nil {
+			side.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *partitionStore) Close() error { return s.side.Close() }
+
+func (s *partitionStore) FirstIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.locs) == 0 {
+		return 0, nil
+	}
+	return s.base + 1, nil
+}
+
+func (s *partitionStore) LastIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.locs) == 0 {
+		return s.base, nil
+	}
+	return s.base + uint64(len(s.locs)), nil
+}
+
+func (s *partitionStore) loc(index uint64) (entryLoc, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if index <= s.base || index > s.base+uint64(len(s.locs)) {
+		return entryLoc{}, false
+	}
+	return s.locs[index-s.base-1], true
+}
+
+func (s *partitionStore) GetLog(index uint64, out *raft.Log) error {
+	l, ok := s.loc(index)
+	if !ok {
+		return raft.ErrLogNotFound
+	}
+	if l.last < 0 {
+		return s.side.GetLog(index, out)
+	}
+	b, err := s.p.BatchAt(l.offset)
+	if err != nil {
+		return fmt.Errorf("%w: index %d: %w", errPartitionStore, index, err)
+	}
+	*out = raft.Log{Index: index, Term: l.term, Type: raft.LogCommand, Data: b}
+	return nil
+}
+
+func (s *partitionStore) StoreLog(e *raft.Log) error { return s.StoreLogs([]*raft.Log{e}) }
+
+// StoreLogs appends entries in order: batches into the segments (the
+// leader's own via Append, followers' as stamped via AppendReplica),
+// everything else into the side log.
+func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range logs {
+		want := s.base + uint64(len(s.locs)) + 1
+		if e.Index != want {
+			return fmt.Errorf("%w: entry %d stored where %d belongs", errPartitionStore, e.Index, want)
+		}
+		if len(s.locs) >= maxPartitionEntries {
+			return fmt.Errorf("%w: more than %d entries since the last snapshot", errPartitionStore, maxPartitionEntries)
+		}
+		leo := s.p.Offsets().LogEnd
+		if e.Type != raft.LogCommand || (len(e.Extensions) == 1 && e.Extensions[0] == extSide) {
+			if err := s.storeSideLocked(e, leo); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(e.Extensions) == 1 && e.Extensions[0] == extUnstamped {
+			res, err := s.appendLeaderLocked(e)
+			if err != nil {
+				ref, ok := refusalOf(err, res)
+				if !ok {
+					return err // storage: raft steps down
+				}
+				data, _ := json.Marshal(ref)
+				side := &raft.Log{Index: e.Index, Term: e.Term, Type: raft.LogCommand, Data: data, Extensions: []byte{extSide}}
+				if err := s.storeSideLocked(side, leo); err != nil {
+					return err
+				}
+				continue
+			}
+			s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset})
+			continue
+		}
+		h, err := segment.ParseHeader(e.Data)
+		if err != nil || uint64(h.LeaderEpoch) != e.Term {
+			return fmt.Errorf("%w: entry %d: batch epoch %d, term %d (%v)", errPartitionStore, e.Index, h.LeaderEpoch, e.Term, err)
+		}
+		res, err := s.p.AppendReplica(e.Data)
+		if err != nil {
+			return fmt.Errorf("%w: entry %d: %w", errPartitionStore, e.Index, err)
+		}
+		s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset})
+	}
+	return nil
+}
+
+// appendLeaderLocked appends a producer's batch (exactly one) stamped
+// with the entry's term, the leader epoch.
+func (s *partitionStore) appendLeaderLocked(e *raft.Log) (log.AppendResult, error) {
+	spans, err := segment.SplitBatches(e.Data, 2)
+	if err != nil {
+		return log.AppendResult{}, fmt.Errorf("%w: %v", log.ErrCorruptBatch, err)
+	}
+	if len(spans) != 1 {
+		return log.AppendResult{}, fmt.Errorf("%w: one batch per raft entry", log.ErrCorruptBatch)
+	}
+	if e.Term > 1<<31-1 {
+		return log.AppendResult{}, fmt.Errorf("%w: term %d does not fit a leader epoch", errPartitionStore, e.Term)
+	}
+	return s.p.Append(e.Data, int32(e.Term))
+}
+
+func (s *partitionStore) storeSideLocked(e *raft.Log, leo int64) error {
+	if err := s.side.StoreLogs([]*raft.Log{e}); err != nil {
+		return err
+	}
+	s.locs = append(s.locs, entryLoc{term: e.Term, offset: leo, last: -1})
+	return nil
+}
+
+// DeleteRange removes a suffix (raft's conflict rule: the segments are
+// truncated) or a prefix (after a snapshot: only the anchor moves;
+// retention deletes segments).
+func (s *partitionStore) DeleteRange(min, max uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := s.base + uint64(len(s.locs))
+	if min > max || max <= s.base || min > last {
+		return nil
+	}
+	if min <= s.base {
+		min = s.base + 1
+	}
+	if max >= last { // suffix
+		i := min - s.base - 1
+		if err := s.p.TruncateTo(s.locs[i].offset); err != nil {
+			return fmt.Errorf("%w: truncate to %d: %w", errPartitionStore, s.locs[i].offset, err)
+		}
+		if err := s.side.DeleteRange(min, ^uint64(0)); err != nil {
+			return err
+		}
+		s.locs = s.locs[:i]
+		return nil
+	}
+	if min == s.base+1 { // prefix
+		n := max - s.base
+		l := s.locs[n-1]
+		s.baseOffset = l.offset
+		if l.last >= 0 {
+			s.baseOffset = l.last + 1
+		}
+		s.base = max
+		s.locs = append([]entryLoc(nil), s.locs[n:]...)
+		return s.side.DeleteRange(0, max)
+	}
+	return fmt.Errorf("%w: cannot delete %d..%d from the middle of %d..%d", errPartitionStore, min, max, s.base+1, last)
+}
+
+// partitionResult is a partition FSM's answer for one command entry.
+type partitionResult struct {
+	res log.AppendResult
+	err error
+}
+
+// partitionFSM is a partition group's raft.FSM: applying a committed
+// command entry advances the high watermark past its batch (the bytes are
+// already in the segment: no I/O here) and returns its offsets; a refused
+// batch returns the refusal.
+type partitionFSM struct {
+	store *partitionStore
+}
+
+var _ raft.FSM = (*partitionFSM)(nil)
+
+func (f *partitionFSM) Apply(l *raft.Log) any {
+	loc, ok := f.store.loc(l.Index)
+	if !ok {
+		return partitionResult{err: fmt.Errorf("%w: applied entry %d is not in the store", errPartitionStore, l.Index)}
+	}
+	if loc.last < 0 {
+		var e raft.Log
+		if err := f.store.side.GetLog(l.Index, &e); err != nil {
+			return partitionResult{err: err}
+		}
+		var ref partitionRefusal
+		if err := json.Unmarshal(e.Data, &ref); err != nil {
+			return partitionResult{err: fmt.Errorf("%w: refusal %d: %v", errPartitionStore, l.Index, err)}
+		}
+		r := log.AppendResult{BaseOffset: ref.Base, LastOffset: ref.Last, LogAppendTime: -1}
+		if ref.Code == "duplicate" {
+			r.Duplicate = true
+			return partitionResult{res: r}
+		}
+		return partitionResult{res: r, err: ref.error()}
+	}
+	f.store.p.Commit(loc.last + 1)
+	return partitionResult{res: log.AppendResult{BaseOffset: loc.offset, LastOffset: loc.last, LogAppendTime: -1, LogStartOffset: f.store.p.LogStartOffset()}}
+}
+
+// Snapshot: "everything up to the applied index is in the segments". The
+// snapshot holds the high watermark (the end of applied data).
+func (f *partitionFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return partitionSnapshot(f.store.p.Offsets().HighWatermark), nil
+}
+
+// Restore accepts a snapshot this replica's segments already cover (its
+// own, at restart). Installing a leader's snapshot beyond the local log
+// end needs the segment files streamed: not built yet (doc.go).
+func (f *partitionFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var b [8]byte
+	if _, err := io.ReadFull(rc, b[:]); err != nil {
+		return fmt.Errorf("%w: snapshot: %v", errPartitionStore, err)
+	}
+	off := int64(binary.BigEndian.Uint64(b[:]))
+	if o := f.store.p.Offsets(); off > o.LogEnd {
+		return fmt.Errorf("%w: snapshot up to offset %d is past the local log end %d (segment transfer not built yet)", errPartitionStore, off, o.LogEnd)
+	}
+	f.store.p.Commit(off)
+	return nil
+}
+
+type partitionSnapshot int64
+
+func (s partitionSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(binary.BigEndian.AppendUint64(nil, uint64(s))); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (partitionSnapshot) Release() {}
