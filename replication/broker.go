@@ -405,6 +405,15 @@ func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment,
 	return autoAssign(img, 0, n, int(rf))
 }
 
+// maxReplicationFactorNow is 1 until the broker runs partition Raft
+// groups (partition_store.go is built, not wired): a partition assigned to
+// several brokers would claim followers and an ISR that hold nothing.
+const maxReplicationFactorNow = 1
+
+func errNoPartitionReplication(rf int) error {
+	return fmt.Errorf("%w: replication factor %d: partitions are not replicated yet (Raft groups per partition are not wired into the broker); use 1", ErrInvalidReplicationFactor, rf)
+}
+
 // autoAssign places partitions first..first+n-1 round-robin over the
 // registered brokers, rf replicas each.
 func autoAssign(img *image, first, n int32, rf int) ([]Assignment, error) {
@@ -418,6 +427,9 @@ func autoAssign(img *image, first, n int32, rf int) ([]Assignment, error) {
 	}
 	if rf > len(nodes) {
 		return nil, fmt.Errorf("%w: replication factor %d larger than the %d available broker(s)", ErrInvalidReplicationFactor, rf, len(nodes))
+	}
+	if rf > maxReplicationFactorNow {
+		return nil, errNoPartitionReplication(rf)
 	}
 	out := make([]Assignment, n)
 	for i := int32(0); i < n; i++ {
@@ -454,6 +466,9 @@ func checkExplicit(img *image, list [][]int32, first int32, rf int) ([]Assignmen
 			if containsNode(reps[:j], r) {
 				return nil, fmt.Errorf("%w: partition %d: broker %d listed twice", ErrInvalidReplicaAssignment, p, r)
 			}
+		}
+		if rf > maxReplicationFactorNow {
+			return nil, errNoPartitionReplication(rf)
 		}
 		out[i] = Assignment{Partition: p, Replicas: append([]int32(nil), reps...)}
 	}
@@ -654,11 +669,11 @@ func (b *Broker) AllocateProducerID(ctx context.Context) (int64, error) {
 	defer b.mu.Unlock()
 	if b.pidNext >= b.pidEnd {
 		start := b.img.Load().nextProducerID
-		_, err := b.commitLocked(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: start, ProducerIDCount: producerIDBlockSize})
+		c, _, err := b.commitCmdLocked(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: start, ProducerIDCount: producerIDBlockSize})
 		if err != nil {
 			return -1, err
 		}
-		b.pidNext, b.pidEnd = start, start+producerIDBlockSize
+		b.pidNext, b.pidEnd = c.ProducerIDStart, c.ProducerIDStart+producerIDBlockSize
 	}
 	id := b.pidNext
 	b.pidNext++

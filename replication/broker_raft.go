@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -128,6 +130,7 @@ func (b *Broker) openRaft() (err error) {
 		return fmt.Errorf("replication: start metadata raft: %w", err)
 	}
 	b.raft, b.mux, b.rlog, b.fsm, b.fresh = r, mux, rlog, fsm, !existing
+	mux.SetForwardHandler(b.handleForward)
 	return nil
 }
 
@@ -159,37 +162,160 @@ func (b *Broker) waitCaughtUp() error {
 	return fmt.Errorf("%w: no metadata quorum after %v", ErrNotController, timeout)
 }
 
-// commitLocked validates c against the current image, proposes it to the
-// metadata group and waits until it is applied here; it returns the image
-// after it (already published). mu must be held: it makes validation and
-// proposal one step for this broker's writers.
+// commitLocked validates c against the current image, has it committed
+// by the metadata group (proposed here when this broker is the
+// controller, forwarded to the controller otherwise) and waits until it is
+// applied here; it returns the image after it (already published). mu
+// must be held: it makes validation and proposal one step for this
+// broker's writers.
 func (b *Broker) commitLocked(c Command) (*image, error) {
+	_, img, err := b.commitCmdLocked(c)
+	return img, err
+}
+
+// commitCmdLocked is commitLocked returning the command as committed (a
+// forwarded producer-ID block gets its start from the controller).
+func (b *Broker) commitCmdLocked(c Command) (Command, *image, error) {
 	if _, err := b.img.Load().Apply(c); err != nil {
-		return nil, err
+		return c, nil, err
 	}
 	if err := b.rlog.Err(); err != nil {
-		return nil, err
+		return c, nil, err // this broker's metadata log is broken: no writes
+	}
+	if b.raft.State() == raft.Leader {
+		img, _, err := b.proposeLocked(c)
+		return c, img, err
+	}
+	addr, id := b.raft.LeaderWithID()
+	if id == "" {
+		return c, nil, fmt.Errorf("%w: no metadata leader", ErrNotController)
+	}
+	req, err := json.Marshal(forwardRequest{Command: c})
+	if err != nil {
+		return c, nil, err
+	}
+	out, err := b.mux.Forward(addr, req, metadataApplyTimeout)
+	if err != nil {
+		return c, nil, fmt.Errorf("%w: forward to controller %s: %v", ErrNotController, id, err)
+	}
+	var resp forwardResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return c, nil, fmt.Errorf("%w: controller answer: %v", ErrNotController, err)
+	}
+	if resp.Err != "" {
+		return c, nil, sentinelError(resp.Err, resp.Msg)
+	}
+	c.ProducerIDStart = resp.PIDStart
+	// Read your writes: the caller looks the result up in this broker's
+	// image next.
+	deadline := time.Now().Add(metadataApplyTimeout)
+	for b.raft.AppliedIndex() < resp.Index {
+		if time.Now().After(deadline) {
+			return c, nil, fmt.Errorf("%w: command committed at %d but not applied here yet", ErrNotController, resp.Index)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return c, b.img.Load(), nil
+}
+
+// proposeLocked proposes c on this broker, the metadata leader, and waits
+// for it to be applied; it returns the image after it and its raft index.
+func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
+	if err := b.rlog.Err(); err != nil {
+		return nil, 0, err
 	}
 	data, err := encodeCommandEntry(c)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	f := b.raft.Apply(data, metadataApplyTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return nil, fmt.Errorf("%w: %v", ErrNotController, err)
+			return nil, 0, fmt.Errorf("%w: %v", ErrNotController, err)
 		}
 		if errors.Is(err, raft.ErrRaftShutdown) {
-			return nil, ErrShuttingDown
+			return nil, 0, ErrShuttingDown
 		}
 		b.logger.Error("metadata command not committed", "command", c.Type.String(), "err", err)
-		return nil, err
+		return nil, 0, err
 	}
 	res, ok := f.Response().(fsmResult)
 	if !ok {
-		return nil, fmt.Errorf("replication: metadata entry applied without a result")
+		return nil, 0, fmt.Errorf("replication: metadata entry applied without a result")
 	}
-	return res.img, res.err
+	return res.img, f.Index(), res.err
+}
+
+// forwardRequest is a metadata write a broker sends to the controller
+// over the Mux; field names are on the wire between brokers.
+type forwardRequest struct {
+	Command Command `json:"command"`
+}
+
+type forwardResponse struct {
+	Err      string `json:"err,omitempty"` // a sentinel's name (sentinels)
+	Msg      string `json:"msg,omitempty"`
+	Index    uint64 `json:"index"` // raft index of the committed command
+	PIDStart int64  `json:"pidStart,omitempty"`
+}
+
+// sentinels are the errors a forwarded write can come back with, by name.
+var sentinels = map[string]error{
+	"rejected": errRejected, "unknown_topic": ErrUnknownTopicOrPartition, "topic_exists": ErrTopicExists,
+	"invalid_topic": ErrInvalidTopic, "invalid_partitions": ErrInvalidPartitions,
+	"invalid_rf": ErrInvalidReplicationFactor, "invalid_assignment": ErrInvalidReplicaAssignment,
+	"invalid_config": ErrInvalidConfig, "not_controller": ErrNotController, "shutting_down": ErrShuttingDown,
+	"storage": ErrMetadataStorage,
+}
+
+func sentinelName(err error) string {
+	for name, s := range sentinels {
+		if errors.Is(err, s) {
+			return name
+		}
+	}
+	return "not_controller" // unknown: the client retries
+}
+
+func sentinelError(name, msg string) error {
+	s, ok := sentinels[name]
+	if !ok {
+		s = ErrNotController
+	}
+	return fmt.Errorf("%w (at the controller: %s)", s, msg)
+}
+
+// handleForward runs a write another broker forwarded (Mux goroutine).
+func (b *Broker) handleForward(body []byte) ([]byte, error) {
+	var req forwardRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("replication: bad forwarded request: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metadataApplyTimeout)
+	defer cancel()
+	var resp forwardResponse
+	err := b.lockWriter(ctx)
+	if err == nil {
+		c := req.Command
+		if c.Type == CmdAllocateProducerIDs {
+			// The block starts where the controller's image says; the
+			// forwarding broker's image may be behind.
+			c.ProducerIDStart = b.img.Load().nextProducerID
+			resp.PIDStart = c.ProducerIDStart
+		}
+		if _, err = b.img.Load().Apply(c); err == nil {
+			if b.raft.State() != raft.Leader {
+				err = fmt.Errorf("%w: leadership moved", ErrNotController)
+			} else {
+				_, resp.Index, err = b.proposeLocked(c)
+			}
+		}
+		b.mu.Unlock()
+	}
+	if err != nil {
+		resp.Err, resp.Msg = sentinelName(err), err.Error()
+	}
+	return json.Marshal(resp)
 }
 
 // onApply carries out an applied command's local effects on this broker

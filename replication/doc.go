@@ -118,9 +118,12 @@
 // call. Raft's own storage for this group: a small file LogStore and
 // StableStore of ours (metadata_store.go; raft-boltdb is not an allowed
 // dependency) and hashicorp's FileSnapshotStore; a snapshot is the image
-// encoded as JSON. Writers (CreateTopic, ...) propose to the leader;
-// a follower broker forwards nothing and answers NOT_CONTROLLER-style
-// errors today; forwarding to the controller is a later step.
+// encoded as JSON. Writers (CreateTopic, ...) propose on the leader; a
+// broker that is not the leader forwards the command to it over the Mux
+// (kindForward; a producer-ID block gets its start from the controller's
+// image) and waits until it has applied the command itself, so a caller
+// reads its own write (cluster_test.go: three brokers, writes on a
+// follower, controller loss and return).
 // Partition leadership is replicated metadata, as in KRaft: when a
 // partition group elects a leader, that leader proposes
 // CmdPartitionLeader{topic id, partition, leader, epoch = term, isr}; Apply
@@ -203,8 +206,9 @@
 //
 // # Not yet
 //
-// Per-partition Raft groups, forwarding metadata writes from a broker
-// that is not the controller, brokers outside the voter set, leader
-// epochs other than 0, ACLs and credentials, dynamic
+// Per-partition Raft groups in the broker (so replication.factor is
+// limited to 1: maxReplicationFactorNow), brokers outside the voter set,
+// changing the voter set (raft membership changes), leader epochs other
+// than 0, ACLs and credentials, dynamic
 // broker configs.
 package replication

@@ -45,6 +45,9 @@ const (
 	kindInstallSnapshot = 5
 	kindResponse        = 6
 	kindError           = 7
+	// kindForward carries a broker-level request (not raft's) to the
+	// Mux's forward handler: metadata writes sent to the controller.
+	kindForward = 8
 
 	// maxFrameBytes bounds one frame: MaxAppendEntries batches of at most
 	// max.message.bytes each, with room to spare.
@@ -116,6 +119,71 @@ type Mux struct {
 	shutdown chan struct{} // closed by Close
 	wg       sync.WaitGroup
 	nextReq  atomic.Uint64
+
+	fwdMu sync.Mutex
+	fwd   func([]byte) ([]byte, error) // protected by fwdMu
+	// fwdSem bounds the forwarded requests handled at once.
+	fwdSem chan struct{}
+}
+
+// maxForwardsInFlight bounds concurrent forwarded requests per Mux.
+const maxForwardsInFlight = 64
+
+// SetForwardHandler sets the handler of requests other brokers Forward to
+// this one. It runs on its own goroutine per request (at most
+// maxForwardsInFlight at once) and may block.
+func (m *Mux) SetForwardHandler(fn func(req []byte) ([]byte, error)) {
+	m.fwdMu.Lock()
+	m.fwd = fn
+	m.fwdMu.Unlock()
+}
+
+// Forward sends req to the Mux at target and returns its handler's answer.
+func (m *Mux) Forward(target raft.ServerAddress, req []byte, timeout time.Duration) ([]byte, error) {
+	cc, err := m.conn(target, "")
+	if err != nil {
+		return nil, err
+	}
+	var resp rawMsg
+	cl, err := cc.start(kindForward, "", &rawMsg{b: req}, &resp)
+	if err != nil {
+		return nil, err
+	}
+	if err := cc.wait(cl, timeout); err != nil {
+		return nil, err
+	}
+	return resp.b, nil
+}
+
+func (m *Mux) handleForward(f frame, w *frameWriter) error {
+	var req rawMsg
+	if err := decodeRPC(f.body, &req); err != nil {
+		return err
+	}
+	m.fwdMu.Lock()
+	fn := m.fwd
+	m.fwdMu.Unlock()
+	if fn == nil {
+		return w.writeError(f.reqID, nil, "no forward handler")
+	}
+	select {
+	case m.fwdSem <- struct{}{}:
+	default:
+		return w.writeError(f.reqID, nil, "too many forwarded requests")
+	}
+	reqID := f.reqID
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() { <-m.fwdSem }()
+		resp, err := fn(req.b)
+		if err != nil {
+			w.writeError(reqID, nil, err.Error())
+			return
+		}
+		w.writeMsg(kindResponse, reqID, nil, &rawMsg{b: resp})
+	}()
+	return nil
 }
 
 // NewMux starts accepting on cfg.Listener.
@@ -159,6 +227,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		peers:    map[raft.ServerAddress]*muxPeer{},
 		inbound:  map[net.Conn]struct{}{},
 		shutdown: make(chan struct{}),
+		fwdSem:   make(chan struct{}, maxForwardsInFlight),
 	}
 	if m.ln != nil {
 		m.wg.Add(1)
@@ -320,6 +389,8 @@ func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter) {
 func (m *Mux) handle(f frame, w *frameWriter) error {
 	var cmd any
 	switch f.kind {
+	case kindForward:
+		return m.handleForward(f, w)
 	case kindAppendEntries:
 		cmd = new(raft.AppendEntriesRequest)
 	case kindRequestVote:

@@ -162,10 +162,15 @@ func decodeLog(d *dec) *raft.Log {
 	return l
 }
 
+// rawMsg is an opaque body (forwarded broker requests, transport.go).
+type rawMsg struct{ b []byte }
+
 // encodeRPC appends the encoding of one of raft's request or response
 // structs; it returns false for a type it does not know.
 func encodeRPC(e *enc, v any) bool {
 	switch m := v.(type) {
+	case *rawMsg:
+		e.bytes(m.b)
 	case *raft.AppendEntriesRequest:
 		e.header(m.RPCHeader)
 		e.u64(m.Term)
@@ -233,6 +238,8 @@ func encodeRPC(e *enc, v any) bool {
 func decodeRPC(body []byte, v any) error {
 	d := &dec{b: body}
 	switch m := v.(type) {
+	case *rawMsg:
+		m.b = d.bytes()
 	case *raft.AppendEntriesRequest:
 		m.RPCHeader = d.header()
 		m.Term = d.u64()

@@ -1,0 +1,205 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/log"
+)
+
+// testQuorum is three brokers in this process, each with its own data
+// dir, Kafka address (not served here) and replication listener on
+// 127.0.0.1, voters of one metadata quorum.
+type testQuorum struct {
+	t       *testing.T
+	dirs    []string
+	addrs   []string
+	voters  []Voter
+	brokers []*Broker
+}
+
+func newTestQuorum(t *testing.T) *testQuorum {
+	t.Helper()
+	q := &testQuorum{t: t}
+	for i := 0; i < 3; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close() // the broker listens on it itself (start)
+		q.dirs = append(q.dirs, t.TempDir())
+		q.addrs = append(q.addrs, ln.Addr().String())
+		q.voters = append(q.voters, Voter{NodeID: int32(i + 1), Addr: ln.Addr().String()})
+	}
+	q.brokers = make([]*Broker, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); errs[i] = q.start(i) }(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, b := range q.brokers {
+			if b != nil {
+				b.Close()
+			}
+		}
+	})
+	return q
+}
+
+// start starts broker i (node id i+1) on its data dir.
+func (q *testQuorum) start(i int) error {
+	var ln net.Listener
+	var err error
+	for try := 0; try < 50; try++ {
+		if ln, err = net.Listen("tcp", q.addrs[i]); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	m, err := log.OpenManager(log.ManagerOptions{Dir: q.dirs[i], Logger: discardLogger()})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	cfg := testConfig(q.dirs[i])
+	cfg.NodeID = int32(i + 1)
+	cfg.AdvertisedPort = int32(9092 + i)
+	cfg.Voters = q.voters
+	cfg.ReplicationListener = ln
+	cfg.StartTimeout = 30 * time.Second
+	b, err := NewBroker(cfg, m)
+	if err != nil {
+		m.Close()
+		return err
+	}
+	q.brokers[i] = b
+	return nil
+}
+
+// controller waits until every running broker names the same controller
+// and returns its index.
+func (q *testQuorum) controller() int {
+	q.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		id, same := int32(-2), true
+		for _, b := range q.brokers {
+			if b == nil {
+				continue
+			}
+			c := b.ControllerID()
+			if c < 0 || (id != -2 && c != id) {
+				same = false
+			}
+			id = c
+		}
+		if same && id > 0 && q.brokers[id-1] != nil {
+			return int(id - 1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	q.t.Fatal("no agreed controller")
+	return -1
+}
+
+// waitTopic waits until broker i's replicated image has topic name.
+func (q *testQuorum) waitTopic(i int, name string) TopicInfo {
+	q.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if t, ok := q.brokers[i].Topic(name); ok {
+			return t
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	q.t.Fatalf("broker %d never saw topic %s", i+1, name)
+	return TopicInfo{}
+}
+
+// The metadata quorum (KRaft's role): brokers register through it, any
+// broker takes metadata writes (forwarded to the controller), every broker
+// answers from its replicated image, and the quorum survives the loss of
+// its controller.
+func TestThreeBrokerMetadataQuorum(t *testing.T) {
+	ctx := context.Background()
+	q := newTestQuorum(t)
+	ctl := q.controller()
+	for i, b := range q.brokers {
+		if n := len(b.Brokers()); n != 3 {
+			t.Fatalf("broker %d sees %d registered brokers", i+1, n)
+		}
+	}
+	follower := (ctl + 1) % 3
+	created, err := q.brokers[follower].CreateTopic(ctx, CreateTopicRequest{Name: "spread", NumPartitions: 6, ReplicationFactor: 1})
+	if err != nil {
+		t.Fatalf("CreateTopic on a non-controller broker: %v", err)
+	}
+	for i := range q.brokers {
+		got := q.waitTopic(i, "spread")
+		if got.ID != created.ID || len(got.Partitions) != 6 {
+			t.Fatalf("broker %d: %+v", i+1, got)
+		}
+		// Each broker opened the logs of the partitions it leads, and only
+		// those; produce works there and is refused elsewhere.
+		for _, p := range got.Partitions {
+			_, err := q.brokers[i].Produce(ctx, "spread", p.Partition, batch(1, -1, -1, -1))
+			if p.Leader == int32(i+1) && err != nil {
+				t.Fatalf("broker %d leads %d: %v", i+1, p.Partition, err)
+			}
+			if p.Leader != int32(i+1) && !errors.Is(err, ErrNotLeader) {
+				t.Fatalf("broker %d, partition %d led by %d: %v", i+1, p.Partition, p.Leader, err)
+			}
+		}
+	}
+	if _, err := q.brokers[ctl].CreateTopic(ctx, CreateTopicRequest{Name: "spread", NumPartitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := q.brokers[follower].CreateTopic(ctx, CreateTopicRequest{Name: "rf3", NumPartitions: 1, ReplicationFactor: 3}); !errors.Is(err, ErrInvalidReplicationFactor) {
+		t.Fatalf("RF 3 before partition replication: %v", err)
+	}
+	// Producer IDs from every broker are distinct (blocks reserved through
+	// the controller).
+	seen := map[int64]bool{}
+	for i, b := range q.brokers {
+		id, err := b.AllocateProducerID(ctx)
+		if err != nil || seen[id] {
+			t.Fatalf("broker %d: producer id %d (%v), seen %v", i+1, id, err, seen)
+		}
+		seen[id] = true
+	}
+
+	// Lose the controller: the other two elect one and take writes; the
+	// old one catches up when it comes back.
+	q.brokers[ctl].Close()
+	q.brokers[ctl] = nil
+	newCtl := q.controller()
+	if newCtl == ctl {
+		t.Fatal("controller did not move")
+	}
+	other := 3 - ctl - newCtl
+	if _, err := q.brokers[other].CreateTopic(ctx, CreateTopicRequest{Name: "after", NumPartitions: 3, ReplicationFactor: 1}); err != nil {
+		t.Fatalf("CreateTopic with the old controller down: %v", err)
+	}
+	if err := q.start(ctl); err != nil {
+		t.Fatal(err)
+	}
+	q.waitTopic(ctl, "after")
+	if n := len(q.brokers[ctl].Brokers()); n != 3 {
+		t.Fatalf("restarted broker sees %d brokers", n)
+	}
+}
