@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 )
@@ -26,6 +27,9 @@ import (
 //     transactional batch without a TransactionalID is
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as Kafka). CRC, record count and
 //     producer fields are checked by log.Partition.Append.
+//   - Clients cannot write to __consumer_offsets (INVALID_TOPIC_EXCEPTION,
+//     as Kafka refuses appends to internal topics): only the group
+//     coordinator writes there.
 //   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS for every
 //     partition). acks=0 is processed and answered with nothing. acks=1 and
 //     acks=-1 both return once the batch is committed (DESIGN.md: a stronger
@@ -111,6 +115,9 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			} else {
 				topicErr = kerr.UnknownTopicID.Code
 			}
+		}
+		if name == groupcoord.OffsetsTopic {
+			topicErr = kerr.InvalidTopicException.Code
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]

@@ -333,3 +333,17 @@ func TestGroupOldestVersions(t *testing.T) {
 		}
 	}
 }
+
+// Only the coordinator writes __consumer_offsets: a client's Produce to it
+// is INVALID_TOPIC_EXCEPTION, as in Kafka.
+func TestProduceToOffsetsTopicRefused(t *testing.T) {
+	c := newGroupCluster(t)
+	rc := dialRaw(t, c.addr)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "g"
+	rc.roundTrip(fc) // creates __consumer_offsets
+	sp := producePart(t, rc.roundTrip(produceReq(9, -1, groupcoord.OffsetsTopic, 0, makeBatch(batchOpts{}, values(1, "junk")...))))
+	if sp.ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("produce to %s: %+v", groupcoord.OffsetsTopic, sp)
+	}
+}
