@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +121,72 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 	b.mu.Unlock()
 	if !strings.Contains(out, "msg=compacted") {
 		t.Fatal("the cleaner never compacted the topic")
+	}
+}
+
+// TestConsumerOffsetsCompacted: __consumer_offsets is created with
+// cleanup.policy=compact and the cleaner compacts it like any topic: after
+// a thousand commits of one group's offset its partition shrinks to a few
+// segments, and after a restart the coordinator, replaying the compacted
+// log, still answers the last committed offset.
+func TestConsumerOffsetsCompacted(t *testing.T) {
+	b := startBroker(t, "", "--set", "log.cleaner.backoff.ms=20", "--set", "offsets.topic.num.partitions=1",
+		"--set", "offsets.topic.segment.bytes=1024")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(b.client())
+	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "src"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	const commits = 1000
+	for i := 1; i <= commits; i++ {
+		var offs kadm.Offsets
+		offs.AddOffset("src", 0, int64(i), -1)
+		resps, err := adm.CommitOffsets(ctx, "g1", offs)
+		if err == nil {
+			err = resps.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	dir := filepath.Join(b.dataDir, "__consumer_offsets-0")
+	logBytes := func() int64 {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".log") {
+				if fi, err := e.Info(); err == nil {
+					n += fi.Size()
+				}
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b.mu.Lock()
+		out := b.logs.String()
+		b.mu.Unlock()
+		if strings.Contains(out, "msg=compacted") && strings.Contains(out, "partition=__consumer_offsets-0") && logBytes() < 16<<10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("__consumer_offsets-0 not compacted: %d bytes of segments", logBytes())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("__consumer_offsets-0 holds %d bytes of segments after %d commits", logBytes(), commits)
+	b.restart()
+	adm = kadm.NewClient(b.client())
+	fetched, err := adm.FetchOffsets(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("src", 0); !ok || o.Err != nil || o.At != commits {
+		t.Fatalf("committed offset after compaction and restart: %+v (found %v), want %d", o, ok, commits)
 	}
 }
