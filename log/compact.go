@@ -98,6 +98,15 @@ func (p *Partition) checkRunLocked(first, end int64) error {
 	return nil
 }
 
+// CleanerPoint is the log cleaner's first dirty offset (everything below
+// it was compacted), -1 when unknown; the manager checkpoints it in
+// cleaner-offset-checkpoint.
+func (p *Partition) CleanerPoint() int64 { return p.cleanerPoint.Load() }
+
+// SetCleanerPoint records the cleaner's first dirty offset after a
+// compaction (set it only once the cleaned segments were swapped in).
+func (p *Partition) SetCleanerPoint(offset int64) { p.cleanerPoint.Store(offset) }
+
 // First and End are the run the cleaned segment replaces.
 func (c *Cleaned) First() int64 { return c.first }
 func (c *Cleaned) End() int64   { return c.end }

@@ -72,9 +72,12 @@
 //	00000000000000000000.log / .index / .timeindex   segments (package segment)
 //	00000000000000001234.snapshot                     producer state at offset 1234
 //	leader-epoch-checkpoint                           epoch -> start offset
+//	cleaned/, cleaner-swap                            a compaction in progress (compact.go)
 //
 // and per data directory: replication-offset-checkpoint,
-// log-start-offset-checkpoint and recovery-point-offset-checkpoint (the
+// log-start-offset-checkpoint, cleaner-offset-checkpoint (each compacted
+// partition's first dirty offset, a hint for the cleaner) and
+// recovery-point-offset-checkpoint (the
 // offset below which each partition is fsync'd: on open the active
 // segment is CRC-checked from there, all of it when unknown; after
 // recovery the active segment is fsync'd and the point moves to the end).

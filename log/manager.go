@@ -47,6 +47,7 @@ type Manager struct {
 	ckHW       map[TopicPartition]int64 // last written; protected by ckMu
 	ckStarts   map[TopicPartition]int64 // last written; protected by ckMu
 	ckRecovery map[TopicPartition]int64 // last written; protected by ckMu
+	ckCleaner  map[TopicPartition]int64 // last written; protected by ckMu
 
 	stop chan struct{}
 	done chan struct{}
@@ -117,6 +118,10 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if err != nil {
 		m.logger.Warn("ignoring unreadable checkpoint", "err", err)
 	}
+	cleaned, err := readCheckpoint(m.fs, filepath.Join(m.dir, cleanerCheckpointFile))
+	if err != nil {
+		m.logger.Warn("ignoring unreadable checkpoint", "err", err)
+	}
 	starts, err := readCheckpoint(m.fs, filepath.Join(m.dir, logStartCheckpointFile))
 	if err != nil {
 		m.logger.Warn("ignoring unreadable checkpoint", "err", err)
@@ -137,7 +142,10 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		if !ok {
 			continue
 		}
-		st := partitionState{logStart: -1, hw: -1, recovery: -1}
+		st := partitionState{logStart: -1, hw: -1, recovery: -1, cleaner: -1}
+		if v, ok := cleaned[tp]; ok {
+			st.cleaner = v
+		}
 		if v, ok := rps[tp]; ok {
 			st.recovery = v
 		}
@@ -204,7 +212,7 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Partition, error) {
 	if err := m.fs.SyncDir(m.dir); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
 	}
-	p, err := openPartition(m.fs, dir, tp, cfg, partitionState{logStart: -1, hw: -1, recovery: -1}, m.logger, m.now)
+	p, err := openPartition(m.fs, dir, tp, cfg, partitionState{logStart: -1, hw: -1, recovery: -1, cleaner: -1}, m.logger, m.now)
 	if err != nil {
 		return nil, err
 	}
@@ -315,9 +323,19 @@ func (m *Manager) checkpoint() error {
 	hws := make(map[TopicPartition]int64, len(parts))
 	starts := make(map[TopicPartition]int64, len(parts))
 	rps := make(map[TopicPartition]int64, len(parts))
+	cleaned := make(map[TopicPartition]int64)
 	for tp, p := range parts {
 		o := p.Offsets()
 		hws[tp], starts[tp], rps[tp] = o.HighWatermark, o.LogStart, p.RecoveryPoint()
+		if c := p.CleanerPoint(); c >= 0 {
+			cleaned[tp] = c
+		}
+	}
+	if !maps.Equal(cleaned, m.ckCleaner) {
+		if err := writeCheckpoint(m.fs, m.dir, cleanerCheckpointFile, cleaned); err != nil {
+			return err
+		}
+		m.ckCleaner = cleaned
 	}
 	if !maps.Equal(rps, m.ckRecovery) {
 		if err := writeCheckpoint(m.fs, m.dir, recoveryCheckpointFile, rps); err != nil {

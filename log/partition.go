@@ -104,6 +104,9 @@ type Partition struct {
 	// point); checkpointed so the next open knows where checking starts.
 	recoveryPoint int64
 	werr          error // sticky storage error: appends refused until reopen
+	// cleanerPoint is the log cleaner's first dirty offset: everything
+	// below it was compacted (-1 = unknown, all dirty). Checkpointed.
+	cleanerPoint atomic.Int64
 	closed        bool
 
 	waiters waiters
@@ -132,6 +135,7 @@ type partitionState struct {
 	logStart int64 // -1 unknown
 	hw       int64 // -1 unknown; used only with UseHighWatermarkCheckpoint
 	recovery int64 // recovery point: everything below was fsync'd; -1 unknown
+	cleaner  int64 // the cleaner's first dirty offset (compact.go); -1 unknown
 }
 
 // openPartition opens or creates the partition's directory and recovers
@@ -240,6 +244,7 @@ func openPartition(fsys segment.FS, dir string, tp TopicPartition, cfg Config, s
 		p.hw = min(max(st.hw, p.logStart), p.leo)
 	}
 	p.activeCreated = now()
+	p.cleanerPoint.Store(min(st.cleaner, p.leo))
 	if err := p.rebuildDerivedLocked(); err != nil {
 		return fail(err)
 	}

@@ -95,11 +95,6 @@ type Cleaner struct {
 	logger *slog.Logger
 
 	runMu sync.Mutex // one pass at a time (the loop, RunOnce and CompactOnce callers)
-	// firstDirty is each compacted partition's first dirty offset: below
-	// it the log was compacted by this cleaner. Kept in memory only: after
-	// a restart the whole log counts as dirty and is compacted once more
-	// (compaction is idempotent). Protected by runMu.
-	firstDirty map[log.TopicPartition]int64
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -121,7 +116,7 @@ func NewCleaner(opts CleanerOptions) *Cleaner {
 		opts.Backoff = 15 * time.Second
 	}
 	c := &Cleaner{opts: opts, logger: opts.Logger.With("component", "cleaner"),
-		stop: make(chan struct{}), done: make(chan struct{}), firstDirty: map[log.TopicPartition]int64{}}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	go c.loop()
 	return c
 }
@@ -219,25 +214,18 @@ func (c *Cleaner) CompactOnce() int {
 	c.runMu.Lock()
 	defer c.runMu.Unlock()
 	n := 0
-	live := map[log.TopicPartition]bool{}
 	for _, tp := range c.opts.Logs.Partitions() {
 		select {
 		case <-c.stop:
 			return n
 		default:
 		}
-		live[tp] = true
 		p := c.opts.Logs.Get(tp)
 		if p == nil || !p.Config().Cleanup.Compact {
 			continue
 		}
 		if c.compactPartition(p) {
 			n++
-		}
-	}
-	for tp := range c.firstDirty {
-		if !live[tp] {
-			delete(c.firstDirty, tp) // deleted partitions start over if recreated
 		}
 	}
 	return n
@@ -248,17 +236,21 @@ func (c *Cleaner) compactPartition(p *log.Partition) bool {
 	segs := p.Segments()
 	offs := p.Offsets()
 	now := c.opts.Now().UnixMilli()
-	acts := PlanCompact(segs, offs, p.Config().Cleanup, c.firstDirty[tp], now)
+	// The first dirty offset is the partition's, checkpointed by the log
+	// manager (cleaner-offset-checkpoint), so a restart does not compact
+	// a clean log again.
+	firstDirty := max(p.CleanerPoint(), 0)
+	acts := PlanCompact(segs, offs, p.Config().Cleanup, firstDirty, now)
 	if len(acts) == 0 {
 		return false
 	}
 	start := time.Now()
-	st, err := compact(p, c.firstDirty[tp], acts[0].Offset, now)
+	st, err := compact(p, firstDirty, acts[0].Offset, now)
 	if err != nil {
 		c.logger.Error("compaction failed; retried at the next check", "partition", tp.String(), "err", err)
 		return false
 	}
-	c.firstDirty[tp] = st.end
+	p.SetCleanerPoint(st.end)
 	c.logger.Info("compacted", "partition", tp.String(), "segments", st.segments,
 		"bytes_in", st.bytesIn, "bytes_out", st.bytesOut, "records_in", st.recordsIn, "records_kept", st.recsKept,
 		"first_dirty", st.end, "took", time.Since(start).Round(time.Millisecond), "why", acts[0].Reasons[0])

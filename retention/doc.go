@@ -70,14 +70,15 @@
 // xerial framing on read, lz4, zstd; decompressed size bounded at 64 MiB).
 // Each cleaned run is swapped in atomically by log.Partition.SwapCleaned
 // (write cleaned/, fsync, commit marker, swap, recovery at open finishes
-// or discards it; see log/compact.go). Internal topics such as
+// or discards it; see log/compact.go). The first dirty offset after a pass
+// is the partition's CleanerPoint, checkpointed by the log manager in
+// cleaner-offset-checkpoint, so a restart does not compact a clean log
+// again. Internal topics such as
 // __consumer_offsets are created with cleanup.policy=compact and are
 // compacted like any other.
 //
 // # Not here yet
 //
-//   - The first dirty offset is kept in memory: after a restart a
-//     compacted log is compacted once more (idempotent, but work).
 //   - Transactions: control batches are kept as they are and aborted
 //     transactional data is not removed (Strata has no transactions yet).
 //   - A batch of an idempotent producer whose records all go is dropped
