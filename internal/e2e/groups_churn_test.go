@@ -184,4 +184,3 @@ func TestGroupConsumersChurn(t *testing.T) {
 		})
 	}
 }
-
