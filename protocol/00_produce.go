@@ -30,6 +30,9 @@ import (
 //   - Clients cannot write to __consumer_offsets (INVALID_TOPIC_EXCEPTION,
 //     as Kafka refuses appends to internal topics): only the group
 //     coordinator writes there.
+//   - A topic whose cleanup.policy contains compact refuses records without
+//     a key (INVALID_RECORD, with the record's index for v8+), as Kafka;
+//     its batches are opened to check (produce_compacted.go).
 //   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS for every
 //     partition). acks=0 is processed and answered with nothing. acks=1 and
 //     acks=-1 both return once the batch is committed (DESIGN.md: a stronger
@@ -133,6 +136,9 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			default:
 				if code, msg := validateProduceRecords(req.Version, rp.Records); code != 0 {
 					sp.ErrorCode, sp.ErrorMessage = code, &msg
+					continue
+				}
+				if !s.checkCompactedKeys(req.Version, name, sp, rp.Records) {
 					continue
 				}
 				jobs = append(jobs, job{topic: name, rt: st, idx: j, rec: rp.Records})

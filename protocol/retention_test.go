@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/log"
@@ -241,4 +243,30 @@ func TestCompactedTopicKgo(t *testing.T) {
 		}
 	}
 	same("after delete.retention.ms", consume(), latest)
+}
+
+// TestCompactedTopicRefusesKeylessRecords: as Kafka, a compacted topic
+// refuses a record without a key (compressed or not) with INVALID_RECORD;
+// keyed records go in; a delete topic takes keyless records.
+func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
+	c := newRetentionCluster(t)
+	ctx := testCtx(t)
+	adm := c.admin()
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": str("compact")}, "keyed"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	c.createTopic("plain", 1)
+	for _, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.ZstdCompression()} {
+		prod := c.client(kgo.ProducerBatchCompression(codec), kgo.RecordRetries(1))
+		err := prod.ProduceSync(ctx, &kgo.Record{Topic: "keyed", Key: []byte("k"), Value: []byte("v")}, &kgo.Record{Topic: "keyed", Value: []byte("no key")}).FirstErr()
+		if !errors.Is(err, kerr.InvalidRecord) {
+			t.Fatalf("keyless record to a compacted topic: %v, want INVALID_RECORD", err)
+		}
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "keyed", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatalf("keyed record: %v", err)
+		}
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "plain", Value: []byte("no key")}).FirstErr(); err != nil {
+			t.Fatalf("keyless record to a delete topic: %v", err)
+		}
+	}
 }

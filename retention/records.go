@@ -3,6 +3,7 @@ package retention
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/strata-io/strata/segment"
@@ -127,4 +128,56 @@ func rebuildBatch(b []byte, h segment.Header, kept []record) ([]byte, error) {
 	binary.BigEndian.PutUint32(out[57:], uint32(len(kept)))
 	binary.BigEndian.PutUint32(out[17:], segment.ComputeCRC(out))
 	return out, nil
+}
+
+// ErrMissingKey is CheckKeys' error: a record without a key cannot be
+// compacted (Kafka answers INVALID_RECORD).
+var ErrMissingKey = errors.New("retention: compacted topic cannot accept a record without a key")
+
+// KeyError names the keyless record CheckKeys found (its index in its
+// batch, for Produce's per-record errors).
+type KeyError struct {
+	Index int32
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("%v (record %d of its batch)", ErrMissingKey, e.Index)
+}
+
+func (e *KeyError) Unwrap() error { return ErrMissingKey }
+
+// RecordIndex is the index of the keyless record in its batch.
+func (e *KeyError) RecordIndex() int32 { return e.Index }
+
+// CheckKeys checks, as Kafka's LogValidator does for a topic whose
+// cleanup.policy contains compact, that every record of the produced
+// batches (already validated) has a key; compressed batches are opened
+// (bounded). Control batches are not checked. A *KeyError (wrapping
+// ErrMissingKey) names the first keyless record; ErrCorruptBatch when a
+// batch does not open.
+func CheckKeys(records []byte) error {
+	spans, err := segment.SplitBatches(records, 0)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
+	}
+	for _, sp := range spans {
+		b := records[sp[0]:sp[1]]
+		h, err := segment.ParseHeader(b)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
+		}
+		if isControl(&h) {
+			continue
+		}
+		_, recs, err := batchRecords(b)
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			if r.key == nil {
+				return &KeyError{Index: int32(i)}
+			}
+		}
+	}
+	return nil
 }
