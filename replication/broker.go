@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,7 +110,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err := cfg.FS.MkdirAll(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("%w: create data dir: %v", ErrMetadataStorage, err)
 	}
-	mp, err := loadOrCreateMetaProperties(cfg.FS, cfg.DataDir, cfg.NodeID)
+	mp, err := loadOrCreateMetaPropertiesWithID(cfg.FS, cfg.DataDir, cfg.NodeID, votersClusterID(cfg.Voters))
 	if err != nil {
 		return nil, err
 	}
@@ -401,6 +402,14 @@ func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment,
 	rf := req.ReplicationFactor
 	if rf == -1 {
 		rf = b.cfg.DefaultReplicationFactor
+	}
+	if strings.HasPrefix(req.Name, "__") && int(rf) > maxReplicationFactorNow {
+		// Internal topics (__consumer_offsets, ...) are created by the
+		// coordinators with offsets.topic.replication.factor; until
+		// partitions are replicated they get what exists, not an error
+		// that would stop every consumer group.
+		b.logger.Warn("internal topic created with replication factor 1: partitions are not replicated yet", "topic", req.Name, "asked", rf)
+		rf = maxReplicationFactorNow
 	}
 	return autoAssign(img, 0, n, int(rf))
 }

@@ -140,8 +140,14 @@ func TestThreeBrokerMetadataQuorum(t *testing.T) {
 	q := newTestQuorum(t)
 	ctl := q.controller()
 	for i, b := range q.brokers {
+		for w := 0; w < 200 && len(b.Brokers()) != 3; w++ {
+			time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
+		}
 		if n := len(b.Brokers()); n != 3 {
 			t.Fatalf("broker %d sees %d registered brokers", i+1, n)
+		}
+		if b.ClusterID() != q.brokers[0].ClusterID() {
+			t.Fatalf("broker %d: cluster id %s, broker 1: %s", i+1, b.ClusterID(), q.brokers[0].ClusterID())
 		}
 	}
 	follower := (ctl + 1) % 3

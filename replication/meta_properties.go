@@ -2,12 +2,14 @@ package replication
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -44,10 +46,45 @@ type metaProperties struct {
 // one (with a fresh cluster ID) if the file does not exist, and failing if
 // it names another node.
 func loadOrCreateMetaProperties(fsys segment.FS, dir string, nodeID int32) (metaProperties, error) {
+	return loadOrCreateMetaPropertiesWithID(fsys, dir, nodeID, "")
+}
+
+// votersClusterID is the cluster.id every voter of a multi-voter quorum
+// derives from the voter list at first start (as if each were formatted
+// with the same --cluster-id), so their Metadata answers agree. "" for a
+// lone broker (a random id).
+func votersClusterID(voters []Voter) string {
+	if len(voters) < 2 {
+		return ""
+	}
+	vs := append([]Voter(nil), voters...)
+	sort.Slice(vs, func(i, j int) bool { return vs[i].NodeID < vs[j].NodeID })
+	h := sha256.New()
+	h.Write([]byte("strata-cluster-id\x00"))
+	for _, v := range vs {
+		fmt.Fprintf(h, "%d@%s,", v.NodeID, v.Addr)
+	}
+	var u [16]byte
+	copy(u[:], h.Sum(nil))
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	s := base64.RawURLEncoding.EncodeToString(u[:])
+	if strings.HasPrefix(s, "-") {
+		s = "S" + s[1:] // Kafka rejects ids starting with '-'
+	}
+	return s
+}
+
+// loadOrCreateMetaPropertiesWithID is loadOrCreateMetaProperties with the
+// cluster.id to write at creation ("" = random).
+func loadOrCreateMetaPropertiesWithID(fsys segment.FS, dir string, nodeID int32, newID string) (metaProperties, error) {
 	path := filepath.Join(dir, metaPropertiesName)
 	data, err := readFileLimited(fsys, path, maxMetaPropertiesBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		mp := metaProperties{Version: 1, ClusterID: randomUUIDString(), NodeID: nodeID}
+		if newID == "" {
+			newID = randomUUIDString()
+		}
+		mp := metaProperties{Version: 1, ClusterID: newID, NodeID: nodeID}
 		return mp, writeMetaProperties(fsys, dir, mp)
 	}
 	if err != nil {

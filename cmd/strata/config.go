@@ -53,6 +53,8 @@ type Config struct {
 	BrokerProps map[string]string
 	// Groups configures the group coordinator (group_config.go).
 	Groups groupcoord.Config
+	// Cluster is the metadata quorum (cluster_config.go).
+	Cluster clusterConfig
 	// Warnings are logged once the logger exists (ignored settings).
 	Warnings []string
 }
@@ -85,7 +87,7 @@ var settings = []setting{
 // carries but that mean nothing to Strata (yet): accepted, so that an
 // operator's existing file works, with one warning each at start-up.
 var ignoredSettings = map[string]bool{
-	"process.roles": true, "controller.quorum.voters": true, "controller.quorum.bootstrap.servers": true,
+	"process.roles": true, "controller.quorum.bootstrap.servers": true,
 	"controller.listener.names": true, "inter.broker.listener.name": true, "listener.security.protocol.map": true,
 	"num.network.threads": true, "num.io.threads": true, "socket.send.buffer.bytes": true, "socket.receive.buffer.bytes": true,
 	"num.recovery.threads.per.data.dir":        true,
@@ -95,6 +97,7 @@ var ignoredSettings = map[string]bool{
 
 var settingByName = func() map[string]*setting {
 	settings = append(settings, groupSettings...)
+	settings = append(settings, clusterSettings...)
 	m := map[string]*setting{}
 	for i := range settings {
 		m[settings[i].name] = &settings[i]
@@ -309,6 +312,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 	}
 	cfg.Rack = merged["broker.rack"].value
 	if err := parseGroupSettings(merged, cfg); err != nil {
+		return nil, err
+	}
+	if err := parseClusterSettings(merged, cfg); err != nil {
 		return nil, err
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(merged["log.level"].value)); err != nil {

@@ -2,6 +2,7 @@
 //
 //	strata serve [--config server.properties] [--set name=value]... [--listeners L] [--log-dirs D] [--node-id N] [--log-level L]
 //	strata version
+//	strata dev-cluster [--brokers 3] [--dir D] [--port 19092] [--set name=value]...
 //	strata debug dump-segment [--max-batches N] FILE.log
 //
 // # Configuration
@@ -28,6 +29,16 @@
 // Only the first of log.dirs is used. Only one PLAINTEXT listener is
 // served; a listener on 0.0.0.0 (or an empty host) needs an explicit
 // advertised.listeners. Port 0 picks a free port and advertises it.
+//
+// # Cluster
+//
+// controller.quorum.voters (Kafka syntax, id@host:port,...) makes the
+// brokers listed one metadata quorum; host:port is each broker's
+// replication listener (cluster_config.go; replication.listener overrides
+// where this broker binds it). Every broker must be a voter for now, and
+// partitions have one replica each (replication.factor 1) until the
+// partition Raft groups are wired in (replication/doc.go). dev-cluster
+// (devcluster.go) starts such a cluster of plain processes on loopback.
 //
 // # Lifecycle
 //

@@ -45,6 +45,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		return serveCommand(ctx, stop, args[1:], environ, stdout, stderr)
+	case "dev-cluster":
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return devClusterCommand(ctx, args[1:], stdout, stderr)
 	case "debug":
 		return debugCommand(args[1:], stdout, stderr)
 	case "group":
@@ -65,6 +69,7 @@ func usage(w io.Writer) {
 Commands:
   serve                      run a broker (strata serve --help for settings)
   version                    print the version
+  dev-cluster [--brokers 3]  run a local cluster of strata processes on loopback (Ctrl-C stops it)
   debug dump-segment FILE    print the record batch headers of a segment .log file
   topic create|list|describe|alter-config|add-partitions|delete
                              topics and their configs, applied live (strata topic help)

@@ -63,9 +63,19 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		adv.Port = ln.Addr().(*net.TCPAddr).Port
 	}
 
+	var repLn net.Listener // the Raft transport's listener (cluster_config.go)
+	if cfg.Cluster.Bind != "" {
+		if repLn, err = net.Listen("tcp", cfg.Cluster.Bind); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on replication listener %s: %w", cfg.Cluster.Bind, err)
+		}
+	}
 	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger})
 	if err != nil {
 		ln.Close()
+		if repLn != nil {
+			repLn.Close()
+		}
 		return fmt.Errorf("open data dir %s: %w", dataDir, err)
 	}
 	broker, err := replication.NewBroker(replication.BrokerConfig{
@@ -80,6 +90,9 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		DeleteTopicEnable:        cfg.DeleteTopicEnable,
 		BrokerProps:              cfg.BrokerProps,
 		Logger:                   logger,
+		Voters:                   cfg.Cluster.Voters,
+		ReplicationListener:      repLn, // owned by the broker from here on
+		ReplicationAdvertise:     cfg.Cluster.Advertise,
 	}, logs)
 	if err != nil {
 		ln.Close()

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// clusterSettings configure the metadata quorum (replication's doc.go,
+// "Raft design").
+//
+// controller.quorum.voters uses Kafka's syntax, id@host:port,... where
+// host:port is that broker's replication listener: Strata carries the
+// metadata quorum and (later) every partition's Raft group over one
+// listener per broker, so Kafka's separate controller listener and this
+// one are the same. The broker whose node.id is listed binds its own entry
+// (replication.listener overrides where it binds, e.g. 0.0.0.0:9093, when
+// the voters list names an address other brokers reach). Empty = this
+// broker alone, one voter, no replication listener.
+var clusterSettings = []setting{
+	{"controller.quorum.voters", "", "Metadata quorum, Kafka syntax id@host:port,...; host:port is each voter's replication listener. Empty: this broker alone."},
+	{"replication.listener", "", "Where this broker binds its replication listener (Strata-specific); default: its own entry in controller.quorum.voters."},
+}
+
+// clusterConfig is the parsed cluster part of Config.
+type clusterConfig struct {
+	Voters []replication.Voter
+	// Bind is the replication listener's bind address; "" = none (one
+	// voter).
+	Bind string
+	// Advertise is this broker's address in the voters list.
+	Advertise string
+}
+
+// maxVoters bounds controller.quorum.voters (Raft quorums are small).
+const maxVoters = 9
+
+// parseVoters parses id@host:port,...
+func parseVoters(s string) ([]replication.Voter, error) {
+	var out []replication.Voter
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("%q is not id@host:port", part)
+		}
+		n, err := strconv.ParseInt(id, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: node id %q is not a non-negative integer", part, id)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("%q: %q is not host:port", part, addr)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+			return nil, fmt.Errorf("%q: bad port %q", part, port)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("node id %d listed twice", n)
+		}
+		seen[int32(n)] = true
+		out = append(out, replication.Voter{NodeID: int32(n), Addr: addr})
+		if len(out) > maxVoters {
+			return nil, fmt.Errorf("more than %d voters", maxVoters)
+		}
+	}
+	return out, nil
+}
+
+// parseClusterSettings fills cfg.Cluster.
+func parseClusterSettings(merged map[string]rawValue, cfg *Config) error {
+	bad := func(name, why string) error {
+		rv := merged[name]
+		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
+	}
+	voters, err := parseVoters(merged["controller.quorum.voters"].value)
+	if err != nil {
+		return bad("controller.quorum.voters", err.Error())
+	}
+	cfg.Cluster.Voters = voters
+	for _, v := range voters {
+		if v.NodeID == cfg.NodeID {
+			cfg.Cluster.Advertise, cfg.Cluster.Bind = v.Addr, v.Addr
+		}
+	}
+	if len(voters) > 0 && cfg.Cluster.Advertise == "" {
+		return bad("controller.quorum.voters", fmt.Sprintf("node.id %d is not a voter (brokers outside the quorum are not supported yet)", cfg.NodeID))
+	}
+	if b := merged["replication.listener"].value; b != "" {
+		if len(voters) == 0 {
+			return bad("replication.listener", "needs controller.quorum.voters")
+		}
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return bad("replication.listener", "expected host:port")
+		}
+		cfg.Cluster.Bind = b
+	}
+	return nil
+}
