@@ -71,7 +71,11 @@
 // Index files are preallocated to segment.index.bytes and memory-mapped
 // (MAP_SHARED; fsync of the file writes the mapped pages back) while the
 // segment is active, and trimmed to their used size when it is sealed at
-// roll or closed, as Kafka does.
+// roll or closed, as Kafka does. Opening an index looks for its end only
+// within the file's length before preallocation (a new segment's indexes
+// are not read at all), and the mapping is advised MADV_RANDOM: faulting
+// in a fresh mapping with the device's read-ahead cost several ms per
+// segment, ~30 s for 1,000 new partitions.
 //
 // # Invariants and recovery
 //
