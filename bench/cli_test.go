@@ -77,12 +77,21 @@ func TestParseCompareFlags(t *testing.T) {
 		c.External["x"] != "h:1" || c.Workloads[1].Kind != KindE2E {
 		t.Errorf("%+v", c)
 	}
+	c, err = ParseCompareFlags([]string{"--brokers", "strata-base,strata,strata-base-fsync", "--strata-base", "/tmp/old-strata",
+		"workloads/e2e-5k.yaml"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Brokers, ",") != "strata-base,strata,strata-base-fsync" || c.StrataBaseBin != "/tmp/old-strata" {
+		t.Errorf("%+v", c)
+	}
 	for _, args := range [][]string{
 		{"--brokers", "nope", "workloads/e2e-5k.yaml"},
 		{"--brokers", "null,null", "workloads/e2e-5k.yaml"},
 		{"--rounds", "0", "workloads/e2e-5k.yaml"},
 		{"--external", "bad", "workloads/e2e-5k.yaml"},
 		{"--external", "null=h:1", "workloads/e2e-5k.yaml"},
+		{"--brokers", "strata,strata-base", "workloads/e2e-5k.yaml"}, // no --strata-base
 		{},
 	} {
 		if _, err := ParseCompareFlags(args, io.Discard); err == nil {

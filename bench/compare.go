@@ -28,6 +28,11 @@ const (
 	BrokerKfakeDisk   = "kfake-disk"   // franz-go kfake with a data dir
 	BrokerKfakeMem    = "kfake-mem"    // franz-go kfake in memory
 	BrokerNull        = "null"         // bench's null broker: the load generator's ceiling
+	// The same two Strata configurations served by another strata binary
+	// (--strata-base), to measure a change against the build before it in
+	// one interleaved run.
+	BrokerStrataBase      = "strata-base"
+	BrokerStrataBaseFsync = "strata-base-fsync"
 )
 
 // DefaultBrokers is the order compare uses unless told otherwise.
@@ -45,7 +50,10 @@ type CompareConfig struct {
 	Rounds    int
 	StrataBin string // the strata binary: serves Strata and runs the kfake and null children
 	StrataSrc string // if set, build StrataBin from this module directory first
-	OutDir    string // compare.json, compare.md, compare.png; "" = only Markdown on stdout
+	// StrataBaseBin serves strata-base and strata-base-fsync: another
+	// strata binary (say, the previous commit's) to compare against.
+	StrataBaseBin string
+	OutDir        string // compare.json, compare.md, compare.png; "" = only Markdown on stdout
 	// ProfileDir, if set, runs each Strata broker under a CPU profile
 	// (strata bench serve-profiled) written there per workload.
 	ProfileDir string
@@ -59,7 +67,7 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	brokers := fs.String("brokers", strings.Join(DefaultBrokers, ","),
-		"brokers to start, in order (the first is the ratio's base): strata, strata-fsync, strata-3, kfake-disk, kfake-mem, null")
+		"brokers to start, in order (the first is the ratio's base): strata, strata-fsync, strata-3, kfake-disk, kfake-mem, null, strata-base, strata-base-fsync")
 	fs.Func("external", "also run against a running broker: `name=host:port` (repeatable; no CPU or RSS figures)", func(s string) error {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" || v == "" {
@@ -71,6 +79,7 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	fs.IntVar(&c.Rounds, "rounds", 3, "rounds: each runs every workload once against every broker, in turn")
 	fs.StringVar(&c.StrataBin, "strata", "", "the strata binary (default: this executable)")
 	fs.StringVar(&c.StrataSrc, "build", "", "build the strata binary from this module `dir` first (go build ./cmd/strata)")
+	fs.StringVar(&c.StrataBaseBin, "strata-base", "", "another strata `binary` (say, a baseline build) serving the brokers strata-base and strata-base-fsync")
 	fs.StringVar(&c.OutDir, "out", "", "write compare.json, compare.md and compare.png to this `dir`")
 	fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each Strata broker to this `dir`")
 	fs.StringVar(&c.Note, "note", "", "a note recorded in the report")
@@ -88,6 +97,10 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	for _, b := range c.Brokers {
 		switch b {
 		case BrokerStrata, BrokerStrataFsync, BrokerStrata3, BrokerKfakeDisk, BrokerKfakeMem, BrokerNull:
+		case BrokerStrataBase, BrokerStrataBaseFsync:
+			if c.StrataBaseBin == "" {
+				return nil, fmt.Errorf("%w: broker %q needs --strata-base", ErrUsage, b)
+			}
 		default:
 			return nil, fmt.Errorf("%w: unknown broker %q", ErrUsage, b)
 		}
@@ -361,13 +374,16 @@ func (c *CompareConfig) startBroker(ctx context.Context, name, dir, logPath, pro
 	serve := []string{"serve", "--listeners", "PLAINTEXT://127.0.0.1:0", "--log-dirs", data}
 	var argv []string
 	switch name {
-	case BrokerStrata, BrokerStrataFsync:
+	case BrokerStrata, BrokerStrataFsync, BrokerStrataBase, BrokerStrataBaseFsync:
 		argv = []string{c.StrataBin}
+		if name == BrokerStrataBase || name == BrokerStrataBaseFsync {
+			argv = []string{c.StrataBaseBin}
+		}
 		if profile != "" {
 			argv = append(argv, "bench", "serve-profiled", "--cpuprofile", profile)
 		}
 		argv = append(argv, serve...)
-		if name == BrokerStrataFsync {
+		if name == BrokerStrataFsync || name == BrokerStrataBaseFsync {
 			argv = append(argv, "--set", "log.flush.interval.messages=1")
 		}
 	case BrokerStrata3:
@@ -456,7 +472,7 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 					return nil, fmt.Errorf("%w: %v", ErrRun, err)
 				}
 				profile := ""
-				if c.ProfileDir != "" && (name == BrokerStrata || name == BrokerStrataFsync) {
+				if c.ProfileDir != "" && isStrata(name) {
 					profile, _ = filepath.Abs(filepath.Join(c.ProfileDir, fileSafe(w.Name)+"-"+name+".pprof"))
 				}
 				// Broker logs outlive the temporary data dirs when there
@@ -722,4 +738,13 @@ func fileSafe(name string) string {
 		return "workload"
 	}
 	return string(b)
+}
+
+// isStrata reports a broker served by `strata serve` (either binary).
+func isStrata(name string) bool {
+	switch name {
+	case BrokerStrata, BrokerStrataFsync, BrokerStrataBase, BrokerStrataBaseFsync:
+		return true
+	}
+	return false
 }

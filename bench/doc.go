@@ -75,7 +75,11 @@
 // ceiling of the load generator), and strata-3 (three brokers on loopback:
 // a hook that needs `strata dev-cluster`, skipped with a note until the
 // binary has that command). --external name=host:port adds a broker
-// started elsewhere (no CPU or RSS figures).
+// started elsewhere (no CPU or RSS figures). --strata-base BINARY adds
+// strata-base and strata-base-fsync: the same two configurations served by
+// another strata build, so a change is measured against the build before
+// it in the same interleaved run (name strata-base first to get ratios
+// new/base).
 //
 // For each workload, compare starts the brokers, then runs --rounds rounds;
 // a round runs the workload once against every broker in the order given
