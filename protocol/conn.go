@@ -68,6 +68,10 @@ type pending struct {
 	done         chan struct{} // closed when resp/err are set
 	resp         kmsg.Response // nil: nothing to send (acks=0)
 	err          error         // non-nil: close the connection at this point
+	// body is the pooled buffer holding the request (Produce only,
+	// bodypool.go), returned by the writer once the response is written;
+	// nil when the body is a plain allocation.
+	body *[]byte
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -131,7 +135,7 @@ func (c *conn) readLoop() {
 	defer close(c.queue)
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		frame, err := c.readFrame(r)
+		frame, body, err := c.readFrame(r)
 		if err != nil {
 			if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrFrameNegative) {
 				c.log.Warn("closing connection", "err", err)
@@ -148,7 +152,7 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		if !c.dispatchFrame(frame) {
+		if !c.dispatchFrame(frame, body) {
 			return
 		}
 	}
@@ -166,36 +170,43 @@ func (c *conn) enqueueErr(err error) {
 }
 
 // readFrame reads one size-prefixed frame, checking the size before
-// allocating.
-func (c *conn) readFrame(r *bufio.Reader) ([]byte, error) {
+// allocating. A Produce frame is read into a pooled buffer, returned as
+// body (bodypool.go).
+func (c *conn) readFrame(r *bufio.Reader) (frame []byte, body *[]byte, err error) {
 	// Idle limit; set before checking for Close, which sets a deadline in
 	// the past after marking the server draining, so one of the two sees
 	// the other.
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.ConnectionsMaxIdle))
 	select {
 	case <-c.s.draining:
-		return nil, net.ErrClosed
+		return nil, nil, net.ErrClosed
 	default:
 	}
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n < 0 {
-		return nil, fmt.Errorf("%w: %d", ErrFrameNegative, n)
+		return nil, nil, fmt.Errorf("%w: %d", ErrFrameNegative, n)
 	}
 	if n > c.s.cfg.MaxRequestBytes {
-		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, c.s.cfg.MaxRequestBytes)
+		return nil, nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, c.s.cfg.MaxRequestBytes)
 	}
 	if !c.acquire(int64(n)) {
-		return nil, net.ErrClosed
+		return nil, nil, net.ErrClosed
 	}
-	buf, err := readBody(r, n)
+	if c.s.cfg.NoBodyPool || n < 2 {
+		frame, err = readBody(r, n)
+	} else if key, perr := r.Peek(2); perr == nil && binary.BigEndian.Uint16(key) == 0 { // Produce
+		frame, body, err = readPooledBody(r, int(n))
+	} else {
+		frame, err = readBody(r, n)
+	}
 	if err != nil {
 		c.release(int64(n))
 	}
-	return buf, err
+	return frame, body, err
 }
 
 // readBody reads an n-byte frame body.
@@ -298,12 +309,13 @@ func flexibleRequest(key, version int16) bool {
 // dispatchFrame decodes one frame and starts its handler. It returns false
 // when the connection must close (the reason is queued behind the earlier
 // responses).
-func (c *conn) dispatchFrame(frame []byte) bool {
+func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 	size := int64(len(frame))
 	started := false
 	defer func() {
 		if !started {
 			c.release(size)
+			putBody(pooled) // nothing was started that could refer to it
 		}
 	}()
 	h, body, err := parseHeader(frame)
@@ -354,6 +366,7 @@ func (c *conn) dispatchFrame(frame []byte) bool {
 		respFlexible: supported && kreq.IsFlexible() && h.key != 18,
 		clientID:     h.clientID,
 		done:         make(chan struct{}),
+		body:         pooled,
 	}
 	wait := c.barrierWait(p, isBarrier(kreq))
 	select {
@@ -454,6 +467,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if p.resp == nil {
+			putBody(p.body) // the handler is done and nothing is sent
 			if len(c.queue) == 0 && w.Flush() != nil {
 				return
 			}
@@ -471,6 +485,9 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		buf = appendResponse(buf[:0], p)
+		// The response is encoded into buf: nothing refers to the
+		// request any more.
+		putBody(p.body)
 		if _, err := w.Write(buf); err != nil {
 			return
 		}

@@ -45,6 +45,16 @@
 // Config.MaxConnections connections are open; one idle for
 // Config.ConnectionsMaxIdle is closed.
 //
+// Produce bodies are read into pooled, size-classed buffers instead of
+// fresh zeroed allocations (bodypool.go; Config.NoBodyPool turns it off).
+// The writer returns a body to its pool once the response is encoded (or
+// skipped for acks=0), after the handler is done. This is safe because
+// Broker.Produce writes the records to the segment before it returns and
+// keeps no reference to them: a Produce path that hands the batch to
+// anything outliving the call (a Raft log cache, an in-flight send to
+// followers) must copy it first, or set NoBodyPool. Other requests' bodies
+// stay plain allocations, since handlers may keep parts of them.
+//
 // Ordering between handlers on one connection: requests that change state
 // (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId,
 // and the group writes: OffsetCommit, JoinGroup, SyncGroup, LeaveGroup,

@@ -37,6 +37,10 @@ type Config struct {
 	// Groups configures the group coordinator (offsets.topic.*, group.*
 	// settings); zero values take Kafka's defaults.
 	Groups groupcoord.Config
+	// NoBodyPool reads Produce bodies into fresh allocations instead of
+	// pooled buffers (bodypool.go): for a broker whose Produce keeps a
+	// reference to the records after it returns.
+	NoBodyPool bool
 }
 
 // Server serves the Kafka protocol for one broker.
