@@ -27,7 +27,7 @@ const (
 	// cleanerCheckpointFile holds each compacted partition's first dirty
 	// offset (Kafka's cleaner-offset-checkpoint); a hint: a lost or stale
 	// value only makes the cleaner compact again what was clean.
-	cleanerCheckpointFile = "cleaner-offset-checkpoint"
+	cleanerCheckpointFile  = "cleaner-offset-checkpoint"
 	recoveryCheckpointFile = "recovery-point-offset-checkpoint"
 	// maxCheckpointBytes bounds what we read back.
 	maxCheckpointBytes = 64 << 20

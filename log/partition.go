@@ -107,7 +107,7 @@ type Partition struct {
 	// cleanerPoint is the log cleaner's first dirty offset: everything
 	// below it was compacted (-1 = unknown, all dirty). Checkpointed.
 	cleanerPoint atomic.Int64
-	closed        bool
+	closed       bool
 
 	waiters waiters
 }
