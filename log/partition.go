@@ -514,7 +514,7 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 		p.firstUnflushed = now
 	}
 	if cfg.FlushIntervalMessages > 0 && p.unflushedMsgs >= cfg.FlushIntervalMessages {
-		if err := p.flushLocked(); err != nil {
+		if err := p.flushLogLocked(); err != nil {
 			return res, err
 		}
 	}
@@ -899,6 +899,35 @@ func (p *Partition) flushLocked() error {
 		return nil
 	}
 	if err := p.segs[len(p.segs)-1].Sync(); err != nil {
+		p.werr = err
+		p.logger.Error("fsync failed; partition refuses writes until reopened", "err", err)
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	p.unflushedMsgs = 0
+	p.firstUnflushed = time.Time{}
+	p.recoveryPoint = p.leo
+	return nil
+}
+
+// flushLogLocked is flushLocked for log.flush.interval.messages: it
+// fsyncs the active segment's log but not its indexes (two more fsyncs
+// per batch, under the partition lock). The recovery point still moves
+// to the log end, which is what makes this safe: at open the active
+// segment is scanned and every batch CRC-checked from the last index
+// entry below the recovery point that names a batch boundary, and the
+// entries after it are re-derived from the log, so an index page that did
+// not reach the disk only makes that scan start earlier. Index pages reach
+// the disk by the kernel's writeback of the mapping, and are synced at
+// roll (Seal), at close, by Flush, and after every truncation (which is
+// what keeps stale entries off the disk: see Segment.SyncLog).
+func (p *Partition) flushLogLocked() error {
+	if p.werr != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, p.werr)
+	}
+	if p.firstUnflushed.IsZero() {
+		return nil
+	}
+	if err := p.segs[len(p.segs)-1].SyncLog(); err != nil {
 		p.werr = err
 		p.logger.Error("fsync failed; partition refuses writes until reopened", "err", err)
 		return fmt.Errorf("%w: %v", ErrStorage, err)

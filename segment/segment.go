@@ -226,6 +226,24 @@ func (s *Segment) indexBatch(pos, size, lastOffset, maxTs int64) {
 	s.next = lastOffset + 1
 }
 
+// SyncLog makes the log's appended batches durable, not the indexes.
+// Enough for a flush policy's per-batch fsync: the indexes are hints that
+// recovery checks and re-derives (see "Invariants and recovery" in
+// doc.go), and every zeroing of index entries (TruncateTo, recovery at
+// open) is followed by a full Sync by the log package, so an index entry
+// that reaches the disk without a sync is one written for the current
+// log.
+func (s *Segment) SyncLog() error {
+	if s.werr != nil {
+		return s.werr
+	}
+	if err := s.log.Sync(); err != nil {
+		s.werr = fmt.Errorf("%w: fsync %s: %v", ErrStorage, s.path(LogExt), err)
+		return s.werr
+	}
+	return nil
+}
+
 // Sync makes everything appended durable (log then indexes).
 func (s *Segment) Sync() error {
 	if s.werr != nil {
