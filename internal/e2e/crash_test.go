@@ -49,6 +49,9 @@ func TestCrashMidProduce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// rctx unblocks a Produce waiting for buffer space once the broker
+		// is gone (kgo blocks Produce while MaxBufferedRecords are pending).
+		rctx, rcancel := context.WithCancel(ctx)
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() {
@@ -60,7 +63,7 @@ func TestCrashMidProduce(t *testing.T) {
 				default:
 				}
 				v := fmt.Sprintf("round%d-%d", round, n)
-				cl.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(n % 97)), Value: []byte(v)}, func(r *kgo.Record, err error) {
+				cl.Produce(rctx, &kgo.Record{Key: []byte(fmt.Sprint(n % 97)), Value: []byte(v)}, func(r *kgo.Record, err error) {
 					if err != nil {
 						return
 					}
@@ -73,6 +76,7 @@ func TestCrashMidProduce(t *testing.T) {
 		time.Sleep(time.Duration(300+rng.Intn(700)) * time.Millisecond)
 		b.kill() // mid-stream: requests are in flight
 		close(stop)
+		rcancel()
 		<-done
 		cl.Close() // fails whatever was not acknowledged
 		mu.Lock()
