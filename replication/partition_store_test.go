@@ -26,6 +26,13 @@ func newPartitionCluster(t *testing.T) *partitionCluster { return newPartitionCl
 
 func newPartitionClusterN(t *testing.T, nodes int) *partitionCluster {
 	t.Helper()
+	return newPartitionClusterT(t, nodes, raftTiming{}, 4096)
+}
+
+// newPartitionClusterT runs nodes replicas with the given raft timing and
+// segment.bytes.
+func newPartitionClusterT(t *testing.T, nodes int, timing raftTiming, segmentBytes int64) *partitionCluster {
+	t.Helper()
 	pc := &partitionCluster{parts: make([]*log.Partition, nodes), stores: make([]*partitionStore, nodes)}
 	fsms := make([]*partitionFSM, nodes)
 	dirs := make([]string, nodes)
@@ -36,12 +43,13 @@ func newPartitionClusterN(t *testing.T, nodes int) *partitionCluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { m.Close() })
-		if pc.parts[i], err = m.Open(log.TopicPartition{Topic: "t", Partition: 0}, log.Config{SegmentBytes: 4096}); err != nil {
+		if pc.parts[i], err = m.Open(log.TopicPartition{Topic: "t", Partition: 0}, log.Config{SegmentBytes: segmentBytes}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pc.h = newTestHarness(t, harnessConfig{
-		Nodes: nodes,
+		Nodes:  nodes,
+		Timing: timing,
 		FSM: func(node, group int) raft.FSM {
 			fsms[node] = &partitionFSM{}
 			return fsms[node]
