@@ -209,7 +209,7 @@ func (b *Broker) commitCmdLocked(c Command) (Command, *image, error) {
 	// Read your writes: the caller looks the result up in this broker's
 	// image next.
 	deadline := time.Now().Add(metadataApplyTimeout)
-	for b.raft.AppliedIndex() < resp.Index {
+	for b.fsm.applied.Load() < resp.Index {
 		if time.Now().After(deadline) {
 			return c, nil, fmt.Errorf("%w: command committed at %d but not applied here yet", ErrNotController, resp.Index)
 		}
@@ -323,12 +323,25 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 // broker starts, effects wait: replaying old commands one by one could
 // delete the directory of a later topic of the same name; start()
 // reconciles the disk with the final image instead.
-func (b *Broker) onApply(index uint64, c Command, prev, next *image) {
+//
+// publish makes next the broker's image. Under effMu, so start's
+// reconcile (which sets ready, then takes effMu and reads the image) sees
+// either this command's image or this command's effects. Commands that
+// make partitions usable publish after their effects, so a reader never
+// finds a partition led here without its log; the rest publish first, so
+// no published image names a log that is being removed.
+func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish func()) {
+	b.effMu.Lock()
+	defer b.effMu.Unlock()
+	opens := c.Type == CmdCreateTopic || c.Type == CmdCreatePartitions
+	if opens {
+		defer publish() // after the logs are open (deferred calls run before the unlock)
+	} else {
+		publish()
+	}
 	if !b.ready.Load() {
 		return
 	}
-	b.effMu.Lock()
-	defer b.effMu.Unlock()
 	switch c.Type {
 	case CmdCreateTopic, CmdCreatePartitions:
 		first := int32(0)

@@ -25,14 +25,23 @@ import (
 type metadataFSM struct {
 	img     *atomic.Pointer[image] // shared with Broker.img
 	logger  *slog.Logger
-	onApply func(index uint64, c Command, prev, next *image)
+	// onApply carries out an applied command's local effects. It must call
+	// publish exactly once: before its effects when they remove things,
+	// after them when they make partitions usable (see Apply).
+	onApply func(index uint64, c Command, prev, next *image, publish func())
+	// applied is the raft index of the last command whose image is
+	// published (raft's own AppliedIndex moves when an entry is handed to
+	// the FSM goroutine, before Apply has run, so read-your-writes waits
+	// on this instead). After a snapshot restore it lags until the next
+	// command; waiters then time out with a retriable error.
+	applied atomic.Uint64
 }
 
 var _ raft.FSM = (*metadataFSM)(nil)
 
 // newMetadataFSM returns an FSM publishing its image in img (a new
 // pointer when nil) and starting from img's current image (empty if none).
-func newMetadataFSM(logger *slog.Logger, img *atomic.Pointer[image], onApply func(index uint64, c Command, prev, next *image)) *metadataFSM {
+func newMetadataFSM(logger *slog.Logger, img *atomic.Pointer[image], onApply func(index uint64, c Command, prev, next *image, publish func())) *metadataFSM {
 	if img == nil {
 		img = &atomic.Pointer[image]{}
 	}
@@ -88,16 +97,29 @@ func (f *metadataFSM) Apply(l *raft.Log) any {
 	c, err := decodeCommandEntry(l.Data)
 	if err != nil {
 		f.logger.Error("metadata raft entry does not decode; skipped", "index", l.Index, "err", err)
+		f.applied.Store(l.Index)
 		return fsmResult{img: f.img.Load(), err: err}
 	}
 	prev := f.img.Load()
 	next, err := prev.Apply(c)
-	f.img.Store(next)
 	if err != nil {
+		f.img.Store(next)
+		f.applied.Store(l.Index)
 		return fsmResult{img: next, err: err}
 	}
+	// Effects that make partitions usable (opening their logs) run before
+	// the image that names them is published, so a reader that finds a
+	// partition led here also finds its log open; effects that remove
+	// things (deleting logs) run after, so no published image points at a
+	// removed log. onApply decides, and publishes.
+	publish := func() {
+		f.img.Store(next)
+		f.applied.Store(l.Index)
+	}
 	if f.onApply != nil {
-		f.onApply(l.Index, c, prev, next)
+		f.onApply(l.Index, c, prev, next, publish)
+	} else {
+		publish()
 	}
 	return fsmResult{img: next}
 }
@@ -123,9 +145,11 @@ func (f *metadataFSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	prev := f.img.Load()
-	f.img.Store(img)
+	publish := func() { f.img.Store(img) }
 	if f.onApply != nil {
-		f.onApply(0, Command{}, prev, img)
+		f.onApply(0, Command{}, prev, img, publish)
+	} else {
+		publish()
 	}
 	return nil
 }
