@@ -35,6 +35,12 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleDescribeCluster(ctx, req)
 	case *kmsg.DeleteRecordsRequest:
 		return s.handleDeleteRecords(ctx, req)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return s.handleOffsetForLeaderEpoch(ctx, req)
+	case *kmsg.DescribeLogDirsRequest:
+		return s.handleDescribeLogDirs(ctx, req)
+	case *kmsg.ElectLeadersRequest:
+		return s.handleElectLeaders(ctx, req)
 	case *kmsg.AlterConfigsRequest:
 		return s.handleAlterConfigs(ctx, req)
 	case *kmsg.IncrementalAlterConfigsRequest:
@@ -80,6 +86,7 @@ func isBarrier(kreq kmsg.Request) bool {
 		*kmsg.DeleteTopicsRequest,
 		*kmsg.CreatePartitionsRequest,
 		*kmsg.DeleteRecordsRequest,
+		*kmsg.ElectLeadersRequest,
 		*kmsg.AlterConfigsRequest,
 		*kmsg.IncrementalAlterConfigsRequest,
 		*kmsg.InitProducerIDRequest,

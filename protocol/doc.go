@@ -57,6 +57,7 @@
 //
 // Ordering between handlers on one connection: requests that change state
 // (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId,
+// DeleteRecords, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
 // and the group writes: OffsetCommit, JoinGroup, SyncGroup, LeaveGroup,
 // DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat)
 // are barriers. Every request starts only once the last barrier before it

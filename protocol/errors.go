@@ -43,6 +43,10 @@ var errorCodes = []struct {
 	{replication.ErrNotController, kerr.NotController.Code},
 	{replication.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled.Code},
 	{replication.ErrPolicyViolation, kerr.PolicyViolation.Code},
+	{replication.ErrElectionNotNeeded, kerr.ElectionNotNeeded.Code},
+	{replication.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable.Code},
+	{replication.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Code},
+	{replication.ErrInvalidElectionType, kerr.InvalidRequest.Code},
 	// A broker shutting down cannot serve the partition any more; clients
 	// refresh metadata and go elsewhere.
 	{replication.ErrShuttingDown, kerr.NotLeaderForPartition.Code},
