@@ -23,8 +23,8 @@ import (
 // (open or delete partition logs, start or stop groups); it must not call
 // back into raft and wait (it would deadlock the FSM goroutine).
 type metadataFSM struct {
-	img     *atomic.Pointer[image] // shared with Broker.img
-	logger  *slog.Logger
+	img    *atomic.Pointer[image] // shared with Broker.img
+	logger *slog.Logger
 	// onApply carries out an applied command's local effects. It must call
 	// publish exactly once: before its effects when they remove things,
 	// after them when they make partitions usable (see Apply).
