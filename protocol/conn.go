@@ -72,6 +72,9 @@ type pending struct {
 	// bodypool.go), returned by the writer once the response is written;
 	// nil when the body is a plain allocation.
 	body *[]byte
+	// start is when the request was decoded, for the latency histogram
+	// (metrics.go); zero for the connection-closing entries of enqueueErr.
+	start time.Time
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -161,7 +164,7 @@ func (c *conn) readLoop() {
 // enqueueErr queues a connection-closing error behind the requests already
 // queued, so their responses are written first.
 func (c *conn) enqueueErr(err error) {
-	p := &pending{done: make(chan struct{}), err: err}
+	p := &pending{key: -1, done: make(chan struct{}), err: err}
 	close(p.done)
 	select {
 	case c.queue <- p:
@@ -205,6 +208,8 @@ func (c *conn) readFrame(r *bufio.Reader) (frame []byte, body *[]byte, err error
 	}
 	if err != nil {
 		c.release(int64(n))
+	} else {
+		c.s.metrics.bytesIn.Add(float64(n) + 4)
 	}
 	return frame, body, err
 }
@@ -360,7 +365,9 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 		}
 	}
 
+	c.s.metrics.request(h.key, h.version)
 	p := &pending{
+		start:        time.Now(),
 		corr:         h.corr,
 		key:          h.key,
 		respFlexible: supported && kreq.IsFlexible() && h.key != 18,
@@ -463,10 +470,12 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if p.err != nil {
+			c.s.metrics.errorNamed(p.key, connClosedError)
 			w.Flush()
 			return
 		}
 		if p.resp == nil {
+			c.s.metrics.written(p.key, p.start, 0)
 			putBody(p.body) // the handler is done and nothing is sent
 			if len(c.queue) == 0 && w.Flush() != nil {
 				return
@@ -478,12 +487,16 @@ func (c *conn) writeLoop() {
 			if w.Flush() != nil {
 				return
 			}
+			c.s.metrics.countErrors(p.key, fr)
 			bufs := encodeFetch(p.corr, fr)
-			if _, err := bufs.WriteTo(c.nc); err != nil {
+			n, err := bufs.WriteTo(c.nc)
+			if err != nil {
 				return
 			}
+			c.s.metrics.written(p.key, p.start, int(n))
 			continue
 		}
+		c.s.metrics.countErrors(p.key, p.resp)
 		buf = appendResponse(buf[:0], p)
 		// The response is encoded into buf: nothing refers to the
 		// request any more.
@@ -491,6 +504,7 @@ func (c *conn) writeLoop() {
 		if _, err := w.Write(buf); err != nil {
 			return
 		}
+		c.s.metrics.written(p.key, p.start, len(buf))
 		if cap(buf) > 1<<20 {
 			buf = nil // don't pin one huge fetch response's buffer
 		}

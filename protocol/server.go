@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/replication"
 )
@@ -41,6 +43,9 @@ type Config struct {
 	// pooled buffers (bodypool.go): for a broker whose Produce keeps a
 	// reference to the records after it returns.
 	NoBodyPool bool
+	// Registerer receives the listener's and the group coordinator's
+	// series (metrics.go, groupcoord/metrics.go); nil = not exported.
+	Registerer prometheus.Registerer
 }
 
 // Server serves the Kafka protocol for one broker.
@@ -69,6 +74,8 @@ type Server struct {
 
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
+
+	metrics *metrics // never nil (metrics.go)
 }
 
 // NewServer returns a server answering for b.
@@ -95,7 +102,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		cfg.Groups.Logger = cfg.Logger.With("component", "groupcoord")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
+	s := &Server{
 		cfg:       cfg,
 		broker:    b,
 		groups:    groupcoord.New(cfg.Groups, b),
@@ -106,6 +113,18 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
+	s.metrics = newMetrics(cfg.Registerer, s.connCount)
+	if cfg.Registerer != nil {
+		groupcoord.RegisterMetrics(cfg.Registerer, s.groups)
+	}
+	return s
+}
+
+// connCount is the number of open client connections, read at scrape time.
+func (s *Server) connCount() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(len(s.conns))
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.

@@ -55,6 +55,8 @@ type Config struct {
 	Groups groupcoord.Config
 	// Cluster is the metadata quorum (cluster_config.go).
 	Cluster clusterConfig
+	// Monitoring is the metrics/health HTTP listener (monitoring.go).
+	Monitoring monitoringConfig
 	// Warnings are logged once the logger exists (ignored settings).
 	Warnings []string
 }
@@ -98,6 +100,7 @@ var ignoredSettings = map[string]bool{
 var settingByName = func() map[string]*setting {
 	settings = append(settings, groupSettings...)
 	settings = append(settings, clusterSettings...)
+	settings = append(settings, monitoringSettings...)
 	m := map[string]*setting{}
 	for i := range settings {
 		m[settings[i].name] = &settings[i]
@@ -156,6 +159,9 @@ func newServeFlagSet(out io.Writer) (*flag.FlagSet, *serveFlags) {
 			return sf.keep(sf.flagLayer.set(f.name, s, "flag --"+f.flag))
 		})
 	}
+	fs.BoolFunc("pprof", "same as --set metrics.pprof.enable=true", func(s string) error {
+		return sf.keep(sf.flagLayer.set("metrics.pprof.enable", s, "flag --pprof"))
+	})
 	fs.Usage = func() {}
 	return fs, sf
 }
@@ -315,6 +321,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	if err := parseClusterSettings(merged, cfg); err != nil {
+		return nil, err
+	}
+	if err := parseMonitoringSettings(merged, cfg); err != nil {
 		return nil, err
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(merged["log.level"].value)); err != nil {

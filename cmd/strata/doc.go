@@ -50,6 +50,16 @@
 // second signal during shutdown kills the process. Exit status 1 is a
 // runtime failure (storage, listener).
 //
+// # Monitoring
+//
+// With metrics.listener set (monitoring.go), an HTTP listener comes up
+// before the broker: /healthz answers at once, /readyz turns 200 when the
+// "strata ready" line is logged and 503 again when shutdown starts, and
+// /metrics serves one prometheus.Registry that serve passes to each
+// package (protocol, log, groupcoord, retention register their own series,
+// listed in their metrics.go; never the global default registry).
+// /debug/pprof/ is there only with --pprof.
+//
 // main.go is thin: config.go and properties.go parse the configuration,
 // serve.go wires the packages, dump.go is the segment dump tool. Nothing
 // here is shared between goroutines except through the packages it wires.

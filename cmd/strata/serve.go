@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/replication"
@@ -63,6 +65,16 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		adv.Port = ln.Addr().(*net.TCPAddr).Port
 	}
 
+	// The operators' HTTP listener (monitoring.go) comes up before the
+	// broker, so /healthz answers while a quorum is joined.
+	reg := prometheus.NewRegistry()
+	mon, err := startMonitor(cfg.Monitoring, reg, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer mon.close()
+
 	var repLn net.Listener // the Raft transport's listener (cluster_config.go)
 	if cfg.Cluster.Bind != "" {
 		if repLn, err = net.Listen("tcp", cfg.Cluster.Bind); err != nil {
@@ -102,13 +114,15 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		}
 		return fmt.Errorf("start broker: %w", err)
 	}
+	log.RegisterMetrics(reg, logs)
 	cleanerOpts.Logs = logs
 	cleaner := retention.NewCleaner(cleanerOpts)
-	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups}, broker)
+	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Registerer: reg}, broker)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),
 		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
+	mon.setReady(true)
 	if ready != nil {
 		ready <- ln.Addr()
 	}
@@ -127,6 +141,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		stop()
 	}
 	start := time.Now()
+	mon.setReady(false) // load balancers stop sending clients here first
 	if err := srv.Close(); err != nil {
 		logger.Warn("closing the kafka listener", "err", err)
 	}
