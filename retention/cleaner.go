@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/strata-io/strata/log"
 )
 
@@ -77,6 +79,9 @@ type CleanerOptions struct {
 	Backoff time.Duration
 	// CompactionDisabled is log.cleaner.enable=false.
 	CompactionDisabled bool
+	// Registerer receives the cleaner's series (metrics.go); nil = not
+	// exported.
+	Registerer prometheus.Registerer
 }
 
 // Cleaner is the executor of the retention policy: one goroutine that,
@@ -91,8 +96,9 @@ type CleanerOptions struct {
 // the broker keeps it current (SetConfig), so config changes apply at the
 // next check without a restart.
 type Cleaner struct {
-	opts   CleanerOptions
-	logger *slog.Logger
+	opts    CleanerOptions
+	logger  *slog.Logger
+	metrics *metrics
 
 	runMu sync.Mutex // one pass at a time (the loop, RunOnce and CompactOnce callers)
 
@@ -115,7 +121,7 @@ func NewCleaner(opts CleanerOptions) *Cleaner {
 	if opts.Backoff <= 0 {
 		opts.Backoff = 15 * time.Second
 	}
-	c := &Cleaner{opts: opts, logger: opts.Logger.With("component", "cleaner"),
+	c := &Cleaner{opts: opts, logger: opts.Logger.With("component", "cleaner"), metrics: newMetrics(opts.Registerer),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go c.loop()
 	return c
@@ -191,6 +197,7 @@ func (c *Cleaner) enforceRetention(p *log.Partition) bool {
 		case ActionRoll:
 			if err := p.Roll(); err != nil {
 				c.logger.Error("retention: roll failed", "partition", tp.String(), "err", err)
+				c.metrics.retentionFailed.Inc()
 				return false
 			}
 		case ActionDeleteBefore:
@@ -198,7 +205,11 @@ func (c *Cleaner) enforceRetention(p *log.Partition) bool {
 			start, err := p.AdvanceLogStart(a.Offset)
 			if err != nil {
 				c.logger.Error("retention: delete failed", "partition", tp.String(), "offset", a.Offset, "err", err)
+				c.metrics.retentionFailed.Inc()
 				return false
+			}
+			if n := before - len(p.Segments()); n > 0 {
+				c.metrics.deletedSegments.Add(float64(n))
 			}
 			c.logger.Info("retention: deleted segments", "partition", tp.String(),
 				"segments", before-len(p.Segments()), "log_start", start, "reasons", strings.Join(a.Reasons, "; "))
@@ -248,8 +259,12 @@ func (c *Cleaner) compactPartition(p *log.Partition) bool {
 	st, err := compact(p, firstDirty, acts[0].Offset, now)
 	if err != nil {
 		c.logger.Error("compaction failed; retried at the next check", "partition", tp.String(), "err", err)
+		c.metrics.compactionFailed.Inc()
 		return false
 	}
+	c.metrics.compactions.Inc()
+	c.metrics.bytesRead.Add(float64(st.bytesIn))
+	c.metrics.bytesWritten.Add(float64(st.bytesOut))
 	p.SetCleanerPoint(st.end)
 	c.logger.Info("compacted", "partition", tp.String(), "segments", st.segments,
 		"bytes_in", st.bytesIn, "bytes_out", st.bytesOut, "records_in", st.recordsIn, "records_kept", st.recsKept,

@@ -116,6 +116,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	}
 	log.RegisterMetrics(reg, logs)
 	cleanerOpts.Logs = logs
+	cleanerOpts.Registerer = reg
 	cleaner := retention.NewCleaner(cleanerOpts)
 	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Registerer: reg}, broker)
 	serveErr := make(chan error, 1)
