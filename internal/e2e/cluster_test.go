@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,17 +27,9 @@ import (
 // (SIGINT) stops the cluster cleanly. Partitions have one replica each:
 // per-partition Raft groups are not wired into the broker yet.
 func TestDevClusterThreeBrokers(t *testing.T) {
-	port := 0
-	for try := 0; try < 20 && port == 0; try++ {
-		// Six ports in a row: three Kafka listeners and, 100 up, three
-		// replication listeners.
-		a := freeAddr(t)
-		var p int
-		fmt.Sscanf(a[strings.LastIndex(a, ":")+1:], "%d", &p)
-		if p > 1024 && p+102 < 65000 {
-			port = p
-		}
-	}
+	// Three Kafka listeners from port and, 100 up, three replication
+	// listeners: all six must be free.
+	port := freePortRun(t, 0, 1, 2, 100, 101, 102)
 	dir := t.TempDir()
 	cmd := exec.Command(strataBin, "dev-cluster", "--brokers", "3", "--dir", dir, "--port", fmt.Sprint(port))
 	var stderr bytes.Buffer
@@ -199,4 +193,34 @@ func TestDevClusterThreeBrokers(t *testing.T) {
 			t.Logf("broker %d: %s", i, l[len(l)-1])
 		}
 	}
+}
+
+// freePortRun finds a base port such that base+off is free on 127.0.0.1
+// for every offset, below the kernel's ephemeral range (32768 and up on
+// Linux), where client connections of other tests cannot take one of them
+// between this check and the broker's bind.
+func freePortRun(t *testing.T, offsets ...int) int {
+	t.Helper()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for try := 0; try < 50; try++ {
+		base := 20000 + rng.Intn(12000-200)
+		var lns []net.Listener
+		ok := true
+		for _, off := range offsets {
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off))
+			if err != nil {
+				ok = false
+				break
+			}
+			lns = append(lns, ln)
+		}
+		for _, ln := range lns {
+			ln.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no run of free ports found")
+	return 0
 }
