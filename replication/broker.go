@@ -69,12 +69,6 @@ type Broker struct {
 	// FSM goroutine, so never held while waiting for raft.
 	effMu sync.Mutex
 
-	// groups are the running partition Raft groups (partition_group.go),
-	// one per open local partition. Lock order: effMu, then groupsMu;
-	// groupsMu is never held while waiting for raft.
-	groupsMu sync.RWMutex
-	groups   map[log.TopicPartition]*partitionGroup // protected by groupsMu
-
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
 	closeErr  error
@@ -120,7 +114,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, groups: map[log.TopicPartition]*partitionGroup{}}
+	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID}
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -129,7 +123,6 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.start(); err != nil {
-		b.closeGroups()
 		b.closeRaft()
 		return nil, err
 	}
@@ -659,15 +652,20 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 	if err := ctx.Err(); err != nil {
 		return log.AppendResult{}, err
 	}
-	lp, _, err := b.partition(topic, partition)
+	lp, pi, err := b.partition(topic, partition)
 	if err != nil {
 		return log.AppendResult{}, err
 	}
-	g := b.group(lp.TopicPartition())
-	if g == nil {
-		return log.AppendResult{}, fmt.Errorf("%w: %s-%d has no raft group", log.ErrStorage, topic, partition)
+	res, err := lp.Append(records, pi.LeaderEpoch)
+	if err != nil {
+		if errors.Is(err, log.ErrDuplicateSequence) && res.LastOffset >= res.BaseOffset && res.LastOffset >= 0 {
+			res.Duplicate = true
+			return res, nil
+		}
+		return res, err
 	}
-	return g.produce(ctx, records)
+	lp.Commit(res.LastOffset + 1)
+	return res, nil
 }
 
 // AllocateProducerID returns a new, never before used producer ID. IDs come
@@ -699,9 +697,6 @@ func (b *Broker) Close() error {
 		b.closed.Store(true)
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.effMu.Lock()
-		b.closeGroups()
-		b.effMu.Unlock()
 		err1 := b.closeRaft()
 		err2 := b.logs.Close()
 		b.closeErr = errors.Join(err1, err2)
