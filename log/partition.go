@@ -892,21 +892,7 @@ func (p *Partition) Flush() error {
 }
 
 func (p *Partition) flushLocked() error {
-	if p.werr != nil {
-		return fmt.Errorf("%w: %v", ErrStorage, p.werr)
-	}
-	if p.firstUnflushed.IsZero() {
-		return nil
-	}
-	if err := p.segs[len(p.segs)-1].Sync(); err != nil {
-		p.werr = err
-		p.logger.Error("fsync failed; partition refuses writes until reopened", "err", err)
-		return fmt.Errorf("%w: %v", ErrStorage, err)
-	}
-	p.unflushedMsgs = 0
-	p.firstUnflushed = time.Time{}
-	p.recoveryPoint = p.leo
-	return nil
+	return p.syncActiveLocked((*segment.Segment).Sync)
 }
 
 // flushLogLocked is flushLocked for log.flush.interval.messages: it
@@ -921,13 +907,20 @@ func (p *Partition) flushLocked() error {
 // roll (Seal), at close, by Flush, and after every truncation (which is
 // what keeps stale entries off the disk: see Segment.SyncLog).
 func (p *Partition) flushLogLocked() error {
+	return p.syncActiveLocked((*segment.Segment).SyncLog)
+}
+
+// syncActiveLocked runs sync on the active segment if anything is
+// unflushed and moves the recovery point to the log end. A failed sync
+// sticks (p.werr): the file's contents are unknown until reopened.
+func (p *Partition) syncActiveLocked(sync func(*segment.Segment) error) error {
 	if p.werr != nil {
 		return fmt.Errorf("%w: %v", ErrStorage, p.werr)
 	}
 	if p.firstUnflushed.IsZero() {
 		return nil
 	}
-	if err := p.segs[len(p.segs)-1].SyncLog(); err != nil {
+	if err := sync(p.segs[len(p.segs)-1]); err != nil {
 		p.werr = err
 		p.logger.Error("fsync failed; partition refuses writes until reopened", "err", err)
 		return fmt.Errorf("%w: %v", ErrStorage, err)
