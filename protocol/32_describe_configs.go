@@ -17,9 +17,13 @@ import (
 //   - TOPIC (2): Broker.TopicConfig (every config with value and source);
 //     UNKNOWN_TOPIC_OR_PARTITION for a missing topic, INVALID_TOPIC_EXCEPTION
 //     for an invalid name.
-//   - BROKER (4): Broker.BrokerConfigEntries. The name must be this broker's
-//     ID or empty (the cluster default); anything else is INVALID_REQUEST, as
-//     Kafka answers for a broker ID that is not its own.
+//   - BROKER (4) "<this broker's ID>": Broker.BrokerConfigEntries, every
+//     setting with its source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+//     STATIC_BROKER_CONFIG, DEFAULT_CONFIG), synonyms in Kafka's order, the
+//     dynamic ones not read-only. BROKER "": only the cluster-wide dynamic
+//     defaults that are set (Broker.BrokerDefaultConfigEntries), as Kafka.
+//     Another broker's ID is INVALID_REQUEST, as Kafka answers for a broker
+//     ID that is not its own (clients send it to that broker).
 //   - Any other resource type (BROKER_LOGGER included: Strata has no dynamic
 //     log levels): INVALID_REQUEST.
 //   - ConfigNames null or empty = every config; otherwise only those named
@@ -58,12 +62,14 @@ func (s *Server) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeCo
 				fail(errCode(err), err.Error())
 			}
 		case resourceBroker:
-			if rr.ResourceName != "" {
-				id, err := strconv.ParseInt(rr.ResourceName, 10, 32)
-				if err != nil || int32(id) != s.broker.NodeID() {
-					fail(kerr.InvalidRequest.Code, fmt.Sprintf("unexpected broker id, expected %d or empty string, but received %q", s.broker.NodeID(), rr.ResourceName))
-					break
-				}
+			if rr.ResourceName == "" {
+				entries = s.broker.BrokerDefaultConfigEntries()
+				break
+			}
+			id, err := strconv.ParseInt(rr.ResourceName, 10, 32)
+			if err != nil || int32(id) != s.broker.NodeID() {
+				fail(kerr.InvalidRequest.Code, fmt.Sprintf("unexpected broker id, expected %d or empty string, but received %q", s.broker.NodeID(), rr.ResourceName))
+				break
 			}
 			entries = s.broker.BrokerConfigEntries()
 		default:

@@ -20,9 +20,16 @@ import (
 //     the key. A null value or a key named twice: INVALID_REQUEST. Unknown
 //     topic: UNKNOWN_TOPIC_OR_PARTITION. ValidateOnly checks without
 //     changing anything.
-//   - BROKER (4): INVALID_REQUEST naming the keys -- Strata has no dynamic
-//     broker configs yet; they are set in server.properties (flags,
-//     environment) and read at start.
+//   - BROKER (4): the configs replace the dynamic configs of one broker
+//     (name = its node ID, any broker of the cluster) or of the cluster-wide
+//     default (name ""), through Broker.SetBrokerConfigs: validated,
+//     persisted in the replicated metadata, applied live to every partition
+//     whose topic does not override them. A setting Kafka does not let one
+//     change dynamically (num.partitions, log.retention.hours, ...):
+//     INVALID_REQUEST "cannot update these configs dynamically", as Kafka.
+//     Invalid values or unknown keys: INVALID_CONFIG naming the key (Kafka
+//     says INVALID_REQUEST here, KAFKA-13609). A name that is neither "" nor
+//     a node ID: INVALID_REQUEST.
 //   - Any other resource type: INVALID_REQUEST.
 //
 // Version notes:
@@ -54,9 +61,15 @@ func (s *Server) alterConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestRe
 	set := make(map[string]string, len(rr.Configs))
 	for _, c := range rr.Configs {
 		if c.Value == nil {
-			return kerr.InvalidRequest.Code, fmt.Sprintf("null value not supported for topic config %s", c.Name)
+			return kerr.InvalidRequest.Code, fmt.Sprintf("null value not supported for config %s", c.Name)
 		}
 		set[c.Name] = *c.Value
+	}
+	if int8(rr.ResourceType) == resourceBroker {
+		if err := s.broker.SetBrokerConfigs(ctx, rr.ResourceName, set, validateOnly); err != nil {
+			return errCode(err), err.Error()
+		}
+		return 0, ""
 	}
 	if _, ok := s.broker.Topic(rr.ResourceName); !ok {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %s does not exist", rr.ResourceName)
@@ -72,23 +85,22 @@ func (s *Server) alterConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestRe
 const maxAlterConfigs = 1000
 
 // checkAlterResource answers what AlterConfigs and IncrementalAlterConfigs
-// share: the resource type, a valid topic name, no key twice. A zero code
-// means the resource is a topic to alter.
+// share: the resource type, a valid topic name or broker resource name, no
+// key twice. A zero code means the resource is a topic or broker to alter.
 func (s *Server) checkAlterResource(typ int8, name string, keys []string) (int16, string) {
 	switch typ {
 	case resourceTopic:
+		if !validTopicName(name) {
+			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is not valid", name)
+		}
 	case resourceBroker:
 		if name != "" {
-			if id, err := strconv.ParseInt(name, 10, 32); err != nil || int32(id) != s.broker.NodeID() {
-				return kerr.InvalidRequest.Code, fmt.Sprintf("unexpected broker id, expected %d or empty string, but received %q", s.broker.NodeID(), name)
+			if id, err := strconv.ParseInt(name, 10, 32); err != nil || id < 0 {
+				return kerr.InvalidRequest.Code, fmt.Sprintf("invalid broker resource name %q: a broker id, or empty for the cluster-wide default", name)
 			}
 		}
-		return kerr.InvalidRequest.Code, fmt.Sprintf("cannot update these configs dynamically: %v (Strata reads broker settings from server.properties, flags and environment at start)", keys)
 	default:
 		return kerr.InvalidRequest.Code, fmt.Sprintf("unsupported resource type %d", typ)
-	}
-	if !validTopicName(name) {
-		return kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is not valid", name)
 	}
 	if len(keys) > maxAlterConfigs {
 		return kerr.InvalidRequest.Code, fmt.Sprintf("%d configs in one resource, more than %d", len(keys), maxAlterConfigs)

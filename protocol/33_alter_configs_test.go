@@ -126,8 +126,8 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	if resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: str("1")}}, "nope"); err != nil || !errors.Is(resps[0].Err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("unknown topic: %v %v", err, resps)
 	}
-	if resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: str("1")}}, 1); err != nil || !errors.Is(resps[0].Err, kerr.InvalidRequest) {
-		t.Fatalf("broker config: %v %v", err, resps)
+	if resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "num.partitions", Value: str("3")}}, 1); err != nil || !errors.Is(resps[0].Err, kerr.InvalidRequest) {
+		t.Fatalf("read-only broker config: %v %v", err, resps)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/retention"
 )
 
@@ -29,9 +30,13 @@ import (
 //     APPEND or SUBTRACT, an unknown operation, or a key named twice:
 //     INVALID_REQUEST. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
 //     ValidateOnly checks without changing anything.
-//   - BROKER (4): INVALID_REQUEST naming the keys (no dynamic broker
-//     configs yet; see AlterConfigs). Other resource types (BROKER_LOGGER
-//     included): INVALID_REQUEST.
+//   - BROKER (4): the same operations on the dynamic configs of one broker
+//     (name = node ID) or of the cluster-wide default (name ""), then
+//     Broker.SetBrokerConfigs as AlterConfigs (read-only settings
+//     INVALID_REQUEST, bad values INVALID_CONFIG; applied live). APPEND and
+//     SUBTRACT start from the dynamic value, else this broker's effective
+//     one (log.cleanup.policy is the only list).
+//   - Other resource types (BROKER_LOGGER included): INVALID_REQUEST.
 //
 // Version notes:
 //   - v1: flexible
@@ -67,6 +72,17 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rr kmsg.Incrementa
 	if code, msg := s.checkAlterResource(int8(rr.ResourceType), rr.ResourceName, names); code != 0 {
 		return code, msg
 	}
+	if int8(rr.ResourceType) == resourceBroker {
+		set := s.broker.DynamicBrokerConfigs(rr.ResourceName)
+		effective := func() (map[string]string, error) { return configValues(s.broker.BrokerConfigEntries()), nil }
+		if code, msg := applyConfigOps(set, rr.Configs, retention.BrokerSettingType, effective); code != 0 {
+			return code, msg
+		}
+		if err := s.broker.SetBrokerConfigs(ctx, rr.ResourceName, set, validateOnly); err != nil {
+			return errCode(err), err.Error()
+		}
+		return 0, ""
+	}
 	t, ok := s.broker.Topic(rr.ResourceName)
 	if !ok {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %s does not exist", rr.ResourceName)
@@ -75,8 +91,34 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rr kmsg.Incrementa
 	if set == nil {
 		set = map[string]string{}
 	}
-	var effective map[string]string // loaded on the first APPEND/SUBTRACT
-	for _, c := range rr.Configs {
+	topicType := func(name string) (retention.Type, bool) {
+		d, ok := retention.Lookup(name)
+		return d.Type, ok
+	}
+	effective := func() (map[string]string, error) {
+		entries, err := s.broker.TopicConfig(rr.ResourceName)
+		if err != nil {
+			return nil, err
+		}
+		return configValues(entries), nil
+	}
+	if code, msg := applyConfigOps(set, rr.Configs, topicType, effective); code != 0 {
+		return code, msg
+	}
+	if err := s.broker.SetTopicConfigs(ctx, rr.ResourceName, set, validateOnly); err != nil {
+		return errCode(err), err.Error()
+	}
+	return 0, ""
+}
+
+// applyConfigOps applies IncrementalAlterConfigs' operations to set (the
+// resource's current dynamic configs). typeOf tells a known config's type
+// (APPEND and SUBTRACT need a list); effective loads the current effective
+// values, once, on the first APPEND/SUBTRACT of a config not in set.
+func applyConfigOps(set map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig,
+	typeOf func(string) (retention.Type, bool), effective func() (map[string]string, error)) (int16, string) {
+	var eff map[string]string
+	for _, c := range ops {
 		op := int8(c.Op)
 		if op != opDelete && c.Value == nil {
 			return kerr.InvalidRequest.Code, fmt.Sprintf("null value not supported for %s", c.Name)
@@ -87,38 +129,40 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rr kmsg.Incrementa
 		case opDelete:
 			delete(set, c.Name)
 		case opAppend, opSubtract:
-			def, ok := retention.Lookup(c.Name)
+			typ, ok := typeOf(c.Name)
 			if !ok {
-				return kerr.InvalidConfig.Code, fmt.Sprintf("unknown topic config %s", c.Name)
+				return kerr.InvalidConfig.Code, fmt.Sprintf("unknown config %s", c.Name)
 			}
-			if def.Type != retention.TypeList {
-				return kerr.InvalidConfig.Code, fmt.Sprintf("config value append/subtract is not allowed for config key %s: it is a %s, not a list", c.Name, def.Type)
-			}
-			if effective == nil {
-				entries, err := s.broker.TopicConfig(rr.ResourceName)
-				if err != nil {
-					return errCode(err), err.Error()
-				}
-				effective = make(map[string]string, len(entries))
-				for _, e := range entries {
-					if e.Value != nil {
-						effective[e.Name] = *e.Value
-					}
-				}
+			if typ != retention.TypeList {
+				return kerr.InvalidConfig.Code, fmt.Sprintf("config value append/subtract is not allowed for config key %s: it is a %s, not a list", c.Name, typ)
 			}
 			cur, ok := set[c.Name]
 			if !ok {
-				cur = effective[c.Name]
+				if eff == nil {
+					var err error
+					if eff, err = effective(); err != nil {
+						return errCode(err), err.Error()
+					}
+				}
+				cur = eff[c.Name]
 			}
 			set[c.Name] = alterList(cur, *c.Value, op == opAppend)
 		default:
 			return kerr.InvalidRequest.Code, fmt.Sprintf("unknown operation %d for config %s", op, c.Name)
 		}
 	}
-	if err := s.broker.SetTopicConfigs(ctx, rr.ResourceName, set, validateOnly); err != nil {
-		return errCode(err), err.Error()
-	}
 	return 0, ""
+}
+
+// configValues maps described configs to their values (nil ones left out).
+func configValues(entries []replication.ConfigEntry) map[string]string {
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if e.Value != nil {
+			out[e.Name] = *e.Value
+		}
+	}
+	return out
 }
 
 // alterList appends the comma-separated values to the list cur (those not

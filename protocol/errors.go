@@ -39,6 +39,8 @@ var errorCodes = []struct {
 	{replication.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor.Code},
 	{replication.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment.Code},
 	{replication.ErrInvalidConfig, kerr.InvalidConfig.Code},
+	{replication.ErrReadOnlyConfig, kerr.InvalidRequest.Code},
+	{replication.ErrInvalidBrokerResource, kerr.InvalidRequest.Code},
 	{replication.ErrNotLeader, kerr.NotLeaderForPartition.Code},
 	{replication.ErrNotController, kerr.NotController.Code},
 	{replication.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled.Code},

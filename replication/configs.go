@@ -35,7 +35,7 @@ func (b *Broker) TopicConfig(name string) ([]ConfigEntry, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
 	}
-	entries, err := retention.DescribeTopic(t.Configs, b.cfg.BrokerProps)
+	entries, err := retention.DescribeTopicLayers(t.Configs, b.brokerLayers(b.img.Load(), true))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -46,9 +46,17 @@ func (b *Broker) TopicConfig(name string) ([]ConfigEntry, error) {
 	return out, nil
 }
 
-// BrokerConfigEntries returns the broker's configs for DescribeConfigs:
-// its own settings, the broker defaults of topic configs, and any other
-// setting given explicitly. All read-only (no dynamic broker configs yet).
+// ownBrokerSettings are settings of the broker that are never dynamic
+// (as in Kafka): altering one is refused as read-only, not as unknown.
+var ownBrokerSettings = []string{"node.id", "broker.id", "broker.rack", "log.dirs", "num.partitions",
+	"default.replication.factor", "auto.create.topics.enable", "delete.topic.enable",
+	"listeners", "advertised.listeners", "controller.quorum.voters", "process.roles",
+	"log.retention.check.interval.ms", "log.cleaner.enable", "log.cleaner.backoff.ms"}
+
+// BrokerConfigEntries returns this broker's configs for DescribeConfigs on
+// BROKER "<its id>": its own settings (read-only), the broker defaults of
+// topic configs with their dynamic and static layers (the dynamic ones
+// writable), and any other setting given explicitly (read-only).
 func (b *Broker) BrokerConfigEntries() []ConfigEntry {
 	c := b.cfg
 	own := []struct {
@@ -79,11 +87,9 @@ func (b *Broker) BrokerConfigEntries() []ConfigEntry {
 		e.Synonyms = []ConfigSynonym{{Name: o.name, Value: e.Value, Source: e.Source}}
 		out = append(out, e)
 	}
-	for _, e := range retention.DescribeBroker(c.BrokerProps) {
+	for _, e := range retention.DescribeBrokerLayers(b.brokerLayers(b.img.Load(), true)) {
 		seen[e.Name] = true
-		ce := fromRetentionEntry(e)
-		ce.ReadOnly = true
-		out = append(out, ce)
+		out = append(out, fromRetentionEntry(e))
 	}
 	var rest []string
 	for k := range c.BrokerProps {
@@ -98,6 +104,21 @@ func (b *Broker) BrokerConfigEntries() []ConfigEntry {
 			Type: int8(retention.TypeString), Synonyms: []ConfigSynonym{{Name: k, Value: v, Source: int8(retention.SourceStaticBroker)}}})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// BrokerDefaultConfigEntries returns the cluster-wide dynamic broker
+// configs for DescribeConfigs on BROKER "": as Kafka, only those set, each
+// with its synonyms below the per-broker level.
+func (b *Broker) BrokerDefaultConfigEntries() []ConfigEntry {
+	img := b.img.Load()
+	set := img.brokerConfigs[""]
+	var out []ConfigEntry
+	for _, e := range retention.DescribeBrokerLayers(b.brokerLayers(img, false)) {
+		if _, ok := set[e.Name]; ok {
+			out = append(out, fromRetentionEntry(e))
+		}
+	}
 	return out
 }
 

@@ -31,6 +31,7 @@ const (
 	CmdCreatePartitions    CommandType = 5
 	CmdSetTopicConfigs     CommandType = 6
 	CmdAllocateProducerIDs CommandType = 7
+	CmdSetBrokerConfigs    CommandType = 8 // broker_configs.go
 )
 
 func (t CommandType) String() string {
@@ -49,6 +50,8 @@ func (t CommandType) String() string {
 		return "SetTopicConfigs"
 	case CmdAllocateProducerIDs:
 		return "AllocateProducerIDs"
+	case CmdSetBrokerConfigs:
+		return "SetBrokerConfigs"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -70,7 +73,11 @@ type Command struct {
 	Topic      string            `json:"topic,omitempty"`      // CreateTopic, DeleteTopic, CreatePartitions, SetTopicConfigs
 	TopicID    [16]byte          `json:"topicId"`              // CreateTopic, DeleteTopic, DeleteTopicDone
 	Partitions []Assignment      `json:"partitions,omitempty"` // CreateTopic, CreatePartitions (the new ones)
-	Configs    map[string]string `json:"configs,omitempty"`    // CreateTopic, SetTopicConfigs (the complete override set)
+	Configs    map[string]string `json:"configs,omitempty"`    // CreateTopic, SetTopicConfigs, SetBrokerConfigs (the complete set)
+
+	// ConfigResource is SetBrokerConfigs' BROKER resource: a node ID, or ""
+	// for the cluster-wide default.
+	ConfigResource string `json:"configResource,omitempty"`
 
 	// AllocateProducerIDs: the block [ProducerIDStart, ProducerIDStart+ProducerIDCount).
 	ProducerIDStart int64 `json:"pidStart,omitempty"`
@@ -102,6 +109,9 @@ type image struct {
 	applied int64
 	// partitions is the number of partitions of all topics in topics.
 	partitions int
+	// brokerConfigs are the dynamic broker configs by BROKER resource
+	// ("" = cluster default, else a node ID); broker_configs.go.
+	brokerConfigs map[string]map[string]string
 }
 
 func (im *image) partitionCount() int { return im.partitions }
@@ -258,6 +268,11 @@ func (im *image) Apply(c Command) (*image, error) {
 			return reject("block [%d, +%d) does not start at %d or overflows", c.ProducerIDStart, c.ProducerIDCount, im.nextProducerID)
 		}
 		next.nextProducerID = c.ProducerIDStart + c.ProducerIDCount
+
+	case CmdSetBrokerConfigs:
+		if err := next.setBrokerConfigs(c.ConfigResource, c.Configs); err != nil {
+			return reject("%v", err)
+		}
 
 	default:
 		return reject("unknown command type")

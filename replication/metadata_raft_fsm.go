@@ -167,6 +167,9 @@ type imageJSON struct {
 	Pending        []pendingJSON `json:"pending"`
 	NextProducerID int64         `json:"nextProducerId"`
 	Applied        int64         `json:"applied"`
+	// BrokerConfigs are the dynamic broker configs by resource (JSON
+	// sorts map keys, so the encoding stays deterministic).
+	BrokerConfigs map[string]map[string]string `json:"brokerConfigs,omitempty"`
 }
 
 type pendingJSON struct {
@@ -179,7 +182,8 @@ const imageSnapshotVersion = 1
 
 // encodeImage is deterministic (sorted), so equal images encode equally.
 func encodeImage(im *image) ([]byte, error) {
-	j := imageJSON{Version: imageSnapshotVersion, NextProducerID: im.nextProducerID, Applied: im.applied}
+	j := imageJSON{Version: imageSnapshotVersion, NextProducerID: im.nextProducerID, Applied: im.applied,
+		BrokerConfigs: im.brokerConfigs}
 	for _, n := range im.names {
 		j.Topics = append(j.Topics, im.topics[n])
 	}
@@ -233,6 +237,11 @@ func decodeImage(b []byte) (*image, error) {
 	}
 	for _, p := range j.Pending {
 		im.pending[p.ID] = pendingDelete{Name: p.Name, Partitions: p.Partitions}
+	}
+	for res, set := range j.BrokerConfigs {
+		if err := im.setBrokerConfigs(res, set); err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadSnapshot, err)
+		}
 	}
 	return im, nil
 }

@@ -27,6 +27,8 @@ func sampleCommands() []Command {
 		{Type: CmdSetTopicConfigs, Topic: "orders", Configs: map[string]string{"cleanup.policy": "compact"}},
 		{Type: CmdDeleteTopic, Topic: "gone", TopicID: [16]byte{2}},
 		{Type: CmdAllocateProducerIDs, ProducerIDStart: firstProducerID, ProducerIDCount: 1000},
+		{Type: CmdSetBrokerConfigs, ConfigResource: "", Configs: map[string]string{"log.retention.ms": "1000"}},
+		{Type: CmdSetBrokerConfigs, ConfigResource: "2", Configs: map[string]string{"message.max.bytes": "5000"}},
 	}
 }
 
@@ -47,7 +49,8 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	if !bytes.Equal(b, again) {
 		t.Fatalf("round trip differs:\n%s\n%s", b, again)
 	}
-	if len(back.names) != 1 || back.partitions != 2 || len(back.pending) != 1 || back.nextProducerID != firstProducerID+1000 {
+	if len(back.names) != 1 || back.partitions != 2 || len(back.pending) != 1 || back.nextProducerID != firstProducerID+1000 ||
+		back.brokerConfigs["2"]["message.max.bytes"] != "5000" || back.brokerConfigs[""]["log.retention.ms"] != "1000" {
 		t.Fatalf("derived fields: names %v partitions %d pending %d", back.names, back.partitions, len(back.pending))
 	}
 	// Bad snapshots are refused, never half-applied.

@@ -544,59 +544,16 @@ type EntrySynonym struct {
 }
 
 // DescribeTopic lists every topic config with its effective value, source
-// and synonyms, sorted by name, for DescribeConfigs on a topic.
+// and synonyms, sorted by name, for DescribeConfigs on a topic, with only
+// static broker settings (DescribeTopicLayers for dynamic ones).
 func DescribeTopic(overrides, brokerProps map[string]string) ([]Entry, error) {
-	vals, err := Resolve(overrides, brokerProps)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Entry, 0, len(defs))
-	for _, d := range Defs() {
-		v := vals[d.Name]
-		e := Entry{Name: d.Name, Value: v.Value, Source: v.Source, Type: d.Type, Doc: d.Doc}
-		if ov, ok := overrides[d.Name]; ok {
-			e.Synonyms = append(e.Synonyms, EntrySynonym{Name: d.Name, Value: strings.TrimSpace(ov), Source: SourceDynamicTopic})
-		}
-		for _, s := range d.Synonyms {
-			if bv, ok := brokerProps[s.Name]; ok {
-				e.Synonyms = append(e.Synonyms, EntrySynonym{Name: s.Name, Value: strings.TrimSpace(bv), Source: SourceStaticBroker})
-			}
-		}
-		for _, s := range d.Synonyms {
-			if s.Default != "" {
-				e.Synonyms = append(e.Synonyms, EntrySynonym{Name: s.Name, Value: s.Default, Source: SourceDefault})
-				break
-			}
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return DescribeTopicLayers(overrides, []Layer{{Props: brokerProps, Source: SourceStaticBroker}})
 }
 
 // DescribeBroker lists every broker setting that supplies a topic default,
-// with its value and source, sorted by name, for DescribeConfigs on a
-// broker. Settings Kafka leaves null and that are unset are reported with
-// an empty value and the default source. They are read-only: Strata has no
-// dynamic broker configs yet.
+// with only static settings (DescribeBrokerLayers for dynamic ones).
 func DescribeBroker(brokerProps map[string]string) []Entry {
-	names := BrokerSettings()
-	out := make([]Entry, 0, len(names))
-	for _, n := range names {
-		ref := synonymByName[n]
-		e := Entry{Name: n, Type: ref.syn.Type, ReadOnly: true,
-			Doc: ref.def.Doc + " Broker default for the topic config " + ref.def.Name + "."}
-		if v, ok := brokerProps[n]; ok {
-			e.Value, e.Source = strings.TrimSpace(v), SourceStaticBroker
-			e.Synonyms = []EntrySynonym{{Name: n, Value: e.Value, Source: SourceStaticBroker}}
-		} else {
-			e.Value, e.Source = ref.syn.Default, SourceDefault
-		}
-		if ref.syn.Default != "" {
-			e.Synonyms = append(e.Synonyms, EntrySynonym{Name: n, Value: ref.syn.Default, Source: SourceDefault})
-		}
-		out = append(out, e)
-	}
-	return out
+	return DescribeBrokerLayers([]Layer{{Props: brokerProps, Source: SourceStaticBroker}})
 }
 
 func splitList(v string) []string {

@@ -191,12 +191,13 @@ func TestDescribeBroker(t *testing.T) {
 		switch e.Name {
 		case "log.retention.hours":
 			found++
+			// Static only, as in Kafka: log.retention.ms is the dynamic one.
 			if e.Value != "5" || e.Source != SourceStaticBroker || !e.ReadOnly || e.Type != TypeInt {
 				t.Fatalf("%+v", e)
 			}
 		case "log.retention.ms":
 			found++
-			if e.Value != "" || e.Source != SourceDefault {
+			if e.Value != "" || e.Source != SourceDefault || e.ReadOnly {
 				t.Fatalf("%+v", e)
 			}
 		case "message.max.bytes":

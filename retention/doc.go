@@ -16,6 +16,14 @@
 //
 // A negative broker value (-1 = unlimited) is not scaled, as in Kafka.
 //
+// The broker settings themselves come in layers (layers.go), merged key by
+// key before the synonyms are resolved: dynamic per broker
+// (DYNAMIC_BROKER_CONFIG, 2) over the dynamic cluster default
+// (DYNAMIC_DEFAULT_BROKER_CONFIG, 3) over static (4). Only the primary
+// synonym of each topic config is dynamic (IsDynamicBrokerSetting), as in
+// Kafka's DynamicLogConfig; replication stores the dynamic layers in the
+// cluster metadata and passes the merge to LogConfig.
+//
 // # Differences from Kafka
 //
 //   - segment.bytes keeps Kafka 3's minimum of 14 bytes (Kafka 4.0 raised it

@@ -55,6 +55,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return groupCommand(args[1:], environ, stdout, stderr)
 	case "topic":
 		return topicCommand(args[1:], environ, stdout, stderr)
+	case "broker":
+		return brokerCommand(args[1:], environ, stdout, stderr)
 	case "bench":
 		return benchCommand(args[1:], environ, stdout, stderr)
 	}
@@ -73,6 +75,8 @@ Commands:
   debug dump-segment FILE    print the record batch headers of a segment .log file
   topic create|list|describe|alter-config|add-partitions|delete
                              topics and their configs, applied live (strata topic help)
+  broker describe-config|alter-config
+                             dynamic broker configs, applied live (strata broker help)
   group list|describe|reset-offsets
                              consumer groups: list, lag per partition, replay by offset reset (strata group help)
   bench produce|consume|e2e|workload|compare

@@ -60,9 +60,56 @@ type topicOptions struct {
 	ifNotExists     bool
 	excludeInternal bool
 	allConfigs      bool
-	set, del        multiFlag
-	append, sub     multiFlag
-	dryRun          bool
+	alterations     alterFlags
+}
+
+// alterFlags are alter-config's flags, shared by topic and broker.
+type alterFlags struct {
+	set, del    multiFlag
+	append, sub multiFlag
+	dryRun      bool
+}
+
+func (a *alterFlags) register(fs *flag.FlagSet) {
+	fs.Var(&a.set, "set", "set `KEY=VALUE` (repeatable)")
+	fs.Var(&a.del, "delete", "remove the value of `KEY` (repeatable)")
+	fs.Var(&a.append, "append", "append `KEY=VALUE` to a list config (repeatable)")
+	fs.Var(&a.sub, "subtract", "subtract `KEY=VALUE` from a list config (repeatable)")
+	fs.BoolVar(&a.dryRun, "dry-run", false, "validate only")
+}
+
+func (a *alterFlags) empty() bool { return len(a.set)+len(a.del)+len(a.append)+len(a.sub) == 0 }
+
+// build turns the flags into IncrementalAlterConfigs operations and the
+// words that report them ("set k=v", "deleted k", ...).
+func (a *alterFlags) build() ([]kadm.AlterConfig, []string, error) {
+	var alters []kadm.AlterConfig
+	var done []string
+	add := func(op kadm.IncrementalOp, list []string, verb string) error {
+		for _, kv := range list {
+			k, v, err := splitKV(kv)
+			if err != nil {
+				return err
+			}
+			alters = append(alters, kadm.AlterConfig{Op: op, Name: k, Value: &v})
+			done = append(done, fmt.Sprintf("%s %s=%s", verb, k, v))
+		}
+		return nil
+	}
+	if err := add(kadm.SetConfig, a.set, "set"); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range a.del {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: strings.TrimSpace(k)})
+		done = append(done, "deleted "+strings.TrimSpace(k))
+	}
+	if err := add(kadm.AppendConfig, a.append, "appended"); err != nil {
+		return nil, nil, err
+	}
+	if err := add(kadm.SubtractConfig, a.sub, "subtracted"); err != nil {
+		return nil, nil, err
+	}
+	return alters, done, nil
 }
 
 // topicCommand runs `strata topic create|list|describe|alter-config|
@@ -98,11 +145,7 @@ func topicCommand(args, environ []string, stdout, stderr io.Writer) int {
 	case "describe":
 		fs.BoolVar(&o.allConfigs, "all-configs", false, "every config with its value and source")
 	case "alter-config":
-		fs.Var(&o.set, "set", "set `KEY=VALUE` (repeatable)")
-		fs.Var(&o.del, "delete", "remove the override of `KEY` (repeatable)")
-		fs.Var(&o.append, "append", "append `KEY=VALUE` to a list config (repeatable)")
-		fs.Var(&o.sub, "subtract", "subtract `KEY=VALUE` from a list config (repeatable)")
-		fs.BoolVar(&o.dryRun, "dry-run", false, "validate only")
+		o.alterations.register(fs)
 	case "add-partitions":
 		fs.IntVar(&o.partitions, "partitions", 0, "the new total number of partitions")
 	}
@@ -130,7 +173,7 @@ func topicCommand(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "strata topic add-partitions: --partitions N (the new total) is required\n")
 		return exitConfig
 	}
-	if cmd == "alter-config" && len(o.set)+len(o.del)+len(o.append)+len(o.sub) == 0 {
+	if cmd == "alter-config" && o.alterations.empty() {
 		fmt.Fprintf(stderr, "strata topic alter-config: nothing to change (--set, --delete, --append, --subtract)\n")
 		return exitConfig
 	}
@@ -253,6 +296,14 @@ var sourceNames = map[kmsg.ConfigSource]string{
 	kmsg.ConfigSourceDefaultConfig:              "DEFAULT_CONFIG",
 }
 
+// sourceName is a config source as Kafka's tools print it.
+func sourceName(s kmsg.ConfigSource) string {
+	if n := sourceNames[s]; n != "" {
+		return n
+	}
+	return s.String()
+}
+
 // topicDescribe prints kafka-topics --describe's layout, with each
 // partition's log start offset and high watermark added at the end of its
 // line.
@@ -329,11 +380,7 @@ func topicDescribe(ctx context.Context, adm *kadm.Client, names []string, o *top
 				if c.Value != nil {
 					v = *c.Value
 				}
-				src := sourceNames[c.Source]
-				if src == "" {
-					src = c.Source.String()
-				}
-				fmt.Fprintf(tw, "\t%s\t%s\t%s\n", c.Key, v, src)
+				fmt.Fprintf(tw, "\t%s\t%s\t%s\n", c.Key, v, sourceName(c.Source))
 			}
 			tw.Flush()
 		}
@@ -342,34 +389,12 @@ func topicDescribe(ctx context.Context, adm *kadm.Client, names []string, o *top
 }
 
 func topicAlterConfig(ctx context.Context, adm *kadm.Client, names []string, o *topicOptions, w io.Writer) error {
-	var alters []kadm.AlterConfig
-	var done []string
-	add := func(op kadm.IncrementalOp, list []string, verb string) error {
-		for _, kv := range list {
-			k, v, err := splitKV(kv)
-			if err != nil {
-				return err
-			}
-			alters = append(alters, kadm.AlterConfig{Op: op, Name: k, Value: &v})
-			done = append(done, fmt.Sprintf("%s %s=%s", verb, k, v))
-		}
-		return nil
-	}
-	if err := add(kadm.SetConfig, o.set, "set"); err != nil {
-		return err
-	}
-	for _, k := range o.del {
-		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: strings.TrimSpace(k)})
-		done = append(done, "deleted "+strings.TrimSpace(k))
-	}
-	if err := add(kadm.AppendConfig, o.append, "appended"); err != nil {
-		return err
-	}
-	if err := add(kadm.SubtractConfig, o.sub, "subtracted"); err != nil {
+	alters, done, err := o.alterations.build()
+	if err != nil {
 		return err
 	}
 	alter := adm.AlterTopicConfigs
-	if o.dryRun {
+	if o.alterations.dryRun {
 		alter = adm.ValidateAlterTopicConfigs
 	}
 	resps, err := alter(ctx, alters, names...)
@@ -388,7 +413,7 @@ func topicAlterConfig(ctx context.Context, adm *kadm.Client, names []string, o *
 			failed = append(failed, fmt.Errorf("%s: no answer", n))
 		case r.Err != nil:
 			failed = append(failed, fmt.Errorf("%s: %w", n, errMsg(r.Err, r.ErrMessage)))
-		case o.dryRun:
+		case o.alterations.dryRun:
 			fmt.Fprintf(w, "Validated config change for topic %s (dry run, nothing changed): %s.\n", n, strings.Join(done, ", "))
 		default:
 			fmt.Fprintf(w, "Completed updating config for topic %s: %s.\n", n, strings.Join(done, ", "))
