@@ -317,7 +317,7 @@ func (b *Broker) CreateTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	if err := retention.ValidateTopic(req.Configs); err != nil {
 		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if _, err := retention.LogConfig(req.Configs, b.cfg.BrokerProps); err != nil {
+	if _, err := retention.LogConfig(req.Configs, b.brokerProps()); err != nil {
 		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	// A collision of 122 random bits does not happen; the bound only keeps
@@ -598,7 +598,7 @@ func (b *Broker) SetTopicConfigs(ctx context.Context, name string, configs map[s
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
 	}
-	cfg, err := retention.LogConfig(configs, b.cfg.BrokerProps)
+	cfg, err := retention.LogConfig(configs, b.brokerProps())
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -363,6 +363,8 @@ func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish fun
 		if t, ok := next.topics[c.Topic]; ok {
 			b.applyTopicConfigs(t)
 		}
+	case CmdSetBrokerConfigs:
+		b.applyBrokerConfigs(c, next)
 	case 0: // a snapshot was restored
 		b.reconcileLocked(next)
 	}
@@ -370,7 +372,7 @@ func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish fun
 
 // openLogs opens the local logs of t's partitions from first on.
 func (b *Broker) openLogs(t *TopicInfo, first int32) error {
-	cfg, err := retention.LogConfig(t.Configs, b.cfg.BrokerProps)
+	cfg, err := retention.LogConfig(t.Configs, b.brokerProps())
 	if err != nil {
 		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
 	}
@@ -400,7 +402,7 @@ func (b *Broker) deleteLogs(pd pendingDelete) error {
 }
 
 func (b *Broker) applyTopicConfigs(t *TopicInfo) {
-	cfg, err := retention.LogConfig(t.Configs, b.cfg.BrokerProps)
+	cfg, err := retention.LogConfig(t.Configs, b.brokerProps())
 	if err != nil {
 		b.logger.Error("topic configs do not apply", "topic", t.Name, "err", err)
 		return
