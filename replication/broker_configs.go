@@ -32,6 +32,11 @@ import (
 // are accepted (retention.IsDynamicBrokerSetting); the broker's other
 // settings are refused as read-only, as Kafka does.
 
+// CmdSetBrokerConfigs replaces the dynamic configs of one BROKER resource
+// (Command.ConfigResource, Command.Configs: the complete set). Persisted:
+// the number must not change.
+const CmdSetBrokerConfigs CommandType = 8
+
 // Errors of dynamic broker configs (INVALID_REQUEST on the wire, as Kafka).
 var (
 	ErrReadOnlyConfig         = errors.New("replication: cannot update these configs dynamically")

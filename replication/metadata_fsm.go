@@ -31,7 +31,6 @@ const (
 	CmdCreatePartitions    CommandType = 5
 	CmdSetTopicConfigs     CommandType = 6
 	CmdAllocateProducerIDs CommandType = 7
-	CmdSetBrokerConfigs    CommandType = 8 // broker_configs.go
 )
 
 func (t CommandType) String() string {
@@ -48,10 +47,10 @@ func (t CommandType) String() string {
 		return "CreatePartitions"
 	case CmdSetTopicConfigs:
 		return "SetTopicConfigs"
-	case CmdAllocateProducerIDs:
-		return "AllocateProducerIDs"
 	case CmdSetBrokerConfigs:
 		return "SetBrokerConfigs"
+	case CmdAllocateProducerIDs:
+		return "AllocateProducerIDs"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -262,17 +261,17 @@ func (im *image) Apply(c Command) (*image, error) {
 			byID[nt.ID] = &nt
 		})
 
+	case CmdSetBrokerConfigs:
+		if err := next.setBrokerConfigs(c.ConfigResource, c.Configs); err != nil {
+			return reject("%v", err)
+		}
+
 	case CmdAllocateProducerIDs:
 		if c.ProducerIDStart != im.nextProducerID || c.ProducerIDCount <= 0 ||
 			c.ProducerIDStart > maxProducerID-c.ProducerIDCount {
 			return reject("block [%d, +%d) does not start at %d or overflows", c.ProducerIDStart, c.ProducerIDCount, im.nextProducerID)
 		}
 		next.nextProducerID = c.ProducerIDStart + c.ProducerIDCount
-
-	case CmdSetBrokerConfigs:
-		if err := next.setBrokerConfigs(c.ConfigResource, c.Configs); err != nil {
-			return reject("%v", err)
-		}
 
 	default:
 		return reject("unknown command type")
