@@ -102,3 +102,8 @@ func (p *Partition) BatchAt(offset int64) ([]byte, error) {
 	}
 	return rr.Records[:h.Size()], nil
 }
+
+// Dir is the partition's directory. The log ignores subdirectories it does
+// not know (a replication layer keeps its own files there), and deleting
+// the partition removes them with it.
+func (p *Partition) Dir() string { return p.dir }

@@ -69,6 +69,12 @@ type Broker struct {
 	// FSM goroutine, so never held while waiting for raft.
 	effMu sync.Mutex
 
+	// groups are the running partition Raft groups (partition_group.go),
+	// one per open local partition. Lock order: effMu, then groupsMu;
+	// groupsMu is never held while waiting for raft.
+	groupsMu sync.RWMutex
+	groups   map[log.TopicPartition]*partitionGroup // protected by groupsMu
+
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
 	closeErr  error
@@ -114,7 +120,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID}
+	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, groups: map[log.TopicPartition]*partitionGroup{}}
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -123,6 +129,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.start(); err != nil {
+		b.closeGroups()
 		b.closeRaft()
 		return nil, err
 	}
@@ -652,20 +659,15 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 	if err := ctx.Err(); err != nil {
 		return log.AppendResult{}, err
 	}
-	lp, pi, err := b.partition(topic, partition)
+	lp, _, err := b.partition(topic, partition)
 	if err != nil {
 		return log.AppendResult{}, err
 	}
-	res, err := lp.Append(records, pi.LeaderEpoch)
-	if err != nil {
-		if errors.Is(err, log.ErrDuplicateSequence) && res.LastOffset >= res.BaseOffset && res.LastOffset >= 0 {
-			res.Duplicate = true
-			return res, nil
-		}
-		return res, err
+	g := b.group(lp.TopicPartition())
+	if g == nil {
+		return log.AppendResult{}, fmt.Errorf("%w: %s-%d has no raft group", log.ErrStorage, topic, partition)
 	}
-	lp.Commit(res.LastOffset + 1)
-	return res, nil
+	return g.produce(ctx, records)
 }
 
 // AllocateProducerID returns a new, never before used producer ID. IDs come
@@ -697,6 +699,9 @@ func (b *Broker) Close() error {
 		b.closed.Store(true)
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		b.effMu.Lock()
+		b.closeGroups()
+		b.effMu.Unlock()
 		err1 := b.closeRaft()
 		err2 := b.logs.Close()
 		b.closeErr = errors.Join(err1, err2)

@@ -380,8 +380,12 @@ func (b *Broker) openLogs(t *TopicInfo, first int32) error {
 		if !containsNode(p.Replicas, b.cfg.NodeID) {
 			continue
 		}
-		if _, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg); err != nil {
+		lp, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg)
+		if err != nil {
 			return fmt.Errorf("replication: open %s-%d: %w", t.Name, p.Partition, err)
+		}
+		if err := b.openGroup(t, lp); err != nil {
+			return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, p.Partition, err)
 		}
 	}
 	return nil
@@ -391,6 +395,7 @@ func (b *Broker) openLogs(t *TopicInfo, first int32) error {
 func (b *Broker) deleteLogs(pd pendingDelete) error {
 	for p := int32(0); p < pd.Partitions; p++ {
 		tp := log.TopicPartition{Topic: pd.Name, Partition: p}
+		b.closeGroup(tp)
 		if !b.hasLog(tp) {
 			continue
 		}

@@ -46,6 +46,9 @@ type entryLoc struct {
 	term   uint64
 	offset int64 // base offset of the batch; for a side entry the log end at its place
 	last   int64 // last offset of the batch; -1 for a side entry
+	// appendTime is the leader's LogAppendTime for its own batch (-1
+	// otherwise), for the producer's answer.
+	appendTime int64
 }
 
 // partitionRefusal is the side-log data of a batch the leader refused.
@@ -96,6 +99,11 @@ func (r partitionRefusal) error() error {
 type partitionStore struct {
 	p    *log.Partition
 	side *raftLogFile
+	// single: the group has one voter. Its log is read back only to apply
+	// committed entries (never to send), so the index map may be rebuilt
+	// over segments that retention or compaction changed (doc.go), and an
+	// entry whose batch has gone is returned without data.
+	single bool
 
 	mu         sync.RWMutex
 	base       uint64     // protected by mu; the anchor's index
@@ -108,11 +116,17 @@ var _ raft.LogStore = (*partitionStore)(nil)
 // openPartitionStore rebuilds the index map from the anchor (index,
 // offset) by walking the side log and the batches after offset.
 func openPartitionStore(fsys segment.FS, dir string, p *log.Partition, anchor uint64, anchorOffset int64, logger *slog.Logger) (*partitionStore, error) {
+	return openPartitionStoreOpts(fsys, dir, p, anchor, anchorOffset, false, logger)
+}
+
+// openPartitionStoreOpts is openPartitionStore for a group of one voter
+// when single is set.
+func openPartitionStoreOpts(fsys segment.FS, dir string, p *log.Partition, anchor uint64, anchorOffset int64, single bool, logger *slog.Logger) (*partitionStore, error) {
 	side, err := openRaftLogFileNamed(fsys, dir, sideLogName, true, logger)
 	if err != nil {
 		return nil, err
 	}
-	s := &partitionStore{p: p, side: side, base: anchor, baseOffset: anchorOffset}
+	s := &partitionStore{p: p, side: side, base: anchor, baseOffset: anchorOffset, single: single}
 	leo := p.Offsets().LogEnd
 	cursor := anchorOffset
 	side.mu.RLock()
@@ -120,12 +134,27 @@ func openPartitionStore(fsys segment.FS, dir string, p *log.Partition, anchor ui
 	side.mu.RUnlock()
 	for idx := anchor + 1; len(s.locs) < maxPartitionEntries; idx++ {
 		if len(sideEntries) > 0 && sideEntries[0].Index == idx {
-			s.locs = append(s.locs, entryLoc{term: sideEntries[0].Term, offset: cursor, last: -1})
+			s.locs = append(s.locs, entryLoc{term: sideEntries[0].Term, offset: cursor, last: -1, appendTime: -1})
 			sideEntries = sideEntries[1:]
 			continue
 		}
 		if cursor >= leo {
 			break
+		}
+		if single {
+			// One voter: follow the segments as they are now (retention
+			// may have removed the start, compaction whole batches).
+			h, ok, err := nextBatchHeader(p, cursor)
+			if err != nil {
+				side.Close()
+				return nil, fmt.Errorf("%w: index %d at offset %d: %w", errPartitionStore, idx, cursor, err)
+			}
+			if !ok {
+				break
+			}
+			s.locs = append(s.locs, entryLoc{term: uint64(h.LeaderEpoch), offset: h.BaseOffset, last: h.LastOffset(), appendTime: -1})
+			cursor = h.LastOffset() + 1
+			continue
 		}
 		b, err := p.BatchAt(cursor)
 		if err != nil {
@@ -137,7 +166,7 @@ func openPartitionStore(fsys segment.FS, dir string, p *log.Partition, anchor ui
 			side.Close()
 			return nil, fmt.Errorf("%w: index %d: %w", errPartitionStore, idx, err)
 		}
-		s.locs = append(s.locs, entryLoc{term: uint64(h.LeaderEpoch), offset: cursor, last: h.LastOffset()})
+		s.locs = append(s.locs, entryLoc{term: uint64(h.LeaderEpoch), offset: cursor, last: h.LastOffset(), appendTime: -1})
 		cursor = h.LastOffset() + 1
 	}
 	if len(sideEntries) > 0 {
@@ -151,6 +180,26 @@ func openPartitionStore(fsys segment.FS, dir string, p *log.Partition, anchor ui
 		}
 	}
 	return s, nil
+}
+
+// nextBatchHeader returns the header of the batch holding offset or the
+// first one after it (ok false at the log end).
+func nextBatchHeader(p *log.Partition, offset int64) (segment.Header, bool, error) {
+	if ls := p.LogStartOffset(); offset < ls {
+		offset = ls
+	}
+	rr, err := p.ReadUncommitted(offset, segment.HeaderSize)
+	if err != nil {
+		return segment.Header{}, false, err
+	}
+	if len(rr.Records) < segment.HeaderSize {
+		return segment.Header{}, false, nil
+	}
+	h, err := segment.ParseHeader(rr.Records)
+	if err != nil {
+		return segment.Header{}, false, fmt.Errorf("%w: %v", log.ErrCorruptBatch, err)
+	}
+	return h, true, nil
 }
 
 func (s *partitionStore) Close() error { return s.side.Close() }
@@ -191,6 +240,12 @@ func (s *partitionStore) GetLog(index uint64, out *raft.Log) error {
 		return s.side.GetLog(index, out)
 	}
 	b, err := s.p.BatchAt(l.offset)
+	if err != nil && s.single && errors.Is(err, log.ErrOffsetOutOfRange) {
+		// Removed by retention or compaction since; a lone voter reads
+		// its log only to apply it, and applying needs no data.
+		*out = raft.Log{Index: index, Term: l.term, Type: raft.LogCommand}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%w: index %d: %w", errPartitionStore, index, err)
 	}
@@ -235,7 +290,7 @@ func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
 				}
 				continue
 			}
-			s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset})
+			s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset, appendTime: res.LogAppendTime})
 			continue
 		}
 		h, err := segment.ParseHeader(e.Data)
@@ -246,7 +301,7 @@ func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
 		if err != nil {
 			return fmt.Errorf("%w: entry %d: %w", errPartitionStore, e.Index, err)
 		}
-		s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset})
+		s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset, appendTime: -1})
 	}
 	return nil
 }
@@ -271,7 +326,7 @@ func (s *partitionStore) storeSideLocked(e *raft.Log, leo int64) error {
 	if err := s.side.StoreLogs([]*raft.Log{e}); err != nil {
 		return err
 	}
-	s.locs = append(s.locs, entryLoc{term: e.Term, offset: leo, last: -1})
+	s.locs = append(s.locs, entryLoc{term: e.Term, offset: leo, last: -1, appendTime: -1})
 	return nil
 }
 
@@ -351,7 +406,7 @@ func (f *partitionFSM) Apply(l *raft.Log) any {
 		return partitionResult{res: r, err: ref.error()}
 	}
 	f.store.p.Commit(loc.last + 1)
-	return partitionResult{res: log.AppendResult{BaseOffset: loc.offset, LastOffset: loc.last, LogAppendTime: -1, LogStartOffset: f.store.p.LogStartOffset()}}
+	return partitionResult{res: log.AppendResult{BaseOffset: loc.offset, LastOffset: loc.last, LogAppendTime: loc.appendTime, LogStartOffset: f.store.p.LogStartOffset()}}
 }
 
 // Snapshot: "everything up to the applied index is in the segments". The

@@ -1,0 +1,246 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/log"
+)
+
+// The partition Raft groups this broker runs (doc.go, "Partition groups"):
+// one per local partition, over the partition's segments (partition_store.go).
+// This step runs every group with one voter, this broker (replication
+// factor 1): Produce goes through raft exactly as it will with three.
+
+const (
+	// partitionRaftDir holds a group's own files inside the partition
+	// directory (the log ignores subdirectories; deleting the partition
+	// deletes them).
+	partitionRaftDir = "raft"
+	// anchorKey is the stable-store key of the log offset at which the
+	// group's raft log began (index 0): the segments below predate it.
+	anchorKey = "StrataAnchorOffset"
+	// produceApplyTimeout bounds one Produce's wait for raft to take the
+	// entry (not for the commit: that is the caller's context).
+	produceApplyTimeout = 10 * time.Second
+	// leaderWait bounds how long Produce waits for a one-voter group that
+	// has just been opened to elect itself.
+	leaderWait = 3 * time.Second
+)
+
+// singleVoterPartitionTiming is for a partition group whose only voter is
+// this broker: it elects itself within 100-200 ms of being opened; the
+// leader's lease check is its only idle timer (10 wake-ups a second).
+var singleVoterPartitionTiming = raftTiming{Heartbeat: 100 * time.Millisecond, Election: 100 * time.Millisecond, Commit: 100 * time.Millisecond, Lease: 100 * time.Millisecond}
+
+// partitionGroup is one running partition group.
+type partitionGroup struct {
+	tp     log.TopicPartition
+	lp     *log.Partition
+	raft   *raft.Raft
+	store  *partitionStore
+	voters int
+}
+
+func partitionGroupID(topicID [16]byte, partition int32) string {
+	return "p/" + hex.EncodeToString(topicID[:]) + "/" + strconv.Itoa(int(partition))
+}
+
+// openGroup starts the partition group of lp (already open). Only one
+// voter for now: this broker.
+func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
+	tp := lp.TopicPartition()
+	b.groupsMu.Lock()
+	_, running := b.groups[tp]
+	b.groupsMu.Unlock()
+	if running {
+		return nil
+	}
+	fsys := b.cfg.FS
+	dir := filepath.Join(lp.Dir(), partitionRaftDir)
+	if err := fsys.MkdirAll(dir); err != nil {
+		return fmt.Errorf("%w: create %s: %v", log.ErrStorage, dir, err)
+	}
+	stable, err := openRaftStableFile(fsys, dir)
+	if err != nil {
+		return err
+	}
+	snaps, err := openSnapshotStore(fsys, filepath.Join(dir, "snapshots"), 2)
+	if err != nil {
+		return err
+	}
+	anchor, anchorOffset, fresh, err := groupAnchor(stable, snaps, lp)
+	if err != nil {
+		return err
+	}
+	if fresh {
+		// Batches already in the segments (written before this partition
+		// had a group) stay below the anchor; raft's log begins after them.
+		if err := stable.SetUint64([]byte(anchorKey), uint64(anchorOffset)); err != nil {
+			return err
+		}
+	}
+	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, true, b.logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
+	trans, err := b.mux.Group(partitionGroupID(t.ID, tp.Partition))
+	if err != nil {
+		return err
+	}
+	conf := newRaftConfig(serverID(b.cfg.NodeID), singleVoterPartitionTiming, b.cfg.Logger)
+	fsm := &partitionFSM{store: store}
+	existing, err := raft.HasExistingState(store, stable, snaps)
+	if err != nil {
+		trans.Close()
+		return err
+	}
+	if !existing {
+		servers := []raft.Server{{Suffrage: raft.Voter, ID: serverID(b.cfg.NodeID), Address: b.mux.Addr()}}
+		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			trans.Close()
+			return fmt.Errorf("replication: bootstrap %s: %w", tp, err)
+		}
+	}
+	r, err := raft.NewRaft(conf, fsm, store, stable, snaps, trans)
+	if err != nil {
+		trans.Close()
+		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
+	}
+	b.groupsMu.Lock()
+	b.groups[tp] = &partitionGroup{tp: tp, lp: lp, raft: r, store: store, voters: 1}
+	b.groupsMu.Unlock()
+	return nil
+}
+
+// groupAnchor finds where the group's raft log begins in the segments:
+// the newest snapshot (index, high watermark then), else index 0 at the
+// offset recorded when the group was created; a group without either is
+// new and starts at the log end.
+func groupAnchor(stable *raftStableFile, snaps *snapshotStore, lp *log.Partition) (index uint64, offset int64, fresh bool, err error) {
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if len(metas) > 0 {
+		_, rc, err := snaps.Open(metas[0].ID)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		var buf [8]byte
+		_, err = io.ReadFull(rc, buf[:])
+		rc.Close()
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: snapshot %s: %v", errPartitionStore, metas[0].ID, err)
+		}
+		return metas[0].Index, int64(binary.BigEndian.Uint64(buf[:])), false, nil
+	}
+	v, err := stable.GetUint64([]byte(anchorKey))
+	if errors.Is(err, errStableNotFound) {
+		return 0, lp.Offsets().LogEnd, true, nil
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return 0, int64(v), false, nil
+}
+
+// closeGroup stops tp's group (before its log is closed or deleted).
+func (b *Broker) closeGroup(tp log.TopicPartition) {
+	b.groupsMu.Lock()
+	g := b.groups[tp]
+	delete(b.groups, tp)
+	b.groupsMu.Unlock()
+	if g != nil {
+		g.shutdown(b)
+	}
+}
+
+func (g *partitionGroup) shutdown(b *Broker) {
+	if err := g.raft.Shutdown().Error(); err != nil {
+		b.logger.Warn("partition raft shutdown", "partition", g.tp.String(), "err", err)
+	}
+	if err := g.store.Close(); err != nil {
+		b.logger.Warn("partition raft store close", "partition", g.tp.String(), "err", err)
+	}
+}
+
+// closeGroups stops every partition group (Close).
+func (b *Broker) closeGroups() {
+	b.groupsMu.Lock()
+	gs := b.groups
+	b.groups = map[log.TopicPartition]*partitionGroup{}
+	b.groupsMu.Unlock()
+	for _, g := range gs {
+		g.shutdown(b)
+	}
+}
+
+func (b *Broker) group(tp log.TopicPartition) *partitionGroup {
+	b.groupsMu.RLock()
+	defer b.groupsMu.RUnlock()
+	return b.groups[tp]
+}
+
+// produce proposes one batch to the group and waits until it is committed
+// (applied here). records belongs to the caller and is reused once
+// Produce returns (protocol's pooled bodies), while raft keeps entries
+// (in-flight futures, replication to followers): raft gets a copy.
+func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.AppendResult, error) {
+	if g.raft.State() != raft.Leader {
+		if g.voters != 1 {
+			return log.AppendResult{}, fmt.Errorf("%w: %s", ErrNotLeader, g.tp)
+		}
+		// A one-voter group that was just opened elects itself at once.
+		t := time.NewTimer(leaderWait)
+		defer t.Stop()
+		for g.raft.State() != raft.Leader {
+			if g.raft.State() == raft.Shutdown {
+				return log.AppendResult{}, ErrShuttingDown
+			}
+			select {
+			case <-ctx.Done():
+				return log.AppendResult{}, ctx.Err()
+			case <-t.C:
+				return log.AppendResult{}, fmt.Errorf("%w: %s has no leader yet", ErrNotLeader, g.tp)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	data := make([]byte, len(records))
+	copy(data, records)
+	f := g.raft.ApplyLog(raft.Log{Data: data, Extensions: []byte{extUnstamped}}, produceApplyTimeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return log.AppendResult{}, fmt.Errorf("%w: %s: %v", ErrNotLeader, g.tp, err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return log.AppendResult{}, ErrShuttingDown
+		}
+		return log.AppendResult{}, fmt.Errorf("%w: %s: %v", log.ErrStorage, g.tp, err)
+	}
+	r, ok := f.Response().(partitionResult)
+	if !ok {
+		return log.AppendResult{}, fmt.Errorf("%w: %s: unexpected raft response %T", log.ErrStorage, g.tp, f.Response())
+	}
+	if r.err == nil && r.res.Duplicate && (r.res.LastOffset < r.res.BaseOffset || r.res.LastOffset < 0) {
+		// A duplicate whose original offsets are unknown is refused, as
+		// the log refuses it.
+		return r.res, fmt.Errorf("%w: %s", log.ErrDuplicateSequence, g.tp)
+	}
+	return r.res, r.err
+}
