@@ -8,10 +8,15 @@
 // The cluster metadata is replicated by the metadata Raft group
 // (broker_raft.go; design below). With no controller.quorum.voters the
 // group has one voter, this broker: the same code, committing as soon as
-// an entry is fsync'd. Partitions are not replicated yet: every
-// partition "group" still has one replica acting as leader (first
-// replica), and Produce is Partition lookup + log.Partition.Append +
-// Commit(last+1).
+// an entry is fsync'd. Every local partition runs its own Raft group
+// (partition_group.go), for now with one voter, this broker (replication
+// factor 1): Produce proposes the batch to the group, whose LogStore
+// appends it to the segments (stamping the term as leader epoch), and
+// answers once it is committed and applied (the high watermark has moved
+// past it). Raft gets a copy of the batch: protocol reuses a Produce body
+// once Produce returns, and raft may keep entries after that (in-flight
+// futures, a log cache; partition_group_test.go overwrites the buffers
+// and checks every replica).
 //
 //   - metadata_fsm.go: a deterministic state machine. image.Apply(Command)
 //     returns a new immutable image; no clock, randomness or I/O inside
@@ -68,6 +73,12 @@
 // FSM goroutine, never waiting for raft) Broker.effMu, then the log
 // package's locks (log.Manager.Open/Delete). The FSM goroutine never
 // takes Broker.mu: a writer holding it waits for that goroutine.
+// Broker.groupsMu (the map of running partition groups) comes after
+// effMu and is never held while calling raft. Under effMu the metadata
+// FSM goroutine starts and shuts down partition groups (before a log is
+// deleted); a partition group's goroutines never take effMu or
+// Broker.mu, so that wait always ends. Produce takes no broker lock
+// beyond a read of groupsMu.
 //
 // # Raft design (issue 3; in progress)
 //
@@ -197,17 +208,31 @@
 // group over real segments: identical batches at identical offsets on
 // every replica, an isolated leader's uncommitted tail truncated on
 // rejoin, epochs = terms, idempotence checked once on the leader, the
-// index map rebuilt at restart. Not yet: installing a snapshot on a
-// far-behind replica (streaming segment files; Restore refuses a
-// snapshot past the local log end), and Broker does not run partition
-// groups yet. StoreLogs on a follower is as durable as the topic's flush
+// index map rebuilt at restart. Broker runs a one-voter group per
+// local partition (partition_group.go): the group's files are in
+// <partition dir>/raft/ (raft-side.log, raft-state, snapshots/); the
+// offset where raft's log began (the log end when the group was created:
+// older batches predate it) is the stable-store key StrataAnchorOffset;
+// at open the anchor is the newest snapshot (index, high watermark
+// then), else (0, that offset). A one-voter group reads its log back
+// only to apply it, never to send it, so its index map is rebuilt over
+// the segments as they are (retention may have removed the start,
+// compaction whole batches: the indexes then shift, harmless with no
+// other replica) and an entry whose batch has gone is returned without
+// data. With more voters this tolerance must go: retention and
+// compaction have to stay below the newest snapshot's offset (next
+// step). Not yet: installing a snapshot on a far-behind replica
+// (streaming segment files; Restore refuses a snapshot past the local
+// log end), groups with more than one voter in Broker, and partition
+// leadership in the metadata (PartitionInfo.Leader is the first replica,
+// LeaderEpoch 0, while batches carry the group's term). StoreLogs on a follower is as durable as the topic's flush
 // policy (flush.messages=1 for Raft's strict rule), like Kafka's
 // replication; the side log and the vote are always fsync'd.
 //
 // # Not yet
 //
-// Per-partition Raft groups in the broker (so replication.factor is
-// limited to 1: maxReplicationFactorNow), brokers outside the voter set,
+// Partition groups with more than one voter in the broker (so
+// replication.factor is limited to 1: maxReplicationFactorNow), brokers outside the voter set,
 // changing the voter set (raft membership changes), leader epochs other
 // than 0, ACLs and credentials, dynamic
 // broker configs.
