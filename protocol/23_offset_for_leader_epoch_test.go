@@ -29,8 +29,19 @@ func TestOffsetForLeaderEpochRaw(t *testing.T) {
 	c.createTopic("ofle", 1)
 	c.createTopic("ofle-empty", 1)
 	ti, _ := c.b.Topic("ofle")
-	if cur := ti.Partitions[0].LeaderEpoch; cur != 0 {
-		t.Fatalf("a new partition's leader epoch is %d; the cases below assume 0", cur)
+	te, _ := c.b.Topic("ofle-empty")
+	// A new partition's leader epoch is the Raft term its group elected
+	// the leader in; the cases below are written for epoch 0 and shifted
+	// by it (sh).
+	sh := ti.Partitions[0].LeaderEpoch
+	if sh <= 0 || te.Partitions[0].LeaderEpoch != sh {
+		t.Fatalf("new partitions' leader epochs %d and %d", sh, te.Partitions[0].LeaderEpoch)
+	}
+	shift := func(e int32) int32 {
+		if e < 0 {
+			return e
+		}
+		return e + sh
 	}
 	// History as a partition that had leaders in epochs 0, 2 and 5 would
 	// have it: epoch 0 holds 0-3, epoch 2 holds 4-5, epoch 5 holds 6-8.
@@ -42,7 +53,7 @@ func TestOffsetForLeaderEpochRaw(t *testing.T) {
 		epoch int32
 		n     int
 	}{{0, 2}, {0, 2}, {2, 2}, {5, 3}} {
-		res, err := p.Append(makeBatch(batchOpts{}, values(w.n, "v")...), w.epoch)
+		res, err := p.Append(makeBatch(batchOpts{}, values(w.n, "v")...), shift(w.epoch))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,6 +98,7 @@ func TestOffsetForLeaderEpochRaw(t *testing.T) {
 			if v < 2 && tc.current >= 0 {
 				continue // no CurrentLeaderEpoch before v2
 			}
+			tc.current, tc.epoch, tc.leaderEpoch = shift(tc.current), shift(tc.epoch), shift(tc.leaderEpoch)
 			got := ask(v, tc.topic, tc.partition, tc.current, tc.epoch)
 			wantEpoch := tc.leaderEpoch
 			if v == 0 {
@@ -100,12 +112,12 @@ func TestOffsetForLeaderEpochRaw(t *testing.T) {
 	}
 	// Several topics and partitions in one request keep their order;
 	// ReplicaID (a follower's broker ID, or kmsg's -2) changes nothing.
-	req := ofleReq(3, "ofle", 0, -1, 2)
+	req := ofleReq(3, "ofle", 0, -1, shift(2))
 	req.ReplicaID = 7
 	extra := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 	extra.Partition, extra.LeaderEpoch = 3, 0
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, extra)
-	req.Topics = append(req.Topics, ofleReq(3, "ofle-empty", 0, -1, 0).Topics[0])
+	req.Topics = append(req.Topics, ofleReq(3, "ofle-empty", 0, -1, shift(0)).Topics[0])
 	resp := rc.roundTrip(req).(*kmsg.OffsetForLeaderEpochResponse)
 	if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions) != 2 ||
 		resp.Topics[0].Partitions[0].EndOffset != 6 || resp.Topics[0].Partitions[1].ErrorCode != kerr.UnknownTopicOrPartition.Code ||
@@ -167,10 +179,12 @@ func TestOffsetForLeaderEpochKgo(t *testing.T) {
 		}
 		return first, lossErr
 	}
-	if first, loss := consumeFrom(kgo.NewOffset().At(4).WithEpoch(0)); first != 4 || loss != nil {
-		t.Fatalf("from 4 in epoch 0: first %d, loss %v", first, loss)
+	ti, _ := c.b.Topic("ofle-kgo")
+	e := ti.Partitions[0].LeaderEpoch // the epoch the records were written in
+	if first, loss := consumeFrom(kgo.NewOffset().At(4).WithEpoch(e)); first != 4 || loss != nil {
+		t.Fatalf("from 4 in epoch %d: first %d, loss %v", e, first, loss)
 	}
-	// Offset 15 in epoch 0 is past the end of epoch 0 (10): data loss,
+	// Offset 15 in epoch e is past the end of epoch e (10): data loss,
 	// and kgo resumes at 10, the first record produced next.
 	done := make(chan struct{})
 	go func() {
@@ -178,10 +192,10 @@ func TestOffsetForLeaderEpochKgo(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		prod.ProduceSync(ctx, kgo.StringRecord("after"))
 	}()
-	first, loss := consumeFrom(kgo.NewOffset().At(15).WithEpoch(0))
+	first, loss := consumeFrom(kgo.NewOffset().At(15).WithEpoch(e))
 	<-done
 	var dl *kgo.ErrDataLoss
 	if first != 10 || !errors.As(loss, &dl) || dl.ResetTo != 10 {
-		t.Fatalf("from 15 in epoch 0: first %d, loss %v", first, loss)
+		t.Fatalf("from 15 in epoch %d: first %d, loss %v", e, first, loss)
 	}
 }

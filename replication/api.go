@@ -92,6 +92,11 @@ type BrokerConfig struct {
 	// ReplicationAdvertise is the address other brokers dial to reach
 	// ReplicationListener; empty = its address.
 	ReplicationAdvertise string
+	// PartitionHeartbeat is the raft HeartbeatTimeout of partition groups
+	// with several voters (a follower that hears nothing from its leader
+	// for this long to twice it starts an election): the time a dead
+	// leader is replaced in, against the cost of idle partitions. 0 = 2s.
+	PartitionHeartbeat time.Duration
 	// StartTimeout bounds NewBroker's wait for the metadata quorum to have
 	// a leader and for this broker to catch up (default 2 minutes).
 	StartTimeout time.Duration

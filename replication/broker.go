@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +73,21 @@ type Broker struct {
 	// groupsMu is never held while waiting for raft.
 	groupsMu sync.RWMutex
 	groups   map[log.TopicPartition]*partitionGroup // protected by groupsMu
+	byRaft   map[*raft.Raft]*partitionGroup         // protected by groupsMu
+	// partitionTiming is the raft timing of groups with several voters.
+	partitionTiming raftTiming
+
+	// Leader reports (partition_leaders.go): groups' raft observations
+	// arrive on obsCh (observe), groups to report wait in reports
+	// (reportLeaders). stop ends both goroutines.
+	obsCh        chan raft.Observation
+	reportMu     sync.Mutex
+	reports      map[log.TopicPartition]*partitionGroup // protected by reportMu
+	reportWake   chan struct{}
+	stop         chan struct{}
+	stopOnce     sync.Once
+	observerDone chan struct{}
+	reporterDone chan struct{}
 
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
@@ -120,7 +134,18 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, groups: map[log.TopicPartition]*partitionGroup{}}
+	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID,
+		groups: map[log.TopicPartition]*partitionGroup{}, byRaft: map[*raft.Raft]*partitionGroup{},
+		partitionTiming: partitionTiming,
+		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
+		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
+		observerDone: make(chan struct{}), reporterDone: make(chan struct{})}
+	if cfg.PartitionHeartbeat > 0 {
+		b.partitionTiming = raftTiming{Heartbeat: cfg.PartitionHeartbeat, Election: cfg.PartitionHeartbeat,
+			Commit: cfg.PartitionHeartbeat * 5 / 4, Lease: cfg.PartitionHeartbeat / 2}
+	}
+	go b.observe()
+	go b.reportLeaders()
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -141,6 +166,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 
 // closeRaft stops the metadata group and closes its files.
 func (b *Broker) closeRaft() error {
+	b.stopOnce.Do(func() { close(b.stop) })
 	var errs []error
 	if b.raft != nil {
 		errs = append(errs, b.raft.Shutdown().Error())
@@ -151,6 +177,8 @@ func (b *Broker) closeRaft() error {
 	if b.rlog != nil {
 		errs = append(errs, b.rlog.Close())
 	}
+	<-b.observerDone
+	<-b.reporterDone
 	return errors.Join(errs...)
 }
 
@@ -300,6 +328,21 @@ func (b *Broker) TopicByID(id [16]byte) (TopicInfo, bool) {
 // creating its partition logs. Returns the topic as created (or as it
 // would be).
 func (b *Broker) CreateTopic(ctx context.Context, req CreateTopicRequest) (TopicInfo, error) {
+	t, err := b.createTopic(ctx, req)
+	if err != nil || req.ValidateOnly {
+		return t, err
+	}
+	// Answer once the new partitions' groups have elected leaders (as
+	// Kafka answers once the controller chose them), without the writer
+	// lock: the leaders' reports go through the controller.
+	b.waitLeaders(ctx, req.Name, 0)
+	if t2, ok := b.Topic(req.Name); ok && t2.ID == t.ID {
+		return t2, nil
+	}
+	return t, nil
+}
+
+func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (TopicInfo, error) {
 	if err := b.lockWriter(ctx); err != nil {
 		return TopicInfo{}, err
 	}
@@ -410,24 +453,7 @@ func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment,
 	if rf == -1 {
 		rf = b.cfg.DefaultReplicationFactor
 	}
-	if strings.HasPrefix(req.Name, "__") && int(rf) > maxReplicationFactorNow {
-		// Internal topics (__consumer_offsets, ...) are created by the
-		// coordinators with offsets.topic.replication.factor; until
-		// partitions are replicated they get what exists, not an error
-		// that would stop every consumer group.
-		b.logger.Warn("internal topic created with replication factor 1: partitions are not replicated yet", "topic", req.Name, "asked", rf)
-		rf = maxReplicationFactorNow
-	}
 	return autoAssign(img, 0, n, int(rf))
-}
-
-// maxReplicationFactorNow is 1 until the broker runs partition Raft
-// groups (partition_store.go is built, not wired): a partition assigned to
-// several brokers would claim followers and an ISR that hold nothing.
-const maxReplicationFactorNow = 1
-
-func errNoPartitionReplication(rf int) error {
-	return fmt.Errorf("%w: replication factor %d: partitions are not replicated yet (Raft groups per partition are not wired into the broker); use 1", ErrInvalidReplicationFactor, rf)
 }
 
 // autoAssign places partitions first..first+n-1 round-robin over the
@@ -443,9 +469,6 @@ func autoAssign(img *image, first, n int32, rf int) ([]Assignment, error) {
 	}
 	if rf > len(nodes) {
 		return nil, fmt.Errorf("%w: replication factor %d larger than the %d available broker(s)", ErrInvalidReplicationFactor, rf, len(nodes))
-	}
-	if rf > maxReplicationFactorNow {
-		return nil, errNoPartitionReplication(rf)
 	}
 	out := make([]Assignment, n)
 	for i := int32(0); i < n; i++ {
@@ -482,9 +505,6 @@ func checkExplicit(img *image, list [][]int32, first int32, rf int) ([]Assignmen
 			if containsNode(reps[:j], r) {
 				return nil, fmt.Errorf("%w: partition %d: broker %d listed twice", ErrInvalidReplicaAssignment, p, r)
 			}
-		}
-		if rf > maxReplicationFactorNow {
-			return nil, errNoPartitionReplication(rf)
 		}
 		out[i] = Assignment{Partition: p, Replicas: append([]int32(nil), reps...)}
 	}
@@ -543,6 +563,18 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 // CreatePartitions grows a topic to count partitions. assignment, when
 // non-nil, gives the replicas of each new partition.
 func (b *Broker) CreatePartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
+	var cur int32
+	if t, ok := b.Topic(name); ok {
+		cur = int32(len(t.Partitions))
+	}
+	if err := b.createPartitions(ctx, name, count, assignment, validateOnly); err != nil || validateOnly {
+		return err
+	}
+	b.waitLeaders(ctx, name, cur)
+	return nil
+}
+
+func (b *Broker) createPartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
 	if err := b.lockWriter(ctx); err != nil {
 		return err
 	}

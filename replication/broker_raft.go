@@ -294,6 +294,20 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), metadataApplyTimeout)
 	defer cancel()
 	var resp forwardResponse
+	if req.Command.Type == CmdPartitionLeaders {
+		// Not under the writer lock (commitReports): a writer holding it
+		// may be waiting for these very reports.
+		var err error
+		if b.raft.State() != raft.Leader {
+			err = fmt.Errorf("%w: leadership moved", ErrNotController)
+		} else {
+			_, resp.Index, err = b.proposeLocked(req.Command)
+		}
+		if err != nil {
+			resp.Err, resp.Msg = sentinelName(err), err.Error()
+		}
+		return json.Marshal(resp)
+	}
 	err := b.lockWriter(ctx)
 	if err == nil {
 		c := req.Command

@@ -31,6 +31,10 @@ const (
 	CmdCreatePartitions    CommandType = 5
 	CmdSetTopicConfigs     CommandType = 6
 	CmdAllocateProducerIDs CommandType = 7
+	// CmdPartitionLeaders records partition leaders as their Raft groups
+	// elected them (partition_leaders.go). 20: numbers below are left for
+	// other commands in flight.
+	CmdPartitionLeaders CommandType = 20
 )
 
 func (t CommandType) String() string {
@@ -51,6 +55,8 @@ func (t CommandType) String() string {
 		return "SetBrokerConfigs"
 	case CmdAllocateProducerIDs:
 		return "AllocateProducerIDs"
+	case CmdPartitionLeaders:
+		return "PartitionLeaders"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -81,6 +87,9 @@ type Command struct {
 	// AllocateProducerIDs: the block [ProducerIDStart, ProducerIDStart+ProducerIDCount).
 	ProducerIDStart int64 `json:"pidStart,omitempty"`
 	ProducerIDCount int64 `json:"pidCount,omitempty"`
+
+	// PartitionLeaders: leaders as their groups elected them.
+	Leaders []LeaderReport `json:"leaders,omitempty"`
 }
 
 // pendingDelete is a topic removed from metadata whose logs may still be
@@ -272,6 +281,12 @@ func (im *image) Apply(c Command) (*image, error) {
 			return reject("block [%d, +%d) does not start at %d or overflows", c.ProducerIDStart, c.ProducerIDCount, im.nextProducerID)
 		}
 		next.nextProducerID = c.ProducerIDStart + c.ProducerIDCount
+
+	case CmdPartitionLeaders:
+		if len(c.Leaders) == 0 {
+			return reject("no leaders")
+		}
+		next.applyLeaders(c.Leaders)
 
 	default:
 		return reject("unknown command type")

@@ -2,13 +2,12 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -47,19 +46,39 @@ var singleVoterPartitionTiming = raftTiming{Heartbeat: 500 * time.Millisecond, E
 
 // partitionGroup is one running partition group.
 type partitionGroup struct {
-	tp     log.TopicPartition
-	lp     *log.Partition
-	raft   *raft.Raft
-	store  *partitionStore
-	voters int
+	tp      log.TopicPartition
+	topicID [16]byte
+	lp      *log.Partition
+	raft    *raft.Raft
+	store   *partitionStore
+	voters  []int32 // the replicas when the group was opened
+
+	mu     sync.Mutex
+	failed map[raft.ServerID]bool // protected by mu; followers whose heartbeats fail (leader only)
 }
 
 func partitionGroupID(topicID [16]byte, partition int32) string {
 	return "p/" + hex.EncodeToString(topicID[:]) + "/" + strconv.Itoa(int(partition))
 }
 
-// openGroup starts the partition group of lp (already open). Only one
-// voter for now: this broker.
+// peerAddr is the replication address of a broker: its metadata voter
+// address (every broker is a voter), or this broker's own Mux address.
+func (b *Broker) peerAddr(node int32) (raft.ServerAddress, error) {
+	if node == b.cfg.NodeID {
+		return b.mux.Addr(), nil
+	}
+	for _, v := range b.cfg.Voters {
+		if v.NodeID == node {
+			return raft.ServerAddress(v.Addr), nil
+		}
+	}
+	return "", fmt.Errorf("%w: broker %d has no replication address (not in controller.quorum.voters)", ErrInvalidReplicaAssignment, node)
+}
+
+// openGroup starts the partition group of lp (already open) among the
+// partition's replicas. The first replica (the preferred leader) starts an
+// election at once, so a new partition has a leader in milliseconds and
+// leadership lands where the assignment spread it.
 func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	tp := lp.TopicPartition()
 	b.groupsMu.Lock()
@@ -68,6 +87,20 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	if running {
 		return nil
 	}
+	if int(tp.Partition) >= len(t.Partitions) {
+		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, tp)
+	}
+	replicas := append([]int32(nil), t.Partitions[tp.Partition].Replicas...)
+	servers := make([]raft.Server, 0, len(replicas))
+	for _, n := range replicas {
+		addr, err := b.peerAddr(n)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(n), Address: addr})
+	}
+	single := len(replicas) == 1 && replicas[0] == b.cfg.NodeID
+	preferred := len(replicas) > 0 && replicas[0] == b.cfg.NodeID
 	fsys := b.cfg.FS
 	dir := filepath.Join(lp.Dir(), partitionRaftDir)
 	if err := fsys.MkdirAll(dir); err != nil {
@@ -77,8 +110,11 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	if err != nil {
 		return err
 	}
-	snaps, err := openSnapshotStore(fsys, filepath.Join(dir, "snapshots"), 2)
+	snaps, err := openPartitionSnapshots(fsys, filepath.Join(dir, "snapshots"), lp, stable, b.logger)
 	if err != nil {
+		return err
+	}
+	if err := finishInterruptedInstall(stable, snaps, lp, b.logger); err != nil {
 		return err
 	}
 	anchor, anchorOffset, fresh, err := groupAnchor(stable, snaps, lp)
@@ -94,7 +130,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 			return err
 		}
 	}
-	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, true, b.logger)
+	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, single, b.logger)
 	if err != nil {
 		return err
 	}
@@ -103,11 +139,24 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 			store.Close()
 		}
 	}()
+	snaps.store = store
+	snaps.onInstall = func() { go b.restartGroup(tp) }
 	trans, err := b.mux.Group(partitionGroupID(t.ID, tp.Partition))
 	if err != nil {
 		return err
 	}
-	conf := newRaftConfig(serverID(b.cfg.NodeID), singleVoterPartitionTiming, b.cfg.Logger)
+	timing := b.partitionTiming
+	if single {
+		timing = singleVoterPartitionTiming
+	}
+	conf := newRaftConfig(serverID(b.cfg.NodeID), timing, b.cfg.Logger)
+	if preferred {
+		// Started a hair longer so that lowering it below (ReloadConfig)
+		// wakes the follower loop, which finds no leader contact and
+		// starts the election now instead of in HeartbeatTimeout.
+		conf.HeartbeatTimeout += time.Millisecond
+		conf.ElectionTimeout = max(conf.ElectionTimeout, conf.HeartbeatTimeout)
+	}
 	fsm := &partitionFSM{store: store}
 	existing, err := raft.HasExistingState(store, stable, snaps)
 	if err != nil {
@@ -115,7 +164,6 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		return err
 	}
 	if !existing {
-		servers := []raft.Server{{Suffrage: raft.Voter, ID: serverID(b.cfg.NodeID), Address: b.mux.Addr()}}
 		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			trans.Close()
 			return fmt.Errorf("replication: bootstrap %s: %w", tp, err)
@@ -126,9 +174,23 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		trans.Close()
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
+	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, voters: replicas, failed: map[raft.ServerID]bool{}}
 	b.groupsMu.Lock()
-	b.groups[tp] = &partitionGroup{tp: tp, lp: lp, raft: r, store: store, voters: 1}
+	b.groups[tp] = g
+	b.byRaft[r] = g
 	b.groupsMu.Unlock()
+	r.RegisterObserver(raft.NewObserver(b.obsCh, true, observationFilter))
+	if r.State() == raft.Leader {
+		b.queueReport(g) // elected before the observer was registered
+	}
+	if preferred {
+		if err := r.ReloadConfig(raft.ReloadableConfig{
+			TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
+			HeartbeatTimeout: timing.Heartbeat, ElectionTimeout: conf.ElectionTimeout,
+		}); err != nil {
+			b.logger.Warn("partition raft: could not start the first election early", "partition", tp.String(), "err", err)
+		}
+	}
 	return nil
 }
 
@@ -136,23 +198,17 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 // the newest snapshot (index, high watermark then), else index 0 at the
 // offset recorded when the group was created; a group without either is
 // new and starts at the log end.
-func groupAnchor(stable *raftStableFile, snaps *snapshotStore, lp *log.Partition) (index uint64, offset int64, fresh bool, err error) {
+func groupAnchor(stable *raftStableFile, snaps *partitionSnapshots, lp *log.Partition) (index uint64, offset int64, fresh bool, err error) {
 	metas, err := snaps.List()
 	if err != nil {
 		return 0, 0, false, err
 	}
 	if len(metas) > 0 {
-		_, rc, err := snaps.Open(metas[0].ID)
+		meta, pos, err := snaps.position(metas[0].ID)
 		if err != nil {
-			return 0, 0, false, err
+			return 0, 0, false, fmt.Errorf("%w: snapshot %s: %w", errPartitionStore, metas[0].ID, err)
 		}
-		var buf [8]byte
-		_, err = io.ReadFull(rc, buf[:])
-		rc.Close()
-		if err != nil {
-			return 0, 0, false, fmt.Errorf("%w: snapshot %s: %v", errPartitionStore, metas[0].ID, err)
-		}
-		return metas[0].Index, int64(binary.BigEndian.Uint64(buf[:])), false, nil
+		return meta.Index, pos.end, false, nil
 	}
 	// raft sets CurrentTerm first thing at bootstrap.
 	if _, err := stable.GetUint64([]byte("CurrentTerm")); errors.Is(err, errStableNotFound) {
@@ -170,11 +226,33 @@ func groupAnchor(stable *raftStableFile, snaps *snapshotStore, lp *log.Partition
 	return 0, int64(v), false, nil
 }
 
+// restartGroup stops and reopens tp's group, so raft re-reads a log store
+// that a snapshot install cut below what raft believed it held.
+func (b *Broker) restartGroup(tp log.TopicPartition) {
+	b.effMu.Lock()
+	defer b.effMu.Unlock()
+	if b.closed.Load() {
+		return
+	}
+	b.closeGroup(tp)
+	t, ok := b.img.Load().topics[tp.Topic]
+	lp := b.logs.Get(tp)
+	if !ok || lp == nil {
+		return
+	}
+	if err := b.openGroup(t, lp); err != nil {
+		b.logger.Error("partition raft group did not restart after a snapshot install", "partition", tp.String(), "err", err)
+	}
+}
+
 // closeGroup stops tp's group (before its log is closed or deleted).
 func (b *Broker) closeGroup(tp log.TopicPartition) {
 	b.groupsMu.Lock()
 	g := b.groups[tp]
 	delete(b.groups, tp)
+	if g != nil {
+		delete(b.byRaft, g.raft)
+	}
 	b.groupsMu.Unlock()
 	if g != nil {
 		g.shutdown(b)
@@ -195,6 +273,7 @@ func (b *Broker) closeGroups() {
 	b.groupsMu.Lock()
 	gs := b.groups
 	b.groups = map[log.TopicPartition]*partitionGroup{}
+	b.byRaft = map[*raft.Raft]*partitionGroup{}
 	b.groupsMu.Unlock()
 	for _, g := range gs {
 		g.shutdown(b)
@@ -207,21 +286,31 @@ func (b *Broker) group(tp log.TopicPartition) *partitionGroup {
 	return b.groups[tp]
 }
 
+func (b *Broker) groupOf(r *raft.Raft) *partitionGroup {
+	b.groupsMu.RLock()
+	defer b.groupsMu.RUnlock()
+	return b.byRaft[r]
+}
+
 // produce proposes one batch to the group and waits until it is committed
 // (applied here). records belongs to the caller and is reused once
 // Produce returns (protocol's pooled bodies), while raft keeps entries
 // (in-flight futures, replication to followers): raft gets a copy.
 func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.AppendResult, error) {
 	if g.raft.State() != raft.Leader {
-		if g.voters != 1 {
-			return log.AppendResult{}, fmt.Errorf("%w: %s", ErrNotLeader, g.tp)
+		if _, id := g.raft.LeaderWithID(); id != "" {
+			return log.AppendResult{}, fmt.Errorf("%w: %s is led by broker %s", ErrNotLeader, g.tp, id)
 		}
-		// A one-voter group that was just opened elects itself at once.
+		// No leader yet: a group that was just opened elects one at once
+		// (its preferred replica starts the election).
 		t := time.NewTimer(leaderWait)
 		defer t.Stop()
 		for g.raft.State() != raft.Leader {
 			if g.raft.State() == raft.Shutdown {
 				return log.AppendResult{}, ErrShuttingDown
+			}
+			if _, id := g.raft.LeaderWithID(); id != "" && g.raft.State() != raft.Leader {
+				return log.AppendResult{}, fmt.Errorf("%w: %s is led by broker %s", ErrNotLeader, g.tp, id)
 			}
 			select {
 			case <-ctx.Done():

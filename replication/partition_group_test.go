@@ -138,7 +138,7 @@ func TestPartitionGroupProduceKeepsNoBufferRF3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &partitionGroup{tp: log.TopicPartition{Topic: "t"}, raft: pc.h.Raft(leader, 0), voters: 3}
+	g := &partitionGroup{tp: log.TopicPartition{Topic: "t"}, raft: pc.h.Raft(leader, 0), voters: []int32{0, 1, 2}}
 	want := map[int64][]byte{}
 	buf := make([]byte, 0, 4096)
 	var next int64

@@ -1,13 +1,13 @@
 package replication
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -58,6 +58,10 @@ type partitionRefusal struct {
 	Msg  string `json:"msg"`
 	Base int64  `json:"base"` // a duplicate's original offsets
 	Last int64  `json:"last"`
+	// Record is 1 + the index of the record the batch was refused for
+	// (log.RecordError), 0 when no one record is named (Produce v8+
+	// reports it in RecordErrors).
+	Record int32 `json:"record,omitempty"`
 }
 
 // refusalCodes maps the log's refusals to stable names.
@@ -79,7 +83,12 @@ var refusalCodes = []struct {
 func refusalOf(err error, res log.AppendResult) (partitionRefusal, bool) {
 	for _, rc := range refusalCodes {
 		if errors.Is(err, rc.err) {
-			return partitionRefusal{Code: rc.code, Msg: err.Error(), Base: res.BaseOffset, Last: res.LastOffset}, true
+			r := partitionRefusal{Code: rc.code, Msg: err.Error(), Base: res.BaseOffset, Last: res.LastOffset}
+			var re *log.RecordError
+			if errors.As(err, &re) && re.Index >= 0 {
+				r.Record = re.Index + 1
+			}
+			return r, true
 		}
 	}
 	return partitionRefusal{}, false
@@ -88,7 +97,11 @@ func refusalOf(err error, res log.AppendResult) (partitionRefusal, bool) {
 func (r partitionRefusal) error() error {
 	for _, rc := range refusalCodes {
 		if rc.code == r.Code {
-			return fmt.Errorf("%w (%s)", rc.err, r.Msg)
+			err := fmt.Errorf("%w (%s)", rc.err, r.Msg)
+			if r.Record > 0 {
+				return &log.RecordError{Index: r.Record - 1, Err: err}
+			}
+			return err
 		}
 	}
 	return fmt.Errorf("%w: refused: %s", errPartitionStore, r.Msg)
@@ -104,6 +117,10 @@ type partitionStore struct {
 	// over segments that retention or compaction changed (doc.go), and an
 	// entry whose batch has gone is returned without data.
 	single bool
+	logger *slog.Logger
+
+	// applied is the last index the FSM applied (GetLog).
+	applied atomic.Uint64
 
 	mu         sync.RWMutex
 	base       uint64     // protected by mu; the anchor's index
@@ -126,7 +143,8 @@ func openPartitionStoreOpts(fsys segment.FS, dir string, p *log.Partition, ancho
 	if err != nil {
 		return nil, err
 	}
-	s := &partitionStore{p: p, side: side, base: anchor, baseOffset: anchorOffset, single: single}
+	s := &partitionStore{p: p, side: side, base: anchor, baseOffset: anchorOffset, single: single, logger: logger}
+	s.applied.Store(anchor)
 	leo := p.Offsets().LogEnd
 	cursor := anchorOffset
 	side.mu.RLock()
@@ -240,9 +258,22 @@ func (s *partitionStore) GetLog(index uint64, out *raft.Log) error {
 		return s.side.GetLog(index, out)
 	}
 	b, err := s.p.BatchAt(l.offset)
-	if err != nil && s.single && errors.Is(err, log.ErrOffsetOutOfRange) {
-		// Removed by retention or compaction since; a lone voter reads
-		// its log only to apply it, and applying needs no data.
+	if err == nil {
+		if h, herr := segment.ParseHeader(b); herr != nil || h.LastOffset() != l.last {
+			// Compaction rewrote the batches here: the entry is gone.
+			err = fmt.Errorf("%w: batch at %d changed", log.ErrOffsetOutOfRange, l.offset)
+		}
+	}
+	if err != nil && errors.Is(err, log.ErrOffsetOutOfRange) {
+		// Removed by retention or compaction since (both act only below
+		// the high watermark). Raft reads an entry either to send it to a
+		// follower -- then ErrLogNotFound, and raft sends a snapshot
+		// instead (it checks for this very value) -- or to apply it after a
+		// restart, which needs no data (partitionFSM.Apply): entries not
+		// applied yet are returned without it.
+		if index <= s.applied.Load() {
+			return raft.ErrLogNotFound
+		}
 		*out = raft.Log{Index: index, Term: l.term, Type: raft.LogCommand}
 		return nil
 	}
@@ -251,6 +282,18 @@ func (s *partitionStore) GetLog(index uint64, out *raft.Log) error {
 	}
 	*out = raft.Log{Index: index, Term: l.term, Type: raft.LogCommand, Data: b}
 	return nil
+}
+
+// resetTo empties the index map and anchors it at (index, offset): after a
+// snapshot install the segments end at offset, which is index.
+func (s *partitionStore) resetTo(index uint64, offset int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.base, s.baseOffset, s.locs = index, offset, nil
+	s.applied.Store(index)
+	if err := s.side.DeleteRange(0, ^uint64(0)); err != nil {
+		s.logger.Warn("partition raft side log not cut after a snapshot install", "err", err)
+	}
 }
 
 func (s *partitionStore) StoreLog(e *raft.Log) error { return s.StoreLogs([]*raft.Log{e}) }
@@ -406,36 +449,38 @@ func (f *partitionFSM) Apply(l *raft.Log) any {
 		return partitionResult{res: r, err: ref.error()}
 	}
 	f.store.p.Commit(loc.last + 1)
+	f.store.applied.Store(l.Index)
 	return partitionResult{res: log.AppendResult{BaseOffset: loc.offset, LastOffset: loc.last, LogAppendTime: loc.appendTime, LogStartOffset: f.store.p.LogStartOffset()}}
 }
 
 // Snapshot: "everything up to the applied index is in the segments". The
 // snapshot holds the high watermark (the end of applied data).
 func (f *partitionFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return partitionSnapshot(f.store.p.Offsets().HighWatermark), nil
+	o := f.store.p.Offsets()
+	return partitionSnapshot{kind: snapKindLocal, end: o.HighWatermark, start: o.LogStart}, nil
 }
 
-// Restore accepts a snapshot this replica's segments already cover (its
-// own, at restart). Installing a leader's snapshot beyond the local log
-// end needs the segment files streamed: not built yet (doc.go).
+// Restore is called with this replica's own newest snapshot at start, and
+// after an install (partition_snapshots.go has then already written the
+// leader's batches): either way the segments cover the position; it
+// commits up to it.
 func (f *partitionFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var b [8]byte
-	if _, err := io.ReadFull(rc, b[:]); err != nil {
-		return fmt.Errorf("%w: snapshot: %v", errPartitionStore, err)
+	h, err := readSnapPosition(rc)
+	if err != nil {
+		return err
 	}
-	off := int64(binary.BigEndian.Uint64(b[:]))
-	if o := f.store.p.Offsets(); off > o.LogEnd {
-		return fmt.Errorf("%w: snapshot up to offset %d is past the local log end %d (segment transfer not built yet)", errPartitionStore, off, o.LogEnd)
+	if o := f.store.p.Offsets(); h.end > o.LogEnd {
+		return fmt.Errorf("%w: snapshot up to offset %d is past the local log end %d", errPartitionStore, h.end, o.LogEnd)
 	}
-	f.store.p.Commit(off)
+	f.store.p.Commit(h.end)
 	return nil
 }
 
-type partitionSnapshot int64
+type partitionSnapshot snapPosition
 
 func (s partitionSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(binary.BigEndian.AppendUint64(nil, uint64(s))); err != nil {
+	if _, err := sink.Write(snapPosition(s).encode()); err != nil {
 		sink.Cancel()
 		return err
 	}

@@ -1,0 +1,192 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/segment"
+)
+
+// leaderOf waits until broker i's image names a leader for topic-p with an
+// elected epoch (> 0) that is running, and returns its index.
+func (q *testQuorum) leaderOf(i int, topic string, p int32) (int, PartitionInfo) {
+	q.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if t, ok := q.brokers[i].Topic(topic); ok && int(p) < len(t.Partitions) {
+			pi := t.Partitions[p]
+			if pi.LeaderEpoch > 0 && pi.Leader > 0 && q.brokers[pi.Leader-1] != nil {
+				return int(pi.Leader - 1), pi
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	q.t.Fatalf("no elected leader for %s-%d", topic, p)
+	return -1, PartitionInfo{}
+}
+
+// produceTo produces b to topic-p through whichever broker leads it,
+// retrying NOT_LEADER while leadership settles.
+func (q *testQuorum) produceTo(topic string, p int32, b []byte) log.AppendResult {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		for _, br := range q.brokers {
+			if br == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			res, err := br.Produce(ctx, topic, p, b)
+			cancel()
+			if err == nil {
+				return res
+			}
+			last = err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	q.t.Fatalf("produce to %s-%d: %v", topic, p, last)
+	return log.AppendResult{}
+}
+
+// localBatches reads every batch of broker i's replica of topic-p.
+func (q *testQuorum) localBatches(i int, topic string, p int32) [][]byte {
+	lp := q.brokers[i].logs.Get(log.TopicPartition{Topic: topic, Partition: p})
+	if lp == nil {
+		q.t.Fatalf("broker %d has no log of %s-%d", i+1, topic, p)
+	}
+	var out [][]byte
+	off := lp.LogStartOffset()
+	for {
+		rr, err := lp.ReadUncommitted(off, 1<<20)
+		if err != nil {
+			q.t.Fatal(err)
+		}
+		if len(rr.Records) == 0 {
+			return out
+		}
+		spans, err := segment.SplitBatches(rr.Records, 1<<20)
+		if err != nil {
+			q.t.Fatal(err)
+		}
+		for _, sp := range spans {
+			b := rr.Records[sp[0]:sp[1]]
+			out = append(out, b)
+			h, _ := segment.ParseHeader(b)
+			off = h.LastOffset() + 1
+		}
+	}
+}
+
+// waitSameReplicas waits until all running brokers hold identical batches
+// for topic-p, want of them.
+func (q *testQuorum) waitSameReplicas(topic string, p int32, want int) {
+	q.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var ref [][]byte
+		same := true
+		for i, br := range q.brokers {
+			if br == nil {
+				continue
+			}
+			got := q.localBatches(i, topic, p)
+			if len(got) != want {
+				same = false
+				break
+			}
+			if ref == nil {
+				ref = got
+				continue
+			}
+			for k := range got {
+				if !bytes.Equal(got[k], ref[k]) {
+					q.t.Fatalf("broker %d batch %d differs from the others", i+1, k)
+				}
+			}
+		}
+		if same {
+			return
+		}
+		if time.Now().After(deadline) {
+			for i, br := range q.brokers {
+				if br != nil {
+					q.t.Logf("broker %d holds %d batches", i+1, len(q.localBatches(i, topic, p)))
+				}
+			}
+			q.t.Fatalf("replicas of %s-%d never converged on %d batches", topic, p, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A partition of replication factor 3: the group elects a leader, which
+// records itself and its epoch in the metadata; produce commits on the
+// leader and is refused by followers; every replica stores identical
+// batches stamped with the epoch; the loss of the leader elects another
+// that keeps every acknowledged batch and takes writes; the old leader
+// catches up when it returns.
+func TestReplicatedPartition(t *testing.T) {
+	q := newTestQuorum(t)
+	ctx := context.Background()
+	q.controller()
+	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "rep", NumPartitions: 2, ReplicationFactor: 3}); err != nil {
+		t.Fatal(err)
+	}
+	li, pi := q.leaderOf(0, "rep", 0)
+	if len(pi.Replicas) != 3 || len(pi.ISR) != 3 {
+		t.Fatalf("partition info %+v", pi)
+	}
+	for i := range q.brokers {
+		_, got := q.leaderOf(i, "rep", 0)
+		if got.Leader != pi.Leader || got.LeaderEpoch < pi.LeaderEpoch {
+			t.Fatalf("broker %d sees %+v, broker 1 %+v", i+1, got, pi)
+		}
+	}
+	for i := range q.brokers {
+		_, err := q.brokers[i].Produce(ctx, "rep", 0, batch(1, -1, -1, -1))
+		if i == li && err != nil {
+			t.Fatalf("leader %d: %v", i+1, err)
+		}
+		if i != li && !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("follower %d: %v", i+1, err)
+		}
+	}
+	acked := 1
+	for k := 0; k < 20; k++ {
+		q.produceTo("rep", 0, batch(2, -1, -1, -1))
+		acked++
+	}
+	q.waitSameReplicas("rep", 0, acked)
+	for _, b := range q.localBatches(li, "rep", 0) {
+		h, _ := segment.ParseHeader(b)
+		if h.LeaderEpoch != q.brokers[li].img.Load().topics["rep"].Partitions[0].LeaderEpoch {
+			t.Fatalf("batch at %d has epoch %d, the leader's is %+v", h.BaseOffset, h.LeaderEpoch, q.brokers[li].img.Load().topics["rep"].Partitions[0])
+		}
+	}
+
+	// Lose the leader.
+	q.brokers[li].Close()
+	q.brokers[li] = nil
+	start := time.Now()
+	res := q.produceTo("rep", 0, batch(1, -1, -1, -1))
+	acked++
+	t.Logf("leader loss to next committed produce: %v", time.Since(start).Round(time.Millisecond))
+	if res.BaseOffset != int64(1+20*2) {
+		t.Fatalf("first produce after failover at %d, want %d", res.BaseOffset, 1+20*2)
+	}
+	other := (li + 1) % 3
+	nl, npi := q.leaderOf(other, "rep", 0)
+	if nl == li || npi.LeaderEpoch <= pi.LeaderEpoch {
+		t.Fatalf("after failover %+v (before %+v)", npi, pi)
+	}
+	if err := q.start(li); err != nil {
+		t.Fatal(err)
+	}
+	q.waitSameReplicas("rep", 0, acked)
+}

@@ -1,0 +1,322 @@
+package replication
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Partition leaders in the metadata (doc.go, "Leaders and epochs"). A
+// partition's Raft group elects its leader; the leader epoch is the
+// leader's Raft term (the epoch stamped into every batch it appends). The
+// new leader reports (leader, epoch, ISR) to the controller as a
+// CmdPartitionLeaders metadata command, so that every broker answers
+// Metadata, Fetch and OffsetForLeaderEpoch with the same leader and epoch.
+// Reports are batched: a broker that wins a thousand elections at start
+// sends a few commands, not a thousand.
+
+const (
+	// maxLeadersPerCommand bounds one CmdPartitionLeaders (each report is
+	// ~100 bytes of JSON in the metadata log).
+	maxLeadersPerCommand = 2000
+	// leaderReportRetry is the wait before a report the controller did not
+	// take is sent again.
+	leaderReportRetry = 200 * time.Millisecond
+	// createLeaderWait bounds CreateTopics' wait for the new partitions'
+	// groups to elect and report their leaders (Kafka answers once the
+	// controller has chosen leaders; clients retry LEADER_NOT_AVAILABLE).
+	createLeaderWait = 10 * time.Second
+)
+
+// LeaderReport is one partition's leadership as its group elected it.
+// Field names are in the metadata log.
+type LeaderReport struct {
+	TopicID   [16]byte `json:"t"`
+	Partition int32    `json:"p"`
+	Leader    int32    `json:"l"`
+	Epoch     int32    `json:"e"`
+	ISR       []int32  `json:"isr,omitempty"`
+}
+
+// applyLeaders updates the partitions named in rs. A report older than
+// what the image holds (a lower epoch) is skipped: reports race, the
+// highest epoch wins. Reports of unknown partitions (deleted since) and of
+// leaders that are not replicas are skipped too.
+func (im *image) applyLeaders(rs []LeaderReport) {
+	changed := map[[16]byte]*TopicInfo{}
+	for _, r := range rs {
+		t, ok := changed[r.TopicID]
+		if !ok {
+			if t, ok = im.byID[r.TopicID]; !ok {
+				continue
+			}
+		}
+		if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
+			continue
+		}
+		cur := t.Partitions[r.Partition]
+		if !containsNode(cur.Replicas, r.Leader) || r.Epoch < cur.LeaderEpoch ||
+			(r.Epoch == cur.LeaderEpoch && (r.Leader != cur.Leader || equalNodes(r.ISR, cur.ISR))) {
+			continue
+		}
+		if _, copied := changed[r.TopicID]; !copied {
+			nt := *t
+			nt.Partitions = append([]PartitionInfo(nil), t.Partitions...)
+			t = &nt
+			changed[r.TopicID] = t
+		}
+		isr := []int32{r.Leader}
+		for _, n := range cur.Replicas {
+			if n != r.Leader && containsNode(r.ISR, n) {
+				isr = append(isr, n)
+			}
+		}
+		p := &t.Partitions[r.Partition]
+		p.Leader, p.LeaderEpoch, p.ISR = r.Leader, r.Epoch, isr
+	}
+	if len(changed) == 0 {
+		return
+	}
+	im.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		for id, t := range changed {
+			topics[t.Name] = t
+			byID[id] = t
+		}
+	})
+}
+
+func equalNodes(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x := append([]int32(nil), a...)
+	y := append([]int32(nil), b...)
+	sort.Slice(x, func(i, j int) bool { return x[i] < x[j] })
+	sort.Slice(y, func(i, j int) bool { return y[i] < y[j] })
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// observe is the one goroutine that turns the groups' raft observations
+// into leader reports; it ends when the broker closes.
+func (b *Broker) observe() {
+	defer close(b.observerDone)
+	for {
+		select {
+		case <-b.stop:
+			return
+		case o := <-b.obsCh:
+			g := b.groupOf(o.Raft)
+			if g == nil {
+				continue
+			}
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				g.setFailed(d.PeerID, true)
+			case raft.ResumedHeartbeatObservation:
+				g.setFailed(d.PeerID, false)
+			}
+			if o.Raft.State() == raft.Leader {
+				b.queueReport(g)
+			}
+		}
+	}
+}
+
+// queueReport asks the reporter to (re)send g's leadership.
+func (b *Broker) queueReport(g *partitionGroup) {
+	b.reportMu.Lock()
+	b.reports[g.tp] = g
+	b.reportMu.Unlock()
+	select {
+	case b.reportWake <- struct{}{}:
+	default:
+	}
+}
+
+// reportLeaders sends queued leader reports to the controller until the
+// broker closes.
+func (b *Broker) reportLeaders() {
+	defer close(b.reporterDone)
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.reportWake:
+		}
+		for {
+			b.reportMu.Lock()
+			batch := make([]*partitionGroup, 0, len(b.reports))
+			for tp, g := range b.reports {
+				if len(batch) == maxLeadersPerCommand {
+					break
+				}
+				batch = append(batch, g)
+				delete(b.reports, tp)
+			}
+			b.reportMu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			var rs []LeaderReport
+			for _, g := range batch {
+				if r, ok := g.report(b); ok {
+					rs = append(rs, r)
+				}
+			}
+			if len(rs) == 0 {
+				continue
+			}
+			if err := b.commitReports(rs); err != nil {
+				if errors.Is(err, ErrShuttingDown) || b.closed.Load() {
+					return
+				}
+				b.logger.Warn("partition leaders not recorded in the metadata yet; retrying", "partitions", len(rs), "err", err)
+				for _, g := range batch {
+					b.queueReportQuiet(g)
+				}
+				select {
+				case <-b.stop:
+					return
+				case <-time.After(leaderReportRetry):
+				}
+			}
+		}
+	}
+}
+
+func (b *Broker) queueReportQuiet(g *partitionGroup) {
+	b.reportMu.Lock()
+	if _, ok := b.reports[g.tp]; !ok {
+		b.reports[g.tp] = g
+	}
+	b.reportMu.Unlock()
+}
+
+// report is g's leadership as this broker, its leader, sees it; false when
+// this broker does not lead g (any more) or the image already says so.
+func (g *partitionGroup) report(b *Broker) (LeaderReport, bool) {
+	if g.raft.State() != raft.Leader {
+		return LeaderReport{}, false
+	}
+	term := g.raft.CurrentTerm()
+	if term > 1<<31-1 {
+		return LeaderReport{}, false
+	}
+	r := LeaderReport{TopicID: g.topicID, Partition: g.tp.Partition, Leader: b.cfg.NodeID, Epoch: int32(term), ISR: g.isr(b.cfg.NodeID)}
+	if t, ok := b.img.Load().byID[g.topicID]; ok && int(r.Partition) < len(t.Partitions) {
+		cur := t.Partitions[r.Partition]
+		if cur.Leader == r.Leader && cur.LeaderEpoch == r.Epoch && equalNodes(cur.ISR, r.ISR) {
+			return LeaderReport{}, false
+		}
+	}
+	return r, true
+}
+
+// commitReports has the controller record rs. It does not take the writer
+// lock: reports are idempotent and ordered by epoch (applyLeaders), and a
+// writer holding the lock may be waiting for them (CreateTopic).
+func (b *Broker) commitReports(rs []LeaderReport) error {
+	c := Command{Type: CmdPartitionLeaders, Leaders: rs}
+	if err := b.rlog.Err(); err != nil {
+		return err
+	}
+	if b.raft.State() == raft.Leader {
+		_, _, err := b.proposeLocked(c)
+		return err
+	}
+	addr, id := b.raft.LeaderWithID()
+	if id == "" {
+		return fmt.Errorf("%w: no metadata leader", ErrNotController)
+	}
+	req, err := json.Marshal(forwardRequest{Command: c})
+	if err != nil {
+		return err
+	}
+	out, err := b.mux.Forward(addr, req, metadataApplyTimeout)
+	if err != nil {
+		return fmt.Errorf("%w: forward to controller %s: %v", ErrNotController, id, err)
+	}
+	var resp forwardResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return fmt.Errorf("%w: controller answer: %v", ErrNotController, err)
+	}
+	if resp.Err != "" {
+		return sentinelError(resp.Err, resp.Msg)
+	}
+	return nil
+}
+
+// waitLeaders waits (bounded) until every partition of topic from first
+// on has a leader its group elected (epoch above 0, the epoch a partition
+// is created with).
+func (b *Broker) waitLeaders(ctx context.Context, topic string, first int32) {
+	ctx, cancel := context.WithTimeout(ctx, createLeaderWait)
+	defer cancel()
+	for {
+		t, ok := b.img.Load().topics[topic]
+		if !ok {
+			return
+		}
+		done := true
+		for _, p := range t.Partitions[min(int(first), len(t.Partitions)):] {
+			if p.LeaderEpoch <= 0 {
+				done = false
+				break
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.logger.Warn("new partitions have no elected leader yet", "topic", topic)
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// observationFilter keeps the observations observe acts on.
+func observationFilter(o *raft.Observation) bool {
+	switch o.Data.(type) {
+	case raft.RaftState, raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+		return true
+	}
+	return false
+}
+
+// setFailed records whether the leader's heartbeats to peer fail.
+func (g *partitionGroup) setFailed(peer raft.ServerID, failed bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if failed {
+		g.failed[peer] = true
+	} else {
+		delete(g.failed, peer)
+	}
+}
+
+// isr is the in-sync replicas as the leader sees them: itself and every
+// voter its heartbeats reach (hashicorp/raft reports a follower whose
+// heartbeats fail, and again when they resume).
+func (g *partitionGroup) isr(self int32) []int32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := []int32{self}
+	for _, n := range g.voters {
+		if n != self && !g.failed[serverID(n)] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
