@@ -135,6 +135,9 @@ func TestReplicatedPartition(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
+	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
+		time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
+	}
 	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "rep", NumPartitions: 2, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}
