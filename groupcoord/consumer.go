@@ -1,6 +1,7 @@
 package groupcoord
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -35,6 +36,7 @@ type cmember struct {
 	epoch, prevEpoch int32
 	rebalanceTimeout time.Duration
 	subscribed       []string // sorted topic names
+	regex            string   // SubscribedTopicRegex ("" = none; regex.go)
 	assignor         string   // requested server assignor ("" = the group default)
 
 	assigned      assignment // partitions the member owns (told to it)
@@ -70,6 +72,9 @@ type cgroup struct {
 	// without bumping the epoch).
 	topics   map[string]topicMeta
 	assignor string // assignor of the last target
+	// regexes are the resolutions of the regexes members subscribe with
+	// (regex.go); a cache, rebuilt after a load.
+	regexes map[string]*regexState
 }
 
 func newCGroup(id string) *cgroup {
@@ -113,7 +118,16 @@ type heartbeatArgs struct {
 	req        *kmsg.ConsumerGroupHeartbeatRequest
 	clientID   string
 	clientHost string
+	// topicNames lists every topic, for regex subscriptions (nil = no
+	// topics to match).
+	topicNames topicLister
 }
+
+// Member epochs with a meaning of their own (KIP-848).
+const (
+	epochLeave       int32 = -1 // the member leaves the group
+	epochStaticLeave int32 = -2 // a static member leaves for now, keeping its place
+)
 
 func hbError(version int16, code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
@@ -129,22 +143,35 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 	req := a.req
 	v := req.Version
 	switch req.MemberEpoch {
-	case -1, -2: // leave (-2: a static member leaving for now)
-		m := g.members[req.MemberID]
-		if m == nil {
+	case epochLeave, epochStaticLeave:
+		if req.MemberEpoch == epochStaticLeave && req.InstanceID == nil {
+			return hbError(v, kerr.InvalidRequest.Code, "InstanceId can't be null.")
+		}
+		var m *cmember
+		if req.InstanceID != nil {
+			var r *kmsg.ConsumerGroupHeartbeatResponse
+			if m, r = g.staticMember(v, req); r != nil {
+				return r
+			}
+		} else if m = g.members[req.MemberID]; m == nil {
 			return hbError(v, kerr.UnknownMemberID.Code, "")
 		}
-		if req.MemberEpoch == -2 && m.instanceID != nil {
-			// A static member leaving for now keeps its place (and its
-			// partitions) until its session expires, so that the same
-			// instance rejoining takes them back without a rebalance.
+		if req.MemberEpoch == epochStaticLeave {
+			// A static member leaving for now keeps its place and its
+			// partitions (not those it was revoking) until its session
+			// expires, so that the same instance rejoining -- under any
+			// member ID -- takes them back without a rebalance.
+			g.release(m, m.pendingRevoke)
+			m.pendingRevoke = assignment{}
+			m.prevEpoch, m.epoch = m.epoch, epochStaticLeave
 			m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
+			e.records = append(e.records, record{Key: cgKey(keyCGCurrent, g.id, &m.id), Value: cgCurrentValue(m)})
 		} else {
 			g.removeMember(e, m)
 			g.bumpEpoch(e)
 		}
 		r := hbError(v, 0, "")
-		id := req.MemberID
+		id := m.id
 		r.MemberID, r.MemberEpoch = &id, req.MemberEpoch
 		return r
 	case 0:
@@ -155,7 +182,7 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 			req.MemberID = c.NewMemberID(a.clientID)
 		}
 		if req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil {
-			return hbError(v, kerr.InvalidRequest.Code, "SubscribedTopicNames must be set in first request.")
+			return hbError(v, kerr.InvalidRequest.Code, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
 		}
 		if req.RebalanceTimeoutMillis <= 0 {
 			return hbError(v, kerr.InvalidRequest.Code, "RebalanceTimeoutMs must be provided in first request.")
@@ -165,8 +192,10 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 			return hbError(v, kerr.InvalidRequest.Code, "MemberId can't be empty.")
 		}
 	}
-	if req.SubscribedTopicRegex != nil {
-		return hbError(v, kerr.InvalidRequest.Code, "SubscribedTopicRegex is not supported by this broker.")
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		if _, err := compileSubscriptionRegex(*req.SubscribedTopicRegex); err != nil {
+			return hbError(v, kerr.InvalidRegularExpression.Code, err.Error())
+		}
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != "uniform" && *req.ServerAssignor != "range" {
 		return hbError(v, kerr.UnsupportedAssignor.Code, "")
@@ -178,26 +207,37 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 			return hbError(v, kerr.GroupMaxSizeReached.Code, "")
 		}
 		if req.InstanceID != nil {
-			if old, ok := g.static[*req.InstanceID]; ok && old != req.MemberID {
-				// A static member rejoining with a new ID takes the old
-				// one's place and assignment (KIP-345 for KIP-848).
+			if old, ok := g.static[*req.InstanceID]; ok {
 				om := g.members[old]
-				delete(g.members, old)
-				e.records = append(e.records, g.memberTombstones(old)...)
-				om.id = req.MemberID
-				g.members[om.id] = om
-				g.target[om.id] = g.target[old]
-				delete(g.target, old)
-				for tp, o := range g.owner {
-					if o == old {
-						g.owner[tp] = om.id
-					}
+				if om.epoch != epochStaticLeave {
+					// The instance's current member has not left: the new
+					// one may not take its place (Kafka:
+					// throwIfInstanceIdIsUnreleased).
+					return hbError(v, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
+						"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
+						req.MemberID, *req.InstanceID, old))
 				}
-				g.static[*req.InstanceID] = om.id
-				om.sent = nil
-				e.records = append(e.records,
-					record{Key: cgKey(keyCGTargetMember, g.id, &om.id), Value: cgTargetValue(g.target[om.id])},
-					record{Key: cgKey(keyCGCurrent, g.id, &om.id), Value: cgCurrentValue(om)})
+				// The member that left for now is replaced: the new one
+				// takes its place and its partitions at epoch 0 (KIP-345
+				// for KIP-848), under the new member ID if it has one.
+				if old != req.MemberID {
+					delete(g.members, old)
+					e.records = append(e.records, g.memberTombstones(old)...)
+					om.id = req.MemberID
+					g.members[om.id] = om
+					g.target[om.id] = g.target[old]
+					delete(g.target, old)
+					for tp, o := range g.owner {
+						if o == old {
+							g.owner[tp] = om.id
+						}
+					}
+					g.static[*req.InstanceID] = om.id
+					e.records = append(e.records, record{Key: cgKey(keyCGTargetMember, g.id, &om.id), Value: cgTargetValue(g.target[om.id])})
+				}
+				// Its member record is written below (epoch 0 always is),
+				// its current assignment by reconcile.
+				om.epoch, om.prevEpoch, om.sent = 0, 0, nil
 				m = om
 			}
 		}
@@ -215,6 +255,11 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 		}
 		m.sent = nil
 	} else {
+		if req.InstanceID != nil {
+			if _, r := g.staticMember(v, req); r != nil {
+				return r
+			}
+		}
 		if m == nil {
 			return hbError(v, kerr.UnknownMemberID.Code, "")
 		}
@@ -255,6 +300,10 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 			changed, bump = true, true
 		}
 	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
+		m.regex = *req.SubscribedTopicRegex
+		changed, bump = true, true
+	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
 		m.assignor = *req.ServerAssignor
 		changed, bump = true, true
@@ -263,8 +312,9 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 		e.records = append(e.records, record{Key: cgKey(keyCGMember, g.id, &m.id), Value: cgMemberValue(m)})
 	}
 	m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
-	// Topic metadata: a new or grown subscribed topic bumps the epoch.
-	if g.refreshTopics(topics) {
+	// Topic metadata: a new or grown subscribed topic, or a regex that
+	// matches other topics now, bumps the epoch.
+	if g.refreshTopics(topics, a.topicNames) {
 		bump = true
 	}
 	if bump {
@@ -344,12 +394,14 @@ func (g *cgroup) bumpEpoch(e *effects) {
 	e.records = append(e.records, record{Key: cgKey(keyCGMetadata, g.id, nil), Value: cgEpochValue(g.epoch)})
 }
 
-// refreshTopics re-reads the subscribed topics; a change bumps the epoch
-// (except right after a load, when the old metadata is unknown).
-func (g *cgroup) refreshTopics(topics topicSource) bool {
+// refreshTopics re-reads the subscribed topics (re-resolving regexes); a
+// change bumps the epoch (except right after a load, when the old metadata
+// is unknown).
+func (g *cgroup) refreshTopics(topics topicSource, list topicLister) bool {
+	regexChanged := g.resolveRegexes(list)
 	now := map[string]topicMeta{}
 	for _, m := range g.members {
-		for _, t := range m.subscribed {
+		for _, t := range g.memberTopics(m) {
 			if tm, ok := topics(t); ok {
 				now[t] = tm
 			}
@@ -368,7 +420,7 @@ func (g *cgroup) refreshTopics(topics topicSource) bool {
 		}
 	}
 	g.topics = now
-	return !same
+	return !same || regexChanged
 }
 
 // targetCovers reports whether the target assignment covers exactly the
@@ -401,7 +453,7 @@ func (g *cgroup) computeTarget(e *effects) {
 	votes := map[string]int{}
 	for _, m := range g.sortedMembers() {
 		in.members = append(in.members, m.id)
-		for _, t := range m.subscribed {
+		for _, t := range g.memberTopics(m) {
 			if tm, ok := g.topics[t]; ok {
 				in.subs[m.id] = append(in.subs[m.id], tm)
 			}
@@ -506,6 +558,21 @@ func (g *cgroup) memberTombstones(id string) []record {
 	}
 }
 
+// staticMember finds the member of a static request's instance ID, or the
+// error Kafka answers: UNKNOWN_MEMBER_ID for an unknown instance,
+// FENCED_INSTANCE_ID when the instance belongs to another member ID.
+func (g *cgroup) staticMember(v int16, req *kmsg.ConsumerGroupHeartbeatRequest) (*cmember, *kmsg.ConsumerGroupHeartbeatResponse) {
+	id, ok := g.static[*req.InstanceID]
+	if !ok {
+		return nil, hbError(v, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID))
+	}
+	if id != req.MemberID {
+		return nil, hbError(v, kerr.FencedInstanceID.Code, fmt.Sprintf(
+			"The static member %s with instance id %s is fenced by existing member %s.", req.MemberID, *req.InstanceID, id))
+	}
+	return g.members[id], nil
+}
+
 // tick expires sessions and members that did not revoke in time.
 func (g *cgroup) tick(e *effects, now time.Time) {
 	for _, m := range g.sortedMembers() {
@@ -569,6 +636,10 @@ func (g *cgroup) describe(names func([16]byte) string) kmsg.ConsumerGroupDescrib
 		dm.MemberID, dm.InstanceID, dm.RackID = m.id, m.instanceID, m.rackID
 		dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.epoch, m.clientID, m.clientHost
 		dm.SubscribedTopics = append([]string{}, m.subscribed...)
+		if m.regex != "" {
+			re := m.regex
+			dm.SubscribedTopicRegex = &re
+		}
 		dm.Assignment = toAssignment(m.assigned)
 		dm.TargetAssignment = toAssignment(g.target[m.id])
 		dm.MemberType = 1 // consumer protocol
@@ -622,7 +693,10 @@ func (g *cgroup) replay(version int16, member string, value []byte, now time.Tim
 		for i := 0; i < n && d.err == nil; i++ {
 			m.subscribed = append(m.subscribed, d.cstr())
 		}
-		d.cnstr()
+		m.regex = ""
+		if re := d.cnstr(); re != nil {
+			m.regex = *re
+		}
 		if ms := d.i32(); ms > 0 {
 			m.rebalanceTimeout = time.Duration(ms) * time.Millisecond
 		}

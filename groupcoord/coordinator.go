@@ -882,7 +882,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 		if cg == nil {
 			cg = newCGroup(req.Group)
 		}
-		resp := cg.heartbeat(&s.c.cfg, e, s.c.cfg.Now(), heartbeatArgs{req: req, clientID: clientID, clientHost: clientHost}, s.topicSource)
+		resp := cg.heartbeat(&s.c.cfg, e, s.c.cfg.Now(), heartbeatArgs{req: req, clientID: clientID, clientHost: clientHost, topicNames: s.c.broker.TopicNames}, s.topicSource)
 		if cg.epoch > 0 {
 			s.cgroups[req.Group] = cg
 		}

@@ -73,8 +73,13 @@
 //   - KIP-848: the subscribed topics' metadata is not persisted
 //     (ConsumerGroupPartitionMetadata); after a load the first heartbeat
 //     compares the topics with what the target assignment covers and
-//     bumps the epoch if they differ. Regex subscriptions are refused. A static member rejoining while its predecessor is still
-//     active replaces it (Kafka answers UNRELEASED_INSTANCE_ID).
+//     bumps the epoch if they differ. Regex subscriptions (regex.go) are
+//     resolved with Go's RE2 at each heartbeat whose metadata version
+//     moved, not asynchronously, and their resolutions are not stored
+//     (Kafka's ConsumerGroupRegularExpression records): a load resolves
+//     them again. Static members follow Kafka: UNRELEASED_INSTANCE_ID
+//     while the instance's member has not left with epoch -2, then the
+//     newcomer takes its place and partitions at epoch 0.
 //   - A commit of more than ~900 KiB of offsets is written as several
 //     batches, so it is not atomic across them.
 package groupcoord

@@ -223,7 +223,7 @@ func cgMemberValue(m *cmember) []byte {
 	for _, t := range m.subscribed {
 		e.cstr(t)
 	}
-	e.cnstr(nil) // regex: not supported
+	e.cnstr(strPtrOrNil(m.regex))
 	e.i32(int32(m.rebalanceTimeout.Milliseconds()))
 	e.cnstr(strPtrOrNil(m.assignor))
 	e.tags()

@@ -104,6 +104,18 @@ type scriptEnv struct {
 	ids    int
 	cg     *cgroup              // the KIP-848 group "g"
 	topics map[string]topicMeta // topics the KIP-848 assignors see
+	// topicVersion moves whenever topics changes (the metadata version
+	// regex subscriptions are resolved against).
+	topicVersion int64
+}
+
+func (env *scriptEnv) listTopics() ([]string, int64) {
+	names := make([]string, 0, len(env.topics))
+	for n := range env.topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, env.topicVersion
 }
 
 func topicID(name string) [16]byte {
@@ -148,6 +160,9 @@ func (env *scriptEnv) describeCGroup() string {
 	var ms []string
 	for _, m := range g.sortedMembers() {
 		s := fmt.Sprintf("%s@%d[%s]", m.id, m.epoch, describeAssignment(m.assigned))
+		if m.regex != "" {
+			s += fmt.Sprintf("{/%s/ %s}", m.regex, strings.Join(g.memberTopics(m), ","))
+		}
 		if len(m.pendingRevoke) > 0 {
 			s += "-revoking[" + describeAssignment(m.pendingRevoke) + "]"
 		}
@@ -304,6 +319,11 @@ func (env *scriptEnv) run(t *testing.T, line string) string {
 		out = append(out, "restarted")
 	case "topic":
 		env.topics[pos[0]] = topicMeta{name: pos[0], id: topicID(pos[0]), partitions: int32(num("partitions", 1))}
+		env.topicVersion++
+		out = append(out, "ok")
+	case "untopic":
+		delete(env.topics, pos[0])
+		env.topicVersion++
 		out = append(out, "ok")
 	case "cg-hb":
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
@@ -317,12 +337,18 @@ func (env *scriptEnv) run(t *testing.T, line string) string {
 		if v, ok := args["assignor"]; ok {
 			req.ServerAssignor = &v
 		}
+		if v, ok := args["regex"]; ok {
+			req.SubscribedTopicRegex = &v
+		}
 		if v, ok := args["owned"]; ok {
 			req.Topics = env.parseOwned(v)
 		}
 		src := func(n string) (topicMeta, bool) { t, ok := env.topics[n]; return t, ok }
-		r := env.cg.heartbeat(&env.cfg, &e, env.now, heartbeatArgs{req: req, clientID: "c", clientHost: "/h"}, src)
+		r := env.cg.heartbeat(&env.cfg, &e, env.now, heartbeatArgs{req: req, clientID: "c", clientHost: "/h", topicNames: env.listTopics}, src)
 		line := "hb " + codeName(r.ErrorCode)
+		if r.ErrorMessage != nil {
+			line += fmt.Sprintf(" %q", *r.ErrorMessage)
+		}
 		if r.ErrorCode == 0 {
 			line += fmt.Sprintf(" epoch=%d", r.MemberEpoch)
 			if r.Assignment != nil {
@@ -355,8 +381,8 @@ func (env *scriptEnv) run(t *testing.T, line string) string {
 		out = append(out, fmt.Sprintf("reply to %q: %s", env.labels[r.id], describeResp(r.resp)))
 	}
 	switch {
-	case strings.HasPrefix(cmd, "cg-") || cmd == "topic":
-		if cmd != "topic" {
+	case strings.HasPrefix(cmd, "cg-") || cmd == "topic" || cmd == "untopic":
+		if cmd != "topic" && cmd != "untopic" {
 			out = append(out, env.describeCGroup())
 		}
 	case cmd == "restart":
