@@ -728,6 +728,9 @@ func (b *Broker) AllocateProducerID(ctx context.Context) (int64, error) {
 // result.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		// Controlled shutdown: leaderships move to other replicas first,
+		// while this broker still serves (followers catch up from it).
+		b.handOffLeaderships()
 		b.closed.Store(true)
 		b.mu.Lock()
 		defer b.mu.Unlock()

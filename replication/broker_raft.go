@@ -250,6 +250,9 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 // over the Mux; field names are on the wire between brokers.
 type forwardRequest struct {
 	Command Command `json:"command"`
+	// Transfer, when set, is a leadership transfer for the partition's
+	// leader (partition_transfer.go) instead of a metadata command.
+	Transfer *transferRequest `json:"transfer,omitempty"`
 }
 
 type forwardResponse struct {
@@ -294,6 +297,9 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), metadataApplyTimeout)
 	defer cancel()
 	var resp forwardResponse
+	if req.Transfer != nil {
+		return json.Marshal(b.handleTransfer(req.Transfer))
+	}
 	if req.Command.Type == CmdPartitionLeaders {
 		// Not under the writer lock (commitReports): a writer holding it
 		// may be waiting for these very reports.

@@ -192,4 +192,64 @@ func TestReplicatedPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.waitSameReplicas("rep", 0, acked)
+
+	// Preferred leader election: leadership goes back to the first
+	// replica once it is in the ISR.
+	pref := pi.Replicas[0]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := q.brokers[0].ElectLeader(ctx, "rep", 0, ElectPreferred)
+		if errors.Is(err, ErrElectionNotNeeded) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("preferred election: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := range q.brokers {
+		if _, got := q.leaderOf(i, "rep", 0); got.Leader != pref {
+			for w := 0; w < 200 && got.Leader != pref; w++ {
+				time.Sleep(20 * time.Millisecond)
+				_, got = q.leaderOf(i, "rep", 0)
+			}
+			if got.Leader != pref {
+				t.Fatalf("broker %d sees leader %d after the preferred election, want %d", i+1, got.Leader, pref)
+			}
+		}
+	}
+
+	// DeleteRecords moves the log start on every replica.
+	li, _ = q.leaderOf(0, "rep", 0)
+	if start, err := q.brokers[li].DeleteRecords(ctx, "rep", 0, 10); err != nil || start != 10 {
+		t.Fatalf("DeleteRecords: %d, %v", start, err)
+	}
+	for i := range q.brokers {
+		lp := q.brokers[i].logs.Get(log.TopicPartition{Topic: "rep", Partition: 0})
+		for w := 0; w < 500 && lp.LogStartOffset() != 10; w++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := lp.LogStartOffset(); got != 10 {
+			t.Fatalf("broker %d: log start %d after DeleteRecords, want 10", i+1, got)
+		}
+	}
+
+	// A clean stop hands leadership over: the next leader is in the
+	// metadata well before an election timeout would have passed.
+	_, before := q.leaderOf(0, "rep", 0)
+	q.brokers[li].Close()
+	q.brokers[li] = nil
+	other = (li + 1) % 3
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		nl, got := q.leaderOf(other, "rep", 0)
+		if nl != li && got.LeaderEpoch > before.LeaderEpoch {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader after a clean stop: %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	q.produceTo("rep", 0, batch(1, -1, -1, -1))
 }

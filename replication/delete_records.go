@@ -2,8 +2,11 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
 )
@@ -19,9 +22,8 @@ var ErrPolicyViolation = errors.New("replication: policy violation")
 // ErrOffsetOutOfRange. An offset above the high watermark, or negative
 // other than -1, is ErrOffsetOutOfRange.
 //
-// With one voter the leader's log is the only replica. (With replicated
-// partitions the new log start must reach every replica; the Raft
-// partition groups carry it.)
+// The new log start is an entry of the partition's Raft group, so it
+// reaches every replica.
 func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, err
@@ -40,10 +42,24 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 	case offset < 0 || offset > offs.HighWatermark:
 		return -1, fmt.Errorf("%w: cannot delete records of %s-%d before %d: not in [0, %d]", log.ErrOffsetOutOfRange, topic, partition, offset, offs.HighWatermark)
 	}
-	start, err := lp.AdvanceLogStart(offset)
-	if err != nil {
-		return -1, err
+	// Through the partition's group, so every replica moves its log start
+	// (partitionFSM.applyDeleteRecords) in log order.
+	g := b.group(lp.TopicPartition())
+	if g == nil {
+		return -1, fmt.Errorf("%w: %s-%d has no raft group", log.ErrStorage, topic, partition)
 	}
+	f := g.raft.ApplyLog(raft.Log{Data: binary.BigEndian.AppendUint64(nil, uint64(offset)), Extensions: []byte{extDeleteRecords}}, produceApplyTimeout)
+	if err := f.Error(); err != nil {
+		return -1, raftErr(g, err)
+	}
+	r, ok := f.Response().(partitionResult)
+	if !ok {
+		return -1, fmt.Errorf("%w: %s-%d: unexpected raft response %T", log.ErrStorage, topic, partition, f.Response())
+	}
+	if r.err != nil {
+		return -1, r.err
+	}
+	start := r.res.LogStartOffset
 	b.logger.Info("records deleted", "topic", topic, "partition", partition, "log_start", start)
 	return start, nil
 }

@@ -34,12 +34,12 @@ var (
 //     first replica (always so with one replica);
 //   - unclean: ErrElectionNotNeeded when the partition has a leader.
 //
-// Otherwise a leader would have to move. Partition leadership does not
-// move yet (a partition's leader is the one the metadata image names at
-// creation, until the per-partition Raft groups can hand leadership
-// over), so such an election fails honestly with
-// ErrPreferredLeaderNotAvailable / ErrEligibleLeadersNotAvailable instead
-// of claiming success.
+// Otherwise the preferred replica takes over through a raft leadership
+// transfer run by the current leader (forwarded to it over the Mux), once
+// it has caught up; ErrPreferredLeaderNotAvailable if it cannot (down,
+// not in the ISR). Unclean elections are raft's own business: a
+// partition without a leader elects one as soon as a majority of its
+// replicas are up, and never from a replica that lacks committed data.
 func (b *Broker) ElectLeader(ctx context.Context, topic string, partition int32, typ ElectionType) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -60,11 +60,14 @@ func (b *Broker) ElectLeader(ctx context.Context, topic string, partition int32,
 		if len(pi.Replicas) > 0 && pi.Leader == pi.Replicas[0] {
 			return fmt.Errorf("%w: %s-%d is led by its preferred replica %d", ErrElectionNotNeeded, topic, partition, pi.Leader)
 		}
-		return fmt.Errorf("%w: %s-%d is led by %d, not its preferred replica; partition leadership cannot move yet", ErrPreferredLeaderNotAvailable, topic, partition, pi.Leader)
+		if !containsNode(pi.ISR, pi.Replicas[0]) {
+			return fmt.Errorf("%w: %s-%d: preferred replica %d is not in the ISR %v", ErrPreferredLeaderNotAvailable, topic, partition, pi.Replicas[0], pi.ISR)
+		}
+		return b.transfer(ctx, t, partition, pi.Replicas[0])
 	default:
 		if pi.Leader >= 0 {
 			return fmt.Errorf("%w: %s-%d has leader %d", ErrElectionNotNeeded, topic, partition, pi.Leader)
 		}
-		return fmt.Errorf("%w: %s-%d has no leader and partition leadership cannot move yet", ErrEligibleLeadersNotAvailable, topic, partition)
+		return fmt.Errorf("%w: %s-%d has no leader: a majority of its replicas must be up to elect one (raft never elects a replica that lacks committed data)", ErrEligibleLeadersNotAvailable, topic, partition)
 	}
 }

@@ -226,6 +226,17 @@ func groupAnchor(stable *raftStableFile, snaps *partitionSnapshots, lp *log.Part
 	return 0, int64(v), false, nil
 }
 
+// raftErr maps a raft future's error to the broker's errors.
+func raftErr(g *partitionGroup, err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %s: %v", ErrNotLeader, g.tp, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShuttingDown
+	}
+	return fmt.Errorf("%w: %s: %v", log.ErrStorage, g.tp, err)
+}
+
 // restartGroup stops and reopens tp's group, so raft re-reads a log store
 // that a snapshot install cut below what raft believed it held.
 func (b *Broker) restartGroup(tp log.TopicPartition) {
@@ -325,13 +336,7 @@ func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.Appen
 	copy(data, records)
 	f := g.raft.ApplyLog(raft.Log{Data: data, Extensions: []byte{extUnstamped}}, produceApplyTimeout)
 	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return log.AppendResult{}, fmt.Errorf("%w: %s: %v", ErrNotLeader, g.tp, err)
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return log.AppendResult{}, ErrShuttingDown
-		}
-		return log.AppendResult{}, fmt.Errorf("%w: %s: %v", log.ErrStorage, g.tp, err)
+		return log.AppendResult{}, raftErr(g, err)
 	}
 	r, ok := f.Response().(partitionResult)
 	if !ok {

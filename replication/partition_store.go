@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,10 @@ const (
 	// extSide marks a command entry kept in the side log: a batch the
 	// leader's Append refused (its data is a partitionRefusal).
 	extSide = 2
+	// extDeleteRecords marks a DeleteRecords entry (side log): its data is
+	// the new log start offset (8 bytes, big endian), which every replica's
+	// FSM applies (DeleteRecords moves the log start on every replica).
+	extDeleteRecords = 3
 
 	sideLogName = "raft-side.log"
 	// maxPartitionEntries bounds the index map (raft compacts it long
@@ -313,7 +318,7 @@ func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
 			return fmt.Errorf("%w: more than %d entries since the last snapshot", errPartitionStore, maxPartitionEntries)
 		}
 		leo := s.p.Offsets().LogEnd
-		if e.Type != raft.LogCommand || (len(e.Extensions) == 1 && e.Extensions[0] == extSide) {
+		if e.Type != raft.LogCommand || (len(e.Extensions) == 1 && (e.Extensions[0] == extSide || e.Extensions[0] == extDeleteRecords)) {
 			if err := s.storeSideLocked(e, leo); err != nil {
 				return err
 			}
@@ -437,6 +442,9 @@ func (f *partitionFSM) Apply(l *raft.Log) any {
 		if err := f.store.side.GetLog(l.Index, &e); err != nil {
 			return partitionResult{err: err}
 		}
+		if len(e.Extensions) == 1 && e.Extensions[0] == extDeleteRecords {
+			return f.applyDeleteRecords(e.Data)
+		}
 		var ref partitionRefusal
 		if err := json.Unmarshal(e.Data, &ref); err != nil {
 			return partitionResult{err: fmt.Errorf("%w: refusal %d: %v", errPartitionStore, l.Index, err)}
@@ -451,6 +459,22 @@ func (f *partitionFSM) Apply(l *raft.Log) any {
 	f.store.p.Commit(loc.last + 1)
 	f.store.applied.Store(l.Index)
 	return partitionResult{res: log.AppendResult{BaseOffset: loc.offset, LastOffset: loc.last, LogAppendTime: loc.appendTime, LogStartOffset: f.store.p.LogStartOffset()}}
+}
+
+// applyDeleteRecords moves the log start (never past the high watermark:
+// a replica behind the leader moves it as far as it has data, and the
+// snapshot it may later install carries the leader's).
+func (f *partitionFSM) applyDeleteRecords(data []byte) any {
+	if len(data) != 8 {
+		return partitionResult{err: fmt.Errorf("%w: delete-records entry of %d bytes", errPartitionStore, len(data))}
+	}
+	off := int64(binary.BigEndian.Uint64(data))
+	p := f.store.p
+	if hw := p.Offsets().HighWatermark; off > hw {
+		off = hw
+	}
+	start, err := p.AdvanceLogStart(off)
+	return partitionResult{res: log.AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: start}, err: err}
 }
 
 // Snapshot: "everything up to the applied index is in the segments". The

@@ -1,0 +1,153 @@
+package replication
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/log"
+)
+
+// Moving partition leadership (doc.go, "Leaders and epochs"): ElectLeaders
+// (preferred) and a broker's controlled shutdown hand leadership over with
+// raft's leadership transfer: the leader brings the target up to date,
+// tells it to start an election at once, and steps down; the target's new
+// term is the new leader epoch, reported as any election is.
+
+const (
+	// transferTimeout bounds one leadership transfer.
+	transferTimeout = 10 * time.Second
+	// shutdownHandoffTimeout bounds a broker's handing its leaderships away
+	// when it stops (SIGTERM), for all partitions together.
+	shutdownHandoffTimeout = 15 * time.Second
+)
+
+// transferRequest asks the broker leading a partition to hand its
+// leadership to node (forwarded over the Mux). Field names are on the wire.
+type transferRequest struct {
+	TopicID   [16]byte `json:"t"`
+	Partition int32    `json:"p"`
+	To        int32    `json:"to"`
+}
+
+// transferLocal hands tp's leadership, led here, to node.
+func (b *Broker) transferLocal(tp log.TopicPartition, node int32) error {
+	g := b.group(tp)
+	if g == nil {
+		return fmt.Errorf("%w: %s is not hosted here", ErrNotLeader, tp)
+	}
+	if g.raft.State() != raft.Leader {
+		return fmt.Errorf("%w: %s", ErrNotLeader, tp)
+	}
+	addr, err := b.peerAddr(node)
+	if err != nil {
+		return err
+	}
+	if err := g.raft.LeadershipTransferToServer(serverID(node), addr).Error(); err != nil {
+		return fmt.Errorf("%w: %s: transfer to %d: %v", ErrPreferredLeaderNotAvailable, tp, node, err)
+	}
+	return nil
+}
+
+// transfer moves topic-partition's leadership to node, through whichever
+// broker leads it now.
+func (b *Broker) transfer(ctx context.Context, t *TopicInfo, partition int32, node int32) error {
+	pi := t.Partitions[partition]
+	tp := log.TopicPartition{Topic: t.Name, Partition: partition}
+	if pi.Leader == b.cfg.NodeID {
+		return b.transferLocal(tp, node)
+	}
+	if pi.Leader < 0 {
+		return fmt.Errorf("%w: %s has no leader", ErrPreferredLeaderNotAvailable, tp)
+	}
+	addr, err := b.peerAddr(pi.Leader)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(forwardRequest{Transfer: &transferRequest{TopicID: t.ID, Partition: partition, To: node}})
+	if err != nil {
+		return err
+	}
+	timeout := transferTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	out, err := b.mux.Forward(addr, body, timeout)
+	if err != nil {
+		return fmt.Errorf("%w: %s: leader %d: %v", ErrPreferredLeaderNotAvailable, tp, pi.Leader, err)
+	}
+	var resp forwardResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return fmt.Errorf("%w: leader answer: %v", ErrPreferredLeaderNotAvailable, err)
+	}
+	if resp.Err != "" {
+		return fmt.Errorf("%w: %s: at leader %d: %s", ErrPreferredLeaderNotAvailable, tp, pi.Leader, resp.Msg)
+	}
+	return nil
+}
+
+// handleTransfer runs a forwarded transferRequest.
+func (b *Broker) handleTransfer(req *transferRequest) forwardResponse {
+	var resp forwardResponse
+	t, ok := b.img.Load().byID[req.TopicID]
+	var err error
+	if !ok || req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+		err = fmt.Errorf("%w: topic id %x partition %d", ErrUnknownTopicOrPartition, req.TopicID, req.Partition)
+	} else {
+		err = b.transferLocal(log.TopicPartition{Topic: t.Name, Partition: req.Partition}, req.To)
+	}
+	if err != nil {
+		resp.Err, resp.Msg = sentinelName(err), err.Error()
+	}
+	return resp
+}
+
+// handOffLeaderships moves every leadership of a group with other voters
+// away from this broker (controlled shutdown), bounded by
+// shutdownHandoffTimeout, so producers find a new leader in a metadata
+// refresh instead of an election timeout.
+func (b *Broker) handOffLeaderships() {
+	b.groupsMu.RLock()
+	var led []*partitionGroup
+	for _, g := range b.groups {
+		if len(g.voters) > 1 && g.raft.State() == raft.Leader {
+			led = append(led, g)
+		}
+	}
+	b.groupsMu.RUnlock()
+	if len(led) == 0 {
+		return
+	}
+	start := time.Now()
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	moved := 0
+	deadline := time.After(shutdownHandoffTimeout)
+	for _, g := range led {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := g.raft.LeadershipTransfer().Error(); err == nil {
+				mu.Lock()
+				moved++
+				mu.Unlock()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-deadline:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	b.logger.Info("partition leaderships handed off before shutdown", "led", len(led), "moved", moved, "took", time.Since(start).Round(time.Millisecond))
+}
