@@ -3,7 +3,9 @@ package replication
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
@@ -110,5 +112,65 @@ func TestBrokerConfigsTakeEffectAndSurviveRestart(t *testing.T) {
 	}
 	if _, err := b.Produce(ctx, "plain", 0, big()); err != nil {
 		t.Fatalf("after removing the per-broker value: %v", err)
+	}
+}
+
+// TestBrokerConfigsAcrossQuorum: a cluster-wide default set through any
+// broker reaches the partitions of every broker; a per-broker value only
+// those of its broker.
+func TestBrokerConfigsAcrossQuorum(t *testing.T) {
+	ctx := context.Background()
+	q := newTestQuorum(t)
+	ctl := q.controller()
+	follower := (ctl + 1) % 3
+	for _, b := range q.brokers {
+		for w := 0; w < 200 && len(b.Brokers()) != 3; w++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if _, err := q.brokers[follower].CreateTopic(ctx, CreateTopicRequest{Name: "dyn", NumPartitions: 3, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range q.brokers {
+		q.waitTopic(i, "dyn")
+	}
+	// maxMessageBytes waits until every local log of broker i has want.
+	wait := func(i int, want int32) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ok, n := true, 0
+			for p := int32(0); p < 3; p++ {
+				if lp := q.brokers[i].LocalLog("dyn", p); lp != nil {
+					n++
+					if lp.Config().MaxMessageBytes != want {
+						ok = false
+					}
+				}
+			}
+			if ok && n > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("broker %d: max.message.bytes never became %d", i+1, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := q.brokers[follower].SetBrokerConfigs(ctx, "", map[string]string{"message.max.bytes": "5000"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range q.brokers {
+		wait(i, 5000)
+	}
+	target := (follower + 1) % 3
+	if err := q.brokers[follower].SetBrokerConfigs(ctx, strconv.Itoa(target+1), map[string]string{"message.max.bytes": "7000"}, false); err != nil {
+		t.Fatal(err)
+	}
+	wait(target, 7000)
+	for i := range q.brokers {
+		if i != target {
+			wait(i, 5000)
+		}
 	}
 }
