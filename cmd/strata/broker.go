@@ -9,10 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const brokerUsage = `Usage: strata broker <command> [flags]
@@ -65,8 +63,8 @@ func brokerCommand(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("broker "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bootstrap := fs.String("bootstrap-server", envOr(environ, "STRATA_BOOTSTRAP_SERVER", "127.0.0.1:9092"), "broker `host:port` list, comma-separated (env STRATA_BOOTSTRAP_SERVER)")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var af adminFlags
+	af.register(fs, environ)
 	var o brokerOptions
 	fs.Var(&o.brokers, "broker", "broker `ID` (repeatable)")
 	fs.BoolVar(&o.defaults, "default", false, "the cluster-wide default")
@@ -76,10 +74,7 @@ func brokerCommand(args, environ []string, stdout, stderr io.Writer) int {
 		o.alterations.register(fs)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitConfig
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "strata broker %s: unexpected arguments %v\n\n%s", cmd, fs.Args(), brokerUsage)
@@ -104,15 +99,12 @@ func brokerCommand(args, environ []string, stdout, stderr io.Writer) int {
 			return exitConfig
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...), kgo.RetryTimeout(*timeout))
+	adm, ctx, closing, err := af.connect()
 	if err != nil {
 		fmt.Fprintf(stderr, "strata: %v\n", err)
 		return exitConfig
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	defer closing()
 	if cmd == "describe-config" {
 		err = brokerDescribeConfig(ctx, adm, ids, &o, stdout)
 	} else {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // groupCommand runs `strata group list|describe|reset-offsets`, an admin
@@ -36,8 +35,8 @@ func groupCommand(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("group "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bootstrap := fs.String("bootstrap-server", envOr(environ, "STRATA_BOOTSTRAP_SERVER", "127.0.0.1:9092"), "broker `host:port` list, comma-separated (env STRATA_BOOTSTRAP_SERVER)")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var af adminFlags
+	af.register(fs, environ)
 	var ro resetOptions
 	if args[0] == "reset-offsets" {
 		fs.StringVar(&ro.topic, "topic", "", "topic whose offsets to reset (required)")
@@ -48,36 +47,21 @@ func groupCommand(args, environ []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&ro.shift, "shift-by", "", "move the committed offset by `N` (negative = back; clamped)")
 		fs.BoolVar(&ro.execute, "execute", false, "commit the new offsets (without it, only the plan is printed)")
 	}
-	// Flags may follow the group argument, as kafka-consumer-groups allows.
-	var pos []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitConfig
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return parseExit(err)
 	}
 	want := map[string]int{"list": 0, "describe": 1, "reset-offsets": 1}[args[0]]
 	if len(pos) != want {
 		fmt.Fprintf(stderr, "strata group %s: want %d argument(s), got %d\n\n%s", args[0], want, len(pos), groupUsage)
 		return exitConfig
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...), kgo.RetryTimeout(*timeout))
+	adm, ctx, closing, err := af.connect()
 	if err != nil {
 		fmt.Fprintf(stderr, "strata: %v\n", err)
 		return exitConfig
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	defer closing()
 	switch args[0] {
 	case "list":
 		err = groupList(ctx, adm, stdout)

@@ -11,10 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -131,8 +129,8 @@ func topicCommand(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("topic "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bootstrap := fs.String("bootstrap-server", envOr(environ, "STRATA_BOOTSTRAP_SERVER", "127.0.0.1:9092"), "broker `host:port` list, comma-separated (env STRATA_BOOTSTRAP_SERVER)")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var af adminFlags
+	af.register(fs, environ)
 	var o topicOptions
 	switch cmd {
 	case "create":
@@ -149,21 +147,9 @@ func topicCommand(args, environ []string, stdout, stderr io.Writer) int {
 	case "add-partitions":
 		fs.IntVar(&o.partitions, "partitions", 0, "the new total number of partitions")
 	}
-	// Flags may follow the topic names, as kafka-topics allows.
-	var names []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitConfig
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		names = append(names, fs.Arg(0))
-		rest = fs.Args()[1:]
+	names, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return parseExit(err)
 	}
 	if cmd == "list" && len(names) > 0 || cmd != "list" && len(names) == 0 {
 		fmt.Fprintf(stderr, "strata topic %s: wrong number of topic names (%d)\n\n%s", cmd, len(names), topicUsage)
@@ -177,15 +163,12 @@ func topicCommand(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "strata topic alter-config: nothing to change (--set, --delete, --append, --subtract)\n")
 		return exitConfig
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...), kgo.RetryTimeout(*timeout))
+	adm, ctx, closing, err := af.connect()
 	if err != nil {
 		fmt.Fprintf(stderr, "strata: %v\n", err)
 		return exitConfig
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	defer closing()
 
 	switch cmd {
 	case "create":
@@ -237,20 +220,14 @@ func topicCreate(ctx context.Context, adm *kadm.Client, names []string, o *topic
 	if err != nil {
 		return err
 	}
-	var failed []error
-	for _, n := range names {
-		r, ok := resps[n]
-		switch {
-		case !ok:
-			failed = append(failed, fmt.Errorf("%s: no answer", n))
-		case r.Err != nil && o.ifNotExists && strings.Contains(r.Err.Error(), "TOPIC_ALREADY_EXISTS"):
-		case r.Err != nil:
-			failed = append(failed, fmt.Errorf("%s: %w", n, errMsg(r.Err, r.ErrMessage)))
-		default:
-			fmt.Fprintf(w, "Created topic %s.\n", n)
-		}
+	var exists func(error) bool
+	if o.ifNotExists {
+		exists = func(err error) bool { return strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") }
 	}
-	return errors.Join(failed...)
+	return reportAnswers(names, func(n string) (answer, bool) {
+		r, ok := resps[n]
+		return answer{r.Err, r.ErrMessage}, ok
+	}, exists, func(n string) { fmt.Fprintf(w, "Created topic %s.\n", n) })
 }
 
 func topicList(ctx context.Context, adm *kadm.Client, o *topicOptions, w io.Writer) error {
@@ -405,21 +382,16 @@ func topicAlterConfig(ctx context.Context, adm *kadm.Client, names []string, o *
 	for _, r := range resps {
 		byName[r.Name] = r
 	}
-	var failed []error
-	for _, n := range names {
+	return reportAnswers(names, func(n string) (answer, bool) {
 		r, ok := byName[n]
-		switch {
-		case !ok:
-			failed = append(failed, fmt.Errorf("%s: no answer", n))
-		case r.Err != nil:
-			failed = append(failed, fmt.Errorf("%s: %w", n, errMsg(r.Err, r.ErrMessage)))
-		case o.alterations.dryRun:
+		return answer{r.Err, r.ErrMessage}, ok
+	}, nil, func(n string) {
+		if o.alterations.dryRun {
 			fmt.Fprintf(w, "Validated config change for topic %s (dry run, nothing changed): %s.\n", n, strings.Join(done, ", "))
-		default:
+		} else {
 			fmt.Fprintf(w, "Completed updating config for topic %s: %s.\n", n, strings.Join(done, ", "))
 		}
-	}
-	return errors.Join(failed...)
+	})
 }
 
 func topicAddPartitions(ctx context.Context, adm *kadm.Client, names []string, total int, w io.Writer) error {
@@ -427,19 +399,10 @@ func topicAddPartitions(ctx context.Context, adm *kadm.Client, names []string, t
 	if err != nil {
 		return err
 	}
-	var failed []error
-	for _, n := range names {
+	return reportAnswers(names, func(n string) (answer, bool) {
 		r, ok := resps[n]
-		switch {
-		case !ok:
-			failed = append(failed, fmt.Errorf("%s: no answer", n))
-		case r.Err != nil:
-			failed = append(failed, fmt.Errorf("%s: %w", n, errMsg(r.Err, r.ErrMessage)))
-		default:
-			fmt.Fprintf(w, "Topic %s now has %d partitions.\n", n, total)
-		}
-	}
-	return errors.Join(failed...)
+		return answer{r.Err, r.ErrMessage}, ok
+	}, nil, func(n string) { fmt.Fprintf(w, "Topic %s now has %d partitions.\n", n, total) })
 }
 
 func topicDelete(ctx context.Context, adm *kadm.Client, names []string, w io.Writer) error {
@@ -447,17 +410,8 @@ func topicDelete(ctx context.Context, adm *kadm.Client, names []string, w io.Wri
 	if err != nil {
 		return err
 	}
-	var failed []error
-	for _, n := range names {
+	return reportAnswers(names, func(n string) (answer, bool) {
 		r, ok := resps[n]
-		switch {
-		case !ok:
-			failed = append(failed, fmt.Errorf("%s: no answer", n))
-		case r.Err != nil:
-			failed = append(failed, fmt.Errorf("%s: %w", n, errMsg(r.Err, r.ErrMessage)))
-		default:
-			fmt.Fprintf(w, "Deleted topic %s.\n", n)
-		}
-	}
-	return errors.Join(failed...)
+		return answer{r.Err, r.ErrMessage}, ok
+	}, nil, func(n string) { fmt.Fprintf(w, "Deleted topic %s.\n", n) })
 }
