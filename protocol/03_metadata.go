@@ -47,11 +47,7 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	for _, bi := range b.Brokers() {
 		live[bi.NodeID] = true
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = bi.NodeID, bi.Host, bi.Port
-		if bi.Rack != "" {
-			rack := bi.Rack
-			mb.Rack = &rack
-		}
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = bi.NodeID, bi.Host, bi.Port, nullableString(bi.Rack)
 		resp.Brokers = append(resp.Brokers, mb)
 	}
 	cid := b.ClusterID()

@@ -41,11 +41,7 @@ func (s *Server) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeCl
 	resp.ControllerID = b.ControllerID()
 	for _, bi := range b.Brokers() {
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = bi.NodeID, bi.Host, bi.Port
-		if bi.Rack != "" {
-			rack := bi.Rack
-			rb.Rack = &rack
-		}
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = bi.NodeID, bi.Host, bi.Port, nullableString(bi.Rack)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return resp, nil
