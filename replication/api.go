@@ -81,6 +81,13 @@ type BrokerConfig struct {
 	// metadata.log); nil = the operating system's. Tests pass the same
 	// segment.MemFS as the log manager's to simulate crashes.
 	FS segment.FS
+	// OnBrokerProps, when set, is called with this broker's effective
+	// settings (BrokerProps under the dynamic broker configs) each time a
+	// dynamic broker config change concerns this broker, on raft's FSM
+	// goroutine: it must be quick and must not call into the broker. cmd
+	// uses it for settings that live outside partitions
+	// (log.cleaner.backoff.ms); see also EffectiveBrokerProps.
+	OnBrokerProps func(props map[string]string)
 
 	// Voters is the metadata quorum (controller.quorum.voters). Empty =
 	// this broker alone: one voter, the same code path.

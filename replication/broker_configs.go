@@ -27,6 +27,8 @@ import (
 // re-resolves the config of every local partition and applies it live
 // (log.Partition.SetConfig): retention, roll, flush and size limits take
 // effect without a restart; the cleaner reads them at its next check.
+// Settings outside partitions (log.cleaner.backoff.ms) reach their owner
+// through BrokerConfig.OnBrokerProps.
 //
 // Only the settings Kafka lets one change dynamically and that Strata has
 // are accepted (retention.IsDynamicBrokerSetting); the broker's other
@@ -124,6 +126,10 @@ func (b *Broker) brokerPropsOf(img *image) map[string]string {
 	return retention.Merge(ls)
 }
 
+// EffectiveBrokerProps returns a copy of this broker's effective settings:
+// the static ones under the dynamic broker configs that apply to it.
+func (b *Broker) EffectiveBrokerProps() map[string]string { return copyConfigs(b.brokerProps()) }
+
 // DynamicBrokerConfigs returns a copy of the dynamic configs of a BROKER
 // resource (a node ID, or "" for the cluster default); empty when none.
 func (b *Broker) DynamicBrokerConfigs(resource string) map[string]string {
@@ -201,7 +207,15 @@ func (b *Broker) isBrokerSetting(name string) bool {
 	if _, ok := b.cfg.BrokerProps[name]; ok {
 		return true
 	}
-	for _, o := range ownBrokerSettings {
+	if retention.IsCleanerSetting(name) {
+		return true
+	}
+	for _, o := range ownSettings(b.cfg) {
+		if o.name == name {
+			return true
+		}
+	}
+	for _, o := range staticOnlySettings {
 		if o == name {
 			return true
 		}
@@ -229,5 +243,8 @@ func (b *Broker) applyBrokerConfigs(c Command, next *image) {
 				lp.SetConfig(cfg)
 			}
 		}
+	}
+	if f := b.cfg.OnBrokerProps; f != nil {
+		f(copyConfigs(props))
 	}
 }

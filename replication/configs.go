@@ -46,24 +46,18 @@ func (b *Broker) TopicConfig(name string) ([]ConfigEntry, error) {
 	return out, nil
 }
 
-// ownBrokerSettings are settings of the broker that are never dynamic
-// (as in Kafka): altering one is refused as read-only, not as unknown.
-var ownBrokerSettings = []string{"node.id", "broker.id", "broker.rack", "log.dirs", "num.partitions",
-	"default.replication.factor", "auto.create.topics.enable", "delete.topic.enable",
-	"listeners", "advertised.listeners", "controller.quorum.voters", "process.roles",
-	"log.retention.check.interval.ms", "log.cleaner.enable", "log.cleaner.backoff.ms"}
+// ownSetting is one of the broker's own settings, as DescribeConfigs
+// lists it.
+type ownSetting struct {
+	name, value, def string
+	typ              retention.Type
+	doc              string
+}
 
-// BrokerConfigEntries returns this broker's configs for DescribeConfigs on
-// BROKER "<its id>": its own settings (read-only), the broker defaults of
-// topic configs with their dynamic and static layers (the dynamic ones
-// writable), and any other setting given explicitly (read-only).
-func (b *Broker) BrokerConfigEntries() []ConfigEntry {
-	c := b.cfg
-	own := []struct {
-		name, value, def string
-		typ              retention.Type
-		doc              string
-	}{
+// ownSettings are the broker's own settings with their values. None is
+// dynamic (as in Kafka): altering one is refused as read-only.
+func ownSettings(c BrokerConfig) []ownSetting {
+	return []ownSetting{
 		{"node.id", strconv.Itoa(int(c.NodeID)), "", retention.TypeInt, "The node ID of this broker."},
 		{"broker.id", strconv.Itoa(int(c.NodeID)), "", retention.TypeInt, "The broker ID (equal to node.id)."},
 		{"broker.rack", c.Rack, "", retention.TypeString, "The rack of this broker."},
@@ -73,6 +67,20 @@ func (b *Broker) BrokerConfigEntries() []ConfigEntry {
 		{"auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics), "true", retention.TypeBoolean, "Create unknown topics on metadata requests and produce."},
 		{"delete.topic.enable", strconv.FormatBool(c.DeleteTopicEnable), "true", retention.TypeBoolean, "Allow DeleteTopics."},
 	}
+}
+
+// staticOnlySettings are further settings a broker is started with that
+// are never dynamic, and not listed unless given.
+var staticOnlySettings = []string{"listeners", "advertised.listeners", "controller.quorum.voters", "process.roles"}
+
+// BrokerConfigEntries returns this broker's configs for DescribeConfigs on
+// BROKER "<its id>": its own settings (read-only), the broker defaults of
+// topic configs and the cleaner's settings with their dynamic and static
+// layers (the dynamic ones writable), and any other setting given
+// explicitly (read-only).
+func (b *Broker) BrokerConfigEntries() []ConfigEntry {
+	c := b.cfg
+	own := ownSettings(c)
 	seen := map[string]bool{}
 	var out []ConfigEntry
 	for _, o := range own {

@@ -36,29 +36,40 @@ func IsCleanerSetting(name string) bool {
 	return false
 }
 
+// parseCleanerSetting parses the value of cleaner setting i: a boolean
+// for log.cleaner.enable, else milliseconds in [min, one year].
+func parseCleanerSetting(i int, value string) (on bool, d time.Duration, err error) {
+	s := cleanerSettings[i]
+	v := strings.TrimSpace(value)
+	if s.name == "log.cleaner.enable" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, 0, fmt.Errorf("%w: %s=%q: expected true or false", ErrInvalidValue, s.name, v)
+		}
+		return b, 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < s.min || n > int64(24*time.Hour/time.Millisecond)*365 {
+		return false, 0, fmt.Errorf("%w: %s=%q: expected milliseconds >= %d", ErrInvalidValue, s.name, v, s.min)
+	}
+	return false, time.Duration(n) * time.Millisecond, nil
+}
+
 // CleanerOptionsFromProps reads the cleaner's settings from the broker's
 // properties (defaults for those not set) into opts, and validates them.
 func CleanerOptionsFromProps(props map[string]string, opts *CleanerOptions) error {
-	for _, s := range cleanerSettings {
+	for i, s := range cleanerSettings {
 		v, ok := props[s.name]
 		if !ok {
 			v = s.def
 		}
-		v = strings.TrimSpace(v)
-		if s.name == "log.cleaner.enable" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("%w: %s=%q: expected true or false", ErrInvalidValue, s.name, v)
-			}
-			opts.CompactionDisabled = !b
-			continue
+		on, d, err := parseCleanerSetting(i, v)
+		if err != nil {
+			return err
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < s.min || n > int64(24*time.Hour/time.Millisecond)*365 {
-			return fmt.Errorf("%w: %s=%q: expected milliseconds >= %d", ErrInvalidValue, s.name, v, s.min)
-		}
-		d := time.Duration(n) * time.Millisecond
 		switch s.name {
+		case "log.cleaner.enable":
+			opts.CompactionDisabled = !on
 		case "log.retention.check.interval.ms":
 			opts.CheckInterval = d
 		case "log.cleaner.backoff.ms":
@@ -102,6 +113,10 @@ type Cleaner struct {
 
 	runMu sync.Mutex // one pass at a time (the loop, RunOnce and CompactOnce callers)
 
+	// backoff carries a new log.cleaner.backoff.ms to the loop (a dynamic
+	// broker config); one pending value at most, the newest.
+	backoff chan time.Duration
+
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -122,7 +137,7 @@ func NewCleaner(opts CleanerOptions) *Cleaner {
 		opts.Backoff = 15 * time.Second
 	}
 	c := &Cleaner{opts: opts, logger: opts.Logger.With("component", "cleaner"), metrics: newMetrics(opts.Registerer),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		backoff: make(chan time.Duration, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.loop()
 	return c
 }
@@ -145,6 +160,28 @@ func (c *Cleaner) loop() {
 			if !c.opts.CompactionDisabled {
 				c.CompactOnce()
 			}
+		case d := <-c.backoff:
+			ct.Reset(d)
+		}
+	}
+}
+
+// SetBackoff changes log.cleaner.backoff.ms on the running cleaner (a
+// dynamic broker config); the next compaction check is d from now. Zero or
+// negative means the default (15 s), as at start. Never blocks.
+func (c *Cleaner) SetBackoff(d time.Duration) {
+	if d <= 0 {
+		d = 15 * time.Second
+	}
+	for {
+		select {
+		case c.backoff <- d:
+			return
+		default:
+		}
+		select {
+		case <-c.backoff: // drop the older pending value
+		default:
 		}
 	}
 }

@@ -50,7 +50,9 @@
 // log.Partition (Roll, AdvanceLogStart). A partition's policy travels in
 // log.Config.Cleanup, filled by LogConfig and replaced by the broker on
 // every config change (SetConfig), so changes apply at the next check
-// without a restart. Fetches in progress are safe: readers hold a
+// without a restart. log.cleaner.backoff.ms is dynamic too: SetBackoff
+// resets the compaction ticker (cmd calls it when the broker's effective
+// settings change). Fetches in progress are safe: readers hold a
 // reference on a segment, and its file stays open until they release it.
 //
 // # Compaction (cleanup.policy=compact, compact,delete)

@@ -48,10 +48,26 @@ func Merge(layers []Layer) map[string]string {
 // synonyms of the topic configs (log.retention.ms, log.roll.ms,
 // message.max.bytes, ...), not the alternatives in other units
 // (log.retention.hours, log.roll.hours stay static). They reach every live
-// partition whose topic does not override them.
+// partition whose topic does not override them. Of the cleaner's own
+// settings, log.cleaner.backoff.ms is dynamic (Cleaner.SetBackoff), the
+// others are not, as in Kafka.
 func IsDynamicBrokerSetting(name string) bool {
+	if name == "log.cleaner.backoff.ms" {
+		return true
+	}
 	ref, ok := synonymByName[name]
 	return ok && len(ref.def.Synonyms) > 0 && ref.def.Synonyms[0].Name == name
+}
+
+// cleanerSettingIndex is the index of a cleaner setting in
+// cleanerSettings, or -1.
+func cleanerSettingIndex(name string) int {
+	for i, s := range cleanerSettings {
+		if s.name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // ValidateDynamicBroker checks a set of dynamic broker settings: each one
@@ -63,6 +79,12 @@ func ValidateDynamicBroker(set map[string]string, lower []Layer) error {
 	for _, k := range sortedKeys(set) {
 		if !IsDynamicBrokerSetting(k) {
 			return fmt.Errorf("%w: %q is not a dynamic broker config", ErrUnknownConfig, k)
+		}
+		if i := cleanerSettingIndex(k); i >= 0 {
+			if _, _, err := parseCleanerSetting(i, set[k]); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := ValidateBrokerSetting(k, set[k]); err != nil {
 			return err
@@ -131,14 +153,15 @@ func brokerSynonyms(syns []Synonym, layers []Layer) []EntrySynonym {
 }
 
 // DescribeBrokerLayers lists every broker setting that supplies a topic
-// default, sorted by name, for DescribeConfigs on a broker. As Kafka does,
+// default, and the cleaner's own settings, sorted by name, for
+// DescribeConfigs on a broker. As Kafka does,
 // a setting's synonyms are its synonym group (log.retention.ms, .minutes,
 // .hours) set in each layer, highest layer first, then the built-in
 // default, with the entries before the first one of the setting itself
 // dropped (describing log.retention.hours does not list log.retention.ms).
 // The value is the setting's own (merged or built-in default; empty when
-// Kafka leaves it null), the source that of its first synonym. All are
-// writable (IsDynamicBrokerSetting).
+// Kafka leaves it null), the source that of its first synonym; writable
+// when IsDynamicBrokerSetting.
 func DescribeBrokerLayers(layers []Layer) []Entry {
 	names := BrokerSettings()
 	merged := Merge(layers)
@@ -173,6 +196,20 @@ func DescribeBrokerLayers(layers []Layer) []Entry {
 		} else {
 			e.Value = ref.syn.Default
 		}
+		out = append(out, e)
+	}
+	for _, cs := range cleanerSettings {
+		e := Entry{Name: cs.name, Type: TypeLong, ReadOnly: !IsDynamicBrokerSetting(cs.name), Doc: cs.doc}
+		if cs.name == "log.cleaner.enable" {
+			e.Type = TypeBoolean
+		}
+		for _, l := range layers {
+			if v, ok := l.Props[cs.name]; ok {
+				e.Synonyms = append(e.Synonyms, EntrySynonym{Name: cs.name, Value: strings.TrimSpace(v), Source: l.Source})
+			}
+		}
+		e.Synonyms = append(e.Synonyms, EntrySynonym{Name: cs.name, Value: cs.def, Source: SourceDefault})
+		e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -93,6 +93,28 @@ func TestDescribeBrokerLayersDropsHigherSynonyms(t *testing.T) {
 	}
 }
 
+func TestDescribeBrokerLayersCleanerSettings(t *testing.T) {
+	by := map[string]Entry{}
+	for _, e := range DescribeBrokerLayers([]Layer{
+		{Props: map[string]string{"log.cleaner.backoff.ms": "50"}, Source: SourceDynamicDefaultBroker},
+		{Props: map[string]string{"log.cleaner.backoff.ms": "1000", "log.cleaner.enable": "false"}, Source: SourceStaticBroker},
+	}) {
+		by[e.Name] = e
+	}
+	b := by["log.cleaner.backoff.ms"]
+	want := []EntrySynonym{{"log.cleaner.backoff.ms", "50", SourceDynamicDefaultBroker}, {"log.cleaner.backoff.ms", "1000", SourceStaticBroker},
+		{"log.cleaner.backoff.ms", "15000", SourceDefault}}
+	if b.Value != "50" || b.Source != SourceDynamicDefaultBroker || b.ReadOnly || b.Type != TypeLong || !reflect.DeepEqual(b.Synonyms, want) {
+		t.Fatalf("log.cleaner.backoff.ms %+v", b)
+	}
+	if e := by["log.cleaner.enable"]; e.Value != "false" || e.Source != SourceStaticBroker || !e.ReadOnly || e.Type != TypeBoolean {
+		t.Fatalf("log.cleaner.enable %+v", e)
+	}
+	if e := by["log.retention.check.interval.ms"]; e.Value != "300000" || e.Source != SourceDefault || !e.ReadOnly {
+		t.Fatalf("log.retention.check.interval.ms %+v", e)
+	}
+}
+
 func TestValidateDynamicBroker(t *testing.T) {
 	static := []Layer{{Props: map[string]string{"log.cleaner.min.compaction.lag.ms": "100"}, Source: SourceStaticBroker}}
 	for _, tc := range []struct {
@@ -105,6 +127,10 @@ func TestValidateDynamicBroker(t *testing.T) {
 		{map[string]string{"log.retention.ms": "soon"}, ErrInvalidValue},
 		{map[string]string{"log.segment.bytes": "1"}, ErrInvalidValue},
 		{map[string]string{"log.cleaner.max.compaction.lag.ms": "10"}, ErrInvalidValue}, // below the static min lag
+		{map[string]string{"log.cleaner.backoff.ms": "100"}, nil},
+		{map[string]string{"log.cleaner.backoff.ms": "-5"}, ErrInvalidValue},
+		{map[string]string{"log.cleaner.enable": "false"}, ErrUnknownConfig},
+		{map[string]string{"log.retention.check.interval.ms": "1000"}, ErrUnknownConfig},
 	} {
 		if err := ValidateDynamicBroker(tc.set, static); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%v: got %v want %v", tc.set, err, tc.want)

@@ -32,7 +32,8 @@ Commands (an admin client: works against any Kafka-compatible broker):
 Dynamic settings (as Kafka's): the broker defaults of topic configs --
 log.retention.ms, log.retention.bytes, log.segment.bytes, log.roll.ms,
 log.cleanup.policy, log.cleaner.delete.retention.ms, log.flush.interval.ms,
-message.max.bytes, ... (describe-config --all marks the others read-only).
+message.max.bytes, ... and log.cleaner.backoff.ms (describe-config --all
+lists the others as static).
 
 Common flags:
   --bootstrap-server HOST:PORT[,...]  (env STRATA_BOOTSTRAP_SERVER, default 127.0.0.1:9092)

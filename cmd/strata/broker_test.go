@@ -115,3 +115,82 @@ func TestBrokerConfigCLI(t *testing.T) {
 	defer stop2()
 	describe(addr2)
 }
+
+// countRecords reads topic's partition 0 from the start to its high
+// watermark and returns how many records it holds.
+func countRecords(t *testing.T, ctx context.Context, addr, topic string) int {
+	t.Helper()
+	adm := kadm.NewClient(mustClient(t, addr))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	cl := mustClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	n := 0
+	for last := int64(-1); last < end.Offset-1; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v", topic, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { n, last = n+1, r.Offset })
+	}
+	return n
+}
+
+func mustClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestDynamicCleanerBackoff: log.cleaner.backoff.ms is dynamic, as in
+// Kafka. With an hour's backoff set statically nothing is compacted; once
+// the cluster default is lowered at run time, the cleaner compacts at its
+// next check.
+func TestDynamicCleanerBackoff(t *testing.T) {
+	requireStorage(t)
+	addr, stop := startServe(t, t.TempDir(), "--set", "log.cleaner.backoff.ms=3600000")
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(mustClient(t, addr))
+	configs := map[string]*string{"cleanup.policy": ptr("compact"), "segment.bytes": ptr("1024"), "min.cleanable.dirty.ratio": ptr("0.01")}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, configs, "cmp"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	prod := mustClient(t, addr, kgo.DefaultProduceTopic("cmp"))
+	const n = 300
+	for i := 0; i < n; i++ {
+		r := &kgo.Record{Key: []byte{byte('a' + i%5)}, Value: []byte(strings.Repeat("v", 40))}
+		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := countRecords(t, ctx, addr, "cmp"); got != n {
+		t.Fatalf("%d records before the change, want %d (compacted with an hour's backoff?)", got, n)
+	}
+	code, out, errOut := runBroker(t, addr, "alter-config", "--default", "--set", "log.cleaner.backoff.ms=50")
+	if code != exitOK {
+		t.Fatalf("alter-config: %d %s %s", code, out, errOut)
+	}
+	for i := 0; ; i++ {
+		if got := countRecords(t, ctx, addr, "cmp"); got < n {
+			break
+		}
+		if i == 100 {
+			t.Fatal("no compaction after log.cleaner.backoff.ms=50")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, out, _ = runBroker(t, addr, "describe-config", "--broker", "1")
+	if !strings.Contains(out, "  log.cleaner.backoff.ms=50 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.backoff.ms=50, STATIC_BROKER_CONFIG:log.cleaner.backoff.ms=3600000, DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}\n") {
+		t.Fatalf("describe-config:\n%s", out)
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,20 @@ func serveCommand(ctx context.Context, stop func(), args, environ []string, stdo
 	return exitOK
 }
 
+// setCleanerProps applies the dynamic settings of the cleaner among a
+// broker's effective settings (nil cleaner: not started yet).
+func setCleanerProps(c *retention.Cleaner, props map[string]string, logger *slog.Logger) {
+	if c == nil {
+		return
+	}
+	var o retention.CleanerOptions
+	if err := retention.CleanerOptionsFromProps(props, &o); err != nil {
+		logger.Error("cleaner settings do not apply", "err", err)
+		return
+	}
+	c.SetBackoff(o.Backoff)
+}
+
 // serve runs the broker: listen, open the logs, the broker and the Kafka
 // server; on ctx done close them in reverse order. ready, if non-nil,
 // receives the bound address once clients can connect (for tests).
@@ -51,6 +66,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		logger.Warn("only the first of log.dirs is used", "used", dataDir, "ignored", cfg.LogDirs[1:])
 	}
 	cleanerOpts := retention.CleanerOptions{Logger: logger}
+	var cleanerRef atomic.Pointer[retention.Cleaner] // set once the cleaner runs
 	if err := retention.CleanerOptionsFromProps(cfg.BrokerProps, &cleanerOpts); err != nil {
 		return fmt.Errorf("%w: %w", errConfig, err)
 	}
@@ -101,6 +117,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		AutoCreateTopics:         cfg.AutoCreateTopics,
 		DeleteTopicEnable:        cfg.DeleteTopicEnable,
 		BrokerProps:              cfg.BrokerProps,
+		OnBrokerProps:            func(p map[string]string) { setCleanerProps(cleanerRef.Load(), p, logger) },
 		Logger:                   logger,
 		Voters:                   cfg.Cluster.Voters,
 		ReplicationListener:      repLn, // owned by the broker from here on
@@ -118,6 +135,10 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	cleanerOpts.Logs = logs
 	cleanerOpts.Registerer = reg
 	cleaner := retention.NewCleaner(cleanerOpts)
+	// Dynamic broker configs of the cleaner (log.cleaner.backoff.ms): those
+	// set before this start, then every change (OnBrokerProps above).
+	cleanerRef.Store(cleaner)
+	setCleanerProps(cleaner, broker.EffectiveBrokerProps(), logger)
 	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Registerer: reg}, broker)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
