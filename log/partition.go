@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -108,6 +109,11 @@ type Partition struct {
 	// below it was compacted (-1 = unknown, all dirty). Checkpointed.
 	cleanerPoint atomic.Int64
 	closed       bool
+	// removalLimit (removal.go): batches at or above it are never removed
+	// or rewritten. math.MaxInt64 when no replication layer set one.
+	removalLimit atomic.Int64
+	hookMu       sync.Mutex
+	snapshotHook func() error // protected by hookMu
 
 	waiters waiters
 }
@@ -143,6 +149,7 @@ type partitionState struct {
 // rolled segments were fsync'd when they were sealed.
 func openPartition(fsys segment.FS, dir string, tp TopicPartition, cfg Config, st partitionState, logger *slog.Logger, now func() time.Time) (*Partition, error) {
 	p := &Partition{tp: tp, dir: dir, fs: fsys, logger: logger.With("partition", tp.String()), now: now, maxTs: -1, maxTsOff: -1}
+	p.removalLimit.Store(math.MaxInt64)
 	c := withDefaults(cfg)
 	p.cfg.Store(&c)
 	// A compaction interrupted by a crash is finished or discarded first
@@ -1032,7 +1039,8 @@ func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
 // reading the removed files until they release them. Caller holds mu.
 func (p *Partition) removeBelowLogStartLocked() error {
 	removed := false
-	for len(p.segs) > 1 && p.segs[1].Base() <= p.logStart {
+	bound := min(p.logStart, p.removalLimit.Load())
+	for len(p.segs) > 1 && p.segs[1].Base() <= bound {
 		s := p.segs[0]
 		p.segs = p.segs[1:]
 		removed = true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -252,4 +253,145 @@ func TestReplicatedPartition(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	q.produceTo("rep", 0, batch(1, -1, -1, -1))
+}
+
+// Retention on replicated partitions: each replica's cleaner deletes old
+// segments (the group snapshots first, so its raft log never loses an
+// entry it maps); a replica restarted afterwards rebuilds its raft log
+// from the snapshot and keeps replicating; a replica that was down while
+// the others deleted what it lacks catches up through a snapshot install
+// that streams the leader's segments.
+func TestReplicatedRetention(t *testing.T) {
+	q := newTestQuorum(t)
+	ctx := context.Background()
+	q.controller()
+	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cfgs := map[string]string{"segment.bytes": "1024", "retention.bytes": "2048"}
+	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "ret", NumPartitions: 1, ReplicationFactor: 3, Configs: cfgs}); err != nil {
+		t.Fatal(err)
+	}
+	clean := func() {
+		for _, br := range q.brokers {
+			if br != nil {
+				c := retention.NewCleaner(retention.CleanerOptions{Logs: br.logs, Logger: discardLogger()})
+				c.RunOnce()
+				c.Close()
+			}
+		}
+	}
+	produce := func(n int) {
+		for k := 0; k < n; k++ {
+			q.produceTo("ret", 0, batch(3, -1, -1, -1))
+		}
+	}
+	produce(40)
+	q.waitSameReplicasFrom("ret", 0)
+	clean()
+	for i, br := range q.brokers {
+		lp := br.logs.Get(log.TopicPartition{Topic: "ret", Partition: 0})
+		if lp.LogStartOffset() == 0 || len(lp.Segments()) > 4 {
+			t.Fatalf("broker %d: log start %d, %d segments after retention", i+1, lp.LogStartOffset(), len(lp.Segments()))
+		}
+	}
+	// Restart a follower: its raft log comes back from the snapshot.
+	li, _ := q.leaderOf(0, "ret", 0)
+	f := (li + 1) % 3
+	q.brokers[f].Close()
+	q.brokers[f] = nil
+	if err := q.start(f); err != nil {
+		t.Fatalf("restart after retention: %v", err)
+	}
+	produce(5)
+	q.waitSameReplicasFrom("ret", 0)
+
+	// A follower down while the others write and delete past what it
+	// holds gets the leader's segments.
+	li, _ = q.leaderOf(0, "ret", 0)
+	f = (li + 2) % 3
+	q.brokers[f].Close()
+	q.brokers[f] = nil
+	produce(40)
+	clean()
+	for _, i := range []int{li, (li + 1) % 3} {
+		if g := q.brokers[i].group(log.TopicPartition{Topic: "ret", Partition: 0}); g != nil {
+			if err := g.snapshotNow(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clean()
+	installs := snapshotInstalls.Load()
+	if err := q.start(f); err != nil {
+		t.Fatal(err)
+	}
+	produce(3)
+	q.waitSameReplicasFrom("ret", 0)
+	if snapshotInstalls.Load() == installs {
+		t.Fatal("the returning follower caught up without a snapshot install")
+	}
+}
+
+// waitSameReplicasFrom waits until every running broker holds the same
+// batches of topic-p from the highest log start among them, up to the
+// same log end.
+func (q *testQuorum) waitSameReplicasFrom(topic string, p int32) {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var from, end int64 = 0, -1
+		same := true
+		for _, br := range q.brokers {
+			if br == nil {
+				continue
+			}
+			lp := br.logs.Get(log.TopicPartition{Topic: topic, Partition: p})
+			o := lp.Offsets()
+			from = max(from, o.LogStart)
+			if end >= 0 && o.LogEnd != end {
+				same = false
+			}
+			end = o.LogEnd
+		}
+		if same {
+			var ref [][]byte
+			for i, br := range q.brokers {
+				if br == nil {
+					continue
+				}
+				var got [][]byte
+				for _, b := range q.localBatches(i, topic, p) {
+					if h, _ := segment.ParseHeader(b); h.BaseOffset >= from {
+						got = append(got, b)
+					}
+				}
+				if ref == nil {
+					ref = got
+					continue
+				}
+				if len(got) != len(ref) {
+					same = false
+					break
+				}
+				for k := range got {
+					if !bytes.Equal(got[k], ref[k]) {
+						q.t.Fatalf("broker %d batch %d differs from the others", i+1, k)
+					}
+				}
+			}
+			if same {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			for i, br := range q.brokers {
+				if br != nil {
+					q.t.Logf("broker %d: %+v", i+1, br.logs.Get(log.TopicPartition{Topic: topic, Partition: p}).Offsets())
+				}
+			}
+			q.t.Fatalf("replicas of %s-%d never converged", topic, p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -60,6 +60,14 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 		return -1, r.err
 	}
 	start := r.res.LogStartOffset
+	// Segments wholly below the new start go at once here (Kafka does),
+	// once a snapshot covers them (log/removal.go); followers remove
+	// theirs at their cleaner's next check.
+	if err := g.snapshotNow(); err != nil {
+		b.logger.Warn("snapshot after DeleteRecords failed; segments go at the next retention check", "topic", topic, "partition", partition, "err", err)
+	} else if err := lp.RemoveBelowLogStart(); err != nil {
+		b.logger.Warn("removing segments below the new log start failed", "topic", topic, "partition", partition, "err", err)
+	}
 	b.logger.Info("records deleted", "topic", topic, "partition", partition, "log_start", start)
 	return start, nil
 }

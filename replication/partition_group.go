@@ -130,6 +130,9 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 			return err
 		}
 	}
+	// Batches from the anchor on are raft's log: retention and compaction
+	// leave them in place until a snapshot covers them (log/removal.go).
+	lp.SetRemovalLimit(anchorOffset)
 	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, single, b.logger)
 	if err != nil {
 		return err
@@ -180,6 +183,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	b.byRaft[r] = g
 	b.groupsMu.Unlock()
 	r.RegisterObserver(raft.NewObserver(b.obsCh, true, observationFilter))
+	lp.SetSnapshotHook(g.snapshotNow)
 	if r.State() == raft.Leader {
 		b.queueReport(g) // elected before the observer was registered
 	}
@@ -224,6 +228,16 @@ func groupAnchor(stable *raftStableFile, snaps *partitionSnapshots, lp *log.Part
 		return 0, 0, false, err
 	}
 	return 0, int64(v), false, nil
+}
+
+// snapshotNow takes a raft snapshot of the group (the retention cleaner
+// asks, to raise the removal limit); nothing new to snapshot is success.
+func (g *partitionGroup) snapshotNow() error {
+	err := g.raft.Snapshot().Error()
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return nil
+	}
+	return err
 }
 
 // raftErr maps a raft future's error to the broker's errors.
@@ -271,6 +285,7 @@ func (b *Broker) closeGroup(tp log.TopicPartition) {
 }
 
 func (g *partitionGroup) shutdown(b *Broker) {
+	g.lp.SetSnapshotHook(nil)
 	if err := g.raft.Shutdown().Error(); err != nil {
 		b.logger.Warn("partition raft shutdown", "partition", g.tp.String(), "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -53,6 +54,10 @@ const (
 	// stream takes.
 	snapReadChunk = 1 << 20
 )
+
+// snapshotInstalls counts completed installs in this process (tests and
+// the broker's metrics read it).
+var snapshotInstalls atomic.Int64
 
 var errSnapshotChanged = errors.New("replication: partition changed under a snapshot transfer")
 
@@ -224,6 +229,7 @@ type partitionSink struct {
 	hdr     *snapPosition
 	pending []byte // transfer: bytes of an incomplete batch
 	reset   bool   // the partition was reset for this install
+	closed  bool
 	err     error
 }
 
@@ -342,6 +348,10 @@ func (k *partitionSink) Cancel() error {
 }
 
 func (k *partitionSink) Close() error {
+	if k.closed {
+		return nil // raft closes a sink again after Persist did
+	}
+	k.closed = true
 	if k.err != nil {
 		k.Cancel()
 		return k.err
@@ -389,12 +399,15 @@ func (k *partitionSink) Close() error {
 	if err := k.inner.Close(); err != nil {
 		return err
 	}
+	// The snapshot is durable: what it covers may now be removed.
+	s.lp.SetRemovalLimit(h.end)
 	if h.kind == snapKindTransfer {
 		before, _ := s.store.LastIndex()
 		s.store.resetTo(k.index, h.end)
 		if err := s.stable.SetUint64([]byte(installKey), 0); err != nil {
 			return err
 		}
+		snapshotInstalls.Add(1)
 		s.logger.Info("partition snapshot installed", "partition", s.lp.TopicPartition().String(), "index", k.index, "end", h.end)
 		if before > k.index && s.onInstall != nil {
 			s.onInstall()

@@ -150,7 +150,28 @@ func openPartitionStoreOpts(fsys segment.FS, dir string, p *log.Partition, ancho
 	}
 	s := &partitionStore{p: p, side: side, base: anchor, baseOffset: anchorOffset, single: single, logger: logger}
 	s.applied.Store(anchor)
-	leo := p.Offsets().LogEnd
+	// The batches after the anchor, read from the headers as stored (the
+	// removal limit keeps them in place even below the log start).
+	type batchRef struct {
+		base, last int64
+		epoch      int32
+	}
+	var batches []batchRef
+	err = p.ScanHeadersFrom(anchorOffset, func(h *segment.Header) bool {
+		if h.LastOffset() < anchorOffset {
+			return true
+		}
+		batches = append(batches, batchRef{base: h.BaseOffset, last: h.LastOffset(), epoch: h.LeaderEpoch})
+		return len(batches) < maxPartitionEntries
+	})
+	if err != nil {
+		side.Close()
+		return nil, fmt.Errorf("%w: scan from %d: %w", errPartitionStore, anchorOffset, err)
+	}
+	if !single && len(batches) > 0 && batches[0].base != anchorOffset {
+		side.Close()
+		return nil, fmt.Errorf("%w: the first batch after the snapshot at offset %d is at %d: the segments changed under the raft log", errPartitionStore, anchorOffset, batches[0].base)
+	}
 	cursor := anchorOffset
 	side.mu.RLock()
 	sideEntries := side.entries[side.search(anchor+1):]
@@ -161,36 +182,17 @@ func openPartitionStoreOpts(fsys segment.FS, dir string, p *log.Partition, ancho
 			sideEntries = sideEntries[1:]
 			continue
 		}
-		if cursor >= leo {
+		if len(batches) == 0 {
 			break
 		}
-		if single {
-			// One voter: follow the segments as they are now (retention
-			// may have removed the start, compaction whole batches).
-			h, ok, err := nextBatchHeader(p, cursor)
-			if err != nil {
-				side.Close()
-				return nil, fmt.Errorf("%w: index %d at offset %d: %w", errPartitionStore, idx, cursor, err)
-			}
-			if !ok {
-				break
-			}
-			s.locs = append(s.locs, entryLoc{term: uint64(h.LeaderEpoch), offset: h.BaseOffset, last: h.LastOffset(), appendTime: -1})
-			cursor = h.LastOffset() + 1
-			continue
-		}
-		b, err := p.BatchAt(cursor)
-		if err != nil {
+		bt := batches[0]
+		batches = batches[1:]
+		if !single && bt.base != cursor {
 			side.Close()
-			return nil, fmt.Errorf("%w: index %d at offset %d: %w", errPartitionStore, idx, cursor, err)
+			return nil, fmt.Errorf("%w: index %d: batch at %d where %d was expected: the segments changed under the raft log", errPartitionStore, idx, bt.base, cursor)
 		}
-		h, err := segment.ParseHeader(b)
-		if err != nil {
-			side.Close()
-			return nil, fmt.Errorf("%w: index %d: %w", errPartitionStore, idx, err)
-		}
-		s.locs = append(s.locs, entryLoc{term: uint64(h.LeaderEpoch), offset: cursor, last: h.LastOffset(), appendTime: -1})
-		cursor = h.LastOffset() + 1
+		s.locs = append(s.locs, entryLoc{term: uint64(bt.epoch), offset: bt.base, last: bt.last, appendTime: -1})
+		cursor = bt.last + 1
 	}
 	if len(sideEntries) > 0 {
 		// Side entries past the batches: their commands were lost from an
@@ -240,7 +242,9 @@ func (s *partitionStore) LastIndex() (uint64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if len(s.locs) == 0 {
-		return s.base, nil
+		// Empty (everything is in the snapshot at base): as raft's own
+		// stores, 0; raft takes its last index from the snapshot.
+		return 0, nil
 	}
 	return s.base + uint64(len(s.locs)), nil
 }

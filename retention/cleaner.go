@@ -219,6 +219,7 @@ func (c *Cleaner) RunOnce() int {
 
 // enforceRetention runs PlanDelete on one partition and executes it.
 func (c *Cleaner) enforceRetention(p *log.Partition) bool {
+	removed := c.removeBelowLogStart(p)
 	cfg := p.Config().Cleanup
 	// Segments before Offsets: the high watermark only grows, so every
 	// segment the plan sees as committed really is.
@@ -226,7 +227,7 @@ func (c *Cleaner) enforceRetention(p *log.Partition) bool {
 	offs := p.Offsets()
 	acts := PlanDelete(segs, offs, cfg, c.opts.Now().UnixMilli())
 	if len(acts) == 0 {
-		return false
+		return removed
 	}
 	tp := p.TopicPartition()
 	for _, a := range acts {
@@ -238,6 +239,7 @@ func (c *Cleaner) enforceRetention(p *log.Partition) bool {
 				return false
 			}
 		case ActionDeleteBefore:
+			c.makeRemovable(p, a.Offset)
 			before := len(p.Segments())
 			start, err := p.AdvanceLogStart(a.Offset)
 			if err != nil {
@@ -253,6 +255,35 @@ func (c *Cleaner) enforceRetention(p *log.Partition) bool {
 		}
 	}
 	return true
+}
+
+// makeRemovable asks the replication layer for a snapshot when its
+// removal limit (log/removal.go) holds back batches below offset.
+func (c *Cleaner) makeRemovable(p *log.Partition, offset int64) {
+	if offset <= p.RemovalLimit() {
+		return
+	}
+	if err := p.RequestSnapshot(); err != nil {
+		c.logger.Warn("retention: the partition's raft snapshot failed; segments stay until the next one",
+			"partition", p.TopicPartition().String(), "err", err)
+	}
+}
+
+// removeBelowLogStart removes segments wholly below the log start that
+// the removal limit kept (DeleteRecords applied by a replica moves the log
+// start without waiting for a snapshot).
+func (c *Cleaner) removeBelowLogStart(p *log.Partition) bool {
+	segs := p.Segments()
+	start := p.LogStartOffset()
+	if len(segs) < 2 || segs[1].BaseOffset > start {
+		return false
+	}
+	c.makeRemovable(p, segs[1].BaseOffset)
+	if err := p.RemoveBelowLogStart(); err != nil {
+		c.logger.Error("retention: removing segments below the log start failed", "partition", p.TopicPartition().String(), "err", err)
+		return false
+	}
+	return len(p.Segments()) < len(segs)
 }
 
 // CompactOnce compacts every partition whose cleanup.policy contains
@@ -292,8 +323,23 @@ func (c *Cleaner) compactPartition(p *log.Partition) bool {
 	if len(acts) == 0 {
 		return false
 	}
+	end := acts[0].Offset
+	if end > p.RemovalLimit() {
+		c.makeRemovable(p, end)
+		// Only whole segments below the limit are rewritten.
+		lim, bound := p.RemovalLimit(), int64(-1)
+		for _, sg := range p.Segments() {
+			if sg.BaseOffset <= lim && sg.BaseOffset <= end {
+				bound = sg.BaseOffset
+			}
+		}
+		if bound <= firstDirty {
+			return false
+		}
+		end = bound
+	}
 	start := time.Now()
-	st, err := compact(p, firstDirty, acts[0].Offset, now)
+	st, err := compact(p, firstDirty, end, now)
 	if err != nil {
 		c.logger.Error("compaction failed; retried at the next check", "partition", tp.String(), "err", err)
 		c.metrics.compactionFailed.Inc()
