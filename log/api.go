@@ -96,6 +96,11 @@ type Offsets struct {
 	LogStart      int64 // first offset still stored
 	HighWatermark int64 // first offset not yet committed; consumers read below it
 	LogEnd        int64 // next offset Append will assign (the dirty offset)
+	// LastStable is the last stable offset (LSO): the first offset that
+	// is part of a transaction not yet decided at the high watermark, or
+	// the high watermark when none is. read_committed consumers read
+	// below it. Invariant: LogStart <= LastStable <= HighWatermark.
+	LastStable int64
 }
 
 // ReadResult is the answer to Read: whole stored batches, byte-identical to
@@ -104,6 +109,9 @@ type Offsets struct {
 type ReadResult struct {
 	Records []byte // zero or more whole batches; empty when offset == HighWatermark
 	Offsets Offsets
+	// Aborted lists the aborted transactions that overlap the returned
+	// records (ReadCommitted only), so consumers drop their batches.
+	Aborted []AbortedTxn
 }
 
 // ProducerInfo describes one producer's state in a partition, for
@@ -114,6 +122,9 @@ type ProducerInfo struct {
 	LastSequence  int32
 	LastTimestamp int64
 	LastOffset    int64
+	// TxnStartOffset is the first offset of the producer's open
+	// transaction in this partition, -1 when none.
+	TxnStartOffset int64
 }
 
 // ManagerOptions configure a Manager.

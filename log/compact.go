@@ -217,6 +217,11 @@ func (p *Partition) SwapCleaned(c *Cleaned) error {
 		return fmt.Errorf("%w: open cleaned segment %d: %v", ErrStorage, c.first, err)
 	}
 	p.segs = append(p.segs[:i], append([]*segment.Segment{s}, p.segs[i:]...)...)
+	// The run's aborted-transaction entries now belong to the one cleaned
+	// segment (the old segments' files went with them in finishSwap).
+	if err := p.writeTxnIndexLocked(c.first, c.end, true); err != nil {
+		p.logger.Warn("cannot write transaction index of cleaned segment", "base", c.first, "err", err)
+	}
 	return nil
 }
 
@@ -265,7 +270,7 @@ func finishSwap(fsys segment.FS, dir string, first, end int64) error {
 // segmentFileBase parses the base offset of any segment file name
 // (.log, .index, .timeindex).
 func segmentFileBase(name string) (int64, bool) {
-	for _, ext := range []string{segment.LogExt, segment.IndexExt, segment.TimeIndexExt} {
+	for _, ext := range []string{segment.LogExt, segment.IndexExt, segment.TimeIndexExt, txnIndexExt} {
 		if strings.HasSuffix(name, ext) {
 			return parseSegmentBase(strings.TrimSuffix(name, ext) + segment.LogExt)
 		}

@@ -92,6 +92,11 @@ type Partition struct {
 	// committed max timestamp and the last offset of its batch; -1 none.
 	maxTs, maxTsOff int64
 	producers       *producerState
+	// aborted is the aborted-transaction index of every segment (txn.go),
+	// ascending by LastOffset; unstable are transactions whose marker is
+	// at or above hw (they hold the LSO back). Protected by mu.
+	aborted  []AbortedTxn
+	unstable []txnSpan
 	// activeSnap is the producer state as of the active segment's base
 	// offset, so TruncateTo within the active segment replays only it.
 	activeSnap *producerState
@@ -263,7 +268,7 @@ func openPartition(fsys segment.FS, dir string, tp TopicPartition, cfg Config, s
 // are not open) and syncs the directory.
 func (p *Partition) removeFrom(bases []int64) error {
 	for _, b := range bases {
-		for _, ext := range []string{segment.LogExt, segment.IndexExt, segment.TimeIndexExt} {
+		for _, ext := range []string{segment.LogExt, segment.IndexExt, segment.TimeIndexExt, txnIndexExt} {
 			if err := p.fs.Remove(filepath.Join(p.dir, segment.FileName(b, ext))); err != nil && !isNotExist(err) {
 				return fmt.Errorf("%w: %v", ErrStorage, err)
 			}
@@ -284,6 +289,7 @@ func (p *Partition) removeFrom(bases []int64) error {
 // (or owns p).
 func (p *Partition) rebuildDerivedLocked() error {
 	p.pending = p.pending[:0]
+	p.aborted, p.unstable = p.aborted[:0], p.unstable[:0]
 	p.maxTs, p.maxTsOff = -1, -1
 	snap, snapOff := p.loadSnapshotLocked()
 	epochs, ok := readEpochs(p.fs, p.dir)
@@ -306,15 +312,27 @@ func (p *Partition) rebuildDerivedLocked() error {
 			continue
 		}
 		replay := s.Base() >= snapOff
+		if !replay {
+			// Not replayed: its aborted transactions come from its file.
+			ents, err := p.readTxnIndex(s.Base())
+			if err != nil {
+				p.logger.Warn("unreadable transaction index; replaying the log from the start", "base", s.Base(), "err", err)
+				return p.rebuildWithoutSnapshotLocked()
+			}
+			for _, a := range ents {
+				if a.LastOffset >= s.Base() && a.LastOffset < s.NextOffset() {
+					p.aborted = append(p.aborted, a)
+				}
+			}
+		}
 		if !replay && s.NextOffset() <= p.hw {
 			if ts, off := s.MaxTimestamp(); ts > p.maxTs {
 				p.maxTs, p.maxTsOff = ts, off
 			}
 			continue
 		}
-		err := s.ScanHeaders(0, s.Size(), func(pos int64, h *segment.Header) bool {
+		each := func(pos int64, h *segment.Header) {
 			if replay {
-				p.producers.replay(h)
 				p.noteEpochLocked(h.LeaderEpoch, h.BaseOffset)
 			}
 			if h.LastOffset() < p.hw {
@@ -324,13 +342,41 @@ func (p *Partition) rebuildDerivedLocked() error {
 			} else {
 				p.pending = append(p.pending, pendingBatch{seg: s, pos: pos, lastOffset: h.LastOffset(), maxTs: h.MaxTimestamp})
 			}
-			return true
-		})
+		}
+		var err error
+		if replay {
+			err = p.replaySegmentLocked(s, each)
+			if err == nil {
+				// The file is re-derived from the markers (fsync'd for
+				// sealed segments, which are not replayed next time).
+				if werr := p.writeTxnIndexLocked(s.Base(), s.NextOffset(), i != last); werr != nil {
+					p.logger.Warn("cannot write transaction index", "base", s.Base(), "err", werr)
+				}
+			}
+		} else {
+			err = s.ScanHeaders(0, s.Size(), func(pos int64, h *segment.Header) bool {
+				each(pos, h)
+				return true
+			})
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
+	p.pruneTxnLocked()
 	return nil
+}
+
+// rebuildWithoutSnapshotLocked re-derives everything from every batch,
+// ignoring snapshots and index files (one of them was unreadable).
+func (p *Partition) rebuildWithoutSnapshotLocked() error {
+	offs, err := p.snapshotOffsets()
+	if err == nil {
+		for _, o := range offs {
+			p.fs.Remove(filepath.Join(p.dir, snapshotName(o)))
+		}
+	}
+	return p.rebuildDerivedLocked()
 }
 
 // rebuildProducersActiveLocked restores the producer snapshot taken at the
@@ -338,13 +384,14 @@ func (p *Partition) rebuildDerivedLocked() error {
 func (p *Partition) rebuildProducersActiveLocked() error {
 	p.producers = p.activeSnap.clone()
 	act := p.segs[len(p.segs)-1]
-	err := act.ScanHeaders(0, act.Size(), func(_ int64, h *segment.Header) bool {
-		p.producers.replay(h)
-		return true
-	})
-	if err != nil {
+	p.dropAbortedFromLocked(act.Base())
+	if err := p.replaySegmentLocked(act, nil); err != nil {
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
+	if err := p.writeTxnIndexLocked(act.Base(), act.NextOffset(), false); err != nil {
+		p.logger.Warn("cannot write transaction index", "base", act.Base(), "err", err)
+	}
+	p.pruneTxnLocked()
 	return nil
 }
 
@@ -484,8 +531,8 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 		}
 		h.BaseOffset = off
 		h.LeaderEpoch = leaderEpoch
-		txn.record(h)
 		b := records[spans[i][0]:spans[i][1]]
+		txn.record(h, controlTypeOf(h, b))
 		segment.SetBaseOffset(b, off)
 		segment.SetLeaderEpoch(b, leaderEpoch)
 		infos[i] = segment.BatchInfo{Pos: spans[i][0], Len: len(b), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}
@@ -502,6 +549,9 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 		return res, fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	txn.commit()
+	for _, e := range txn.ended {
+		p.endTxnLocked(e, true)
+	}
 	if p.noteEpochLocked(leaderEpoch, p.leo) {
 		if err := p.writeEpochsLocked(); err != nil {
 			// Rebuilt from the batches at the next open if lost.
@@ -550,6 +600,14 @@ func (p *Partition) rollLocked(cfg *Config) error {
 		p.werr = err
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
+	if err := p.syncTxnIndexLocked(act.Base()); err != nil {
+		// Only the markers replayed at open could rebuild it: rewrite
+		// it whole and fsync, and refuse writes if even that fails.
+		if err := p.writeTxnIndexLocked(act.Base(), act.NextOffset(), true); err != nil {
+			p.werr = err
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
 	s, err := segment.Create(p.fs, p.dir, p.leo, segOpts(cfg))
 	if err != nil {
 		p.werr = err
@@ -597,6 +655,7 @@ func (p *Partition) Commit(offset int64) {
 		return
 	}
 	p.hw = offset
+	p.pruneTxnLocked()
 	n := 0
 	for n < len(p.pending) && p.pending[n].lastOffset < offset {
 		if b := p.pending[n]; b.maxTs > p.maxTs {
@@ -640,6 +699,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 			p.werr = err
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
+		p.removeTxnIndex(s.Base())
 	}
 	if removed {
 		if err := p.fs.SyncDir(p.dir); err != nil {
@@ -739,7 +799,7 @@ func (p *Partition) read(offset int64, maxBytes int32, uncommitted bool) (ReadRe
 	if p.closed {
 		return ReadResult{}, ErrClosed
 	}
-	res := ReadResult{Offsets: Offsets{LogStart: p.logStart, HighWatermark: p.hw, LogEnd: p.leo}}
+	res := ReadResult{Offsets: p.offsetsLocked()}
 	if offset < p.logStart || offset > p.leo {
 		return res, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.leo)
 	}
@@ -819,7 +879,7 @@ func (p *Partition) read(offset int64, maxBytes int32, uncommitted bool) (ReadRe
 func (p *Partition) Offsets() Offsets {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return Offsets{LogStart: p.logStart, HighWatermark: p.hw, LogEnd: p.leo}
+	return p.offsetsLocked()
 }
 
 // OffsetForTimestamp returns the first offset whose batch has a timestamp
@@ -1039,6 +1099,7 @@ func (p *Partition) AdvanceLogStart(offset int64) (int64, error) {
 // reading the removed files until they release them. Caller holds mu.
 func (p *Partition) removeBelowLogStartLocked() error {
 	removed := false
+	p.pruneTxnLocked()
 	bound := min(p.logStart, p.removalLimit.Load())
 	for len(p.segs) > 1 && p.segs[1].Base() <= bound {
 		s := p.segs[0]
@@ -1047,6 +1108,7 @@ func (p *Partition) removeBelowLogStartLocked() error {
 		if err := s.Remove(); err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
+		p.removeTxnIndex(s.Base())
 	}
 	if removed {
 		if err := p.fs.SyncDir(p.dir); err != nil {

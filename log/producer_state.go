@@ -34,6 +34,10 @@ type producerEntry struct {
 	batches []batchMeta
 	lastTs  int64
 	lastOff int64
+	// txnFirst is the first offset of the producer's ongoing transaction
+	// in this partition, -1 when none (Kafka's currentTxnFirstOffset).
+	// Set by its first transactional data batch, cleared by a marker.
+	txnFirst int64
 }
 
 func (e *producerEntry) clone() *producerEntry {
@@ -47,16 +51,46 @@ func (e *producerEntry) clone() *producerEntry {
 // mutex.
 type producerState struct {
 	m map[int64]*producerEntry
+	// ongoing is producer ID -> first offset of its open transaction:
+	// exactly the entries of m with txnFirst >= 0 (kept beside m so the
+	// last stable offset needs no scan of every producer).
+	ongoing map[int64]int64
 }
 
-func newProducerState() *producerState { return &producerState{m: map[int64]*producerEntry{}} }
+func newProducerState() *producerState {
+	return &producerState{m: map[int64]*producerEntry{}, ongoing: map[int64]int64{}}
+}
 
 func (ps *producerState) clone() *producerState {
-	c := &producerState{m: make(map[int64]*producerEntry, len(ps.m))}
+	c := &producerState{m: make(map[int64]*producerEntry, len(ps.m)), ongoing: make(map[int64]int64, len(ps.ongoing))}
 	for id, e := range ps.m {
 		c.m[id] = e.clone()
 	}
+	for id, f := range ps.ongoing {
+		c.ongoing[id] = f
+	}
 	return c
+}
+
+// noteOngoing keeps ongoing in step with one entry.
+func (ps *producerState) noteOngoing(id int64, e *producerEntry) {
+	if e.txnFirst >= 0 {
+		ps.ongoing[id] = e.txnFirst
+	} else {
+		delete(ps.ongoing, id)
+	}
+}
+
+// firstUnstable is the smallest first offset of an open transaction, or
+// -1 when none is open.
+func (ps *producerState) firstUnstable() int64 {
+	first := int64(-1)
+	for _, f := range ps.ongoing {
+		if first < 0 || f < first {
+			first = f
+		}
+	}
+	return first
 }
 
 // producerTxn checks a sequence of batches against the state without
@@ -64,6 +98,9 @@ func (ps *producerState) clone() *producerState {
 type producerTxn struct {
 	ps      *producerState
 	overlay map[int64]*producerEntry
+	// ended are the transactions the batches' markers completed, in
+	// order, for the partition to index (aborts) and track until stable.
+	ended []txnEnd
 }
 
 func (ps *producerState) begin() *producerTxn { return &producerTxn{ps: ps} }
@@ -127,8 +164,9 @@ func (t *producerTxn) check(h *segment.Header) (*batchMeta, error) {
 }
 
 // record notes an appended batch (with its assigned offsets) in the
-// transaction's overlay.
-func (t *producerTxn) record(h *segment.Header) {
+// transaction's overlay. ctrl is the control type of a control batch
+// (controlAbort, controlCommit, or -1 for data or an unknown control).
+func (t *producerTxn) record(h *segment.Header, ctrl int16) {
 	if h.ProducerID < 0 {
 		return
 	}
@@ -137,20 +175,44 @@ func (t *producerTxn) record(h *segment.Header) {
 	}
 	e := t.get(h.ProducerID)
 	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch}
+		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1}
 	} else if _, mine := t.overlay[h.ProducerID]; !mine {
 		e = e.clone()
 	}
 	t.overlay[h.ProducerID] = e
-	applyBatch(e, h)
+	if end, ok := applyBatch(e, h, ctrl); ok {
+		t.ended = append(t.ended, end)
+	}
+}
+
+// txnEnd is a transaction completed by a marker: its producer, its first
+// offset in this partition (the marker's own offset when it wrote no data
+// here) and the marker's offset.
+type txnEnd struct {
+	producerID  int64
+	first, last int64
+	abort       bool
 }
 
 // applyBatch updates an entry for a batch, the same way for appends and
-// for replay from the log.
-func applyBatch(e *producerEntry, h *segment.Header) {
+// for replay from the log. A marker that ends the producer's transaction
+// reports it.
+func applyBatch(e *producerEntry, h *segment.Header, ctrl int16) (txnEnd, bool) {
+	var end txnEnd
+	ended := false
+	if h.IsControl() && (ctrl == controlAbort || ctrl == controlCommit) && h.ProducerEpoch >= e.epoch {
+		first := e.txnFirst
+		if first < 0 {
+			first = h.BaseOffset
+		}
+		end, ended = txnEnd{producerID: h.ProducerID, first: first, last: h.LastOffset(), abort: ctrl == controlAbort}, true
+		e.txnFirst = -1
+	} else if !h.IsControl() && h.IsTransactional() && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
+	}
 	if h.ProducerEpoch != e.epoch {
 		if h.ProducerEpoch < e.epoch && h.IsControl() {
-			return
+			return end, ended
 		}
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]
@@ -158,7 +220,7 @@ func applyBatch(e *producerEntry, h *segment.Header) {
 	e.lastTs = h.MaxTimestamp
 	e.lastOff = h.LastOffset()
 	if h.IsControl() || h.BaseSequence < 0 {
-		return
+		return end, ended
 	}
 	if len(e.batches) == producerBatchesKept {
 		copy(e.batches, e.batches[1:])
@@ -168,28 +230,33 @@ func applyBatch(e *producerEntry, h *segment.Header) {
 		firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
 		firstOff: h.BaseOffset, lastOff: h.LastOffset(), maxTs: h.MaxTimestamp,
 	})
+	return end, ended
 }
 
 // commit applies the overlay to the state.
 func (t *producerTxn) commit() {
 	for id, e := range t.overlay {
 		t.ps.m[id] = e
+		t.ps.noteOngoing(id, e)
 	}
 	t.ps.evict()
 }
 
-// replay applies one batch read back from the log.
-func (ps *producerState) replay(h *segment.Header) {
+// replay applies one batch read back from the log (ctrl as for record),
+// reporting the transaction a marker ended.
+func (ps *producerState) replay(h *segment.Header, ctrl int16) (txnEnd, bool) {
 	if h.ProducerID < 0 {
-		return
+		return txnEnd{}, false
 	}
 	e := ps.m[h.ProducerID]
 	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch}
+		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1}
 		ps.m[h.ProducerID] = e
 	}
-	applyBatch(e, h)
+	end, ok := applyBatch(e, h, ctrl)
+	ps.noteOngoing(h.ProducerID, e)
 	ps.evict()
+	return end, ok
 }
 
 // evict enforces maxProducers by forgetting the least recently written
@@ -204,18 +271,36 @@ func (ps *producerState) evict() {
 	}
 	all := make([]idOff, 0, len(ps.m))
 	for id, e := range ps.m {
+		if e.txnFirst >= 0 {
+			continue // an open transaction is never forgotten (Kafka neither)
+		}
 		all = append(all, idOff{id, e.lastOff})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].off < all[j].off })
-	for _, x := range all[:len(all)-maxProducers*7/8] {
+	n := len(ps.m) - maxProducers*7/8
+	for _, x := range all[:min(n, len(all))] {
 		delete(ps.m, x.id)
 	}
+}
+
+// expire forgets producers whose last write is older than cutoffMs and
+// that have no open transaction (producer.id.expiration.ms). Their next
+// batch must start again at sequence 0.
+func (ps *producerState) expire(cutoffMs int64) int {
+	n := 0
+	for id, e := range ps.m {
+		if e.txnFirst < 0 && e.lastTs < cutoffMs {
+			delete(ps.m, id)
+			n++
+		}
+	}
+	return n
 }
 
 func (ps *producerState) list() []ProducerInfo {
 	out := make([]ProducerInfo, 0, len(ps.m))
 	for id, e := range ps.m {
-		pi := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastTs, LastOffset: e.lastOff}
+		pi := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastTs, LastOffset: e.lastOff, TxnStartOffset: e.txnFirst}
 		if n := len(e.batches); n > 0 {
 			pi.LastSequence = e.batches[n-1].lastSeq
 		}

@@ -99,12 +99,12 @@ func TestProducerSequences(t *testing.T) {
 func TestProducerSequenceWrap(t *testing.T) {
 	ps := newProducerState()
 	h := segment.Header{ProducerID: 1, ProducerEpoch: 0, BaseSequence: math.MaxInt32 - 1, LastOffsetDelta: 1, BaseOffset: 0}
-	ps.m[1] = &producerEntry{epoch: 0, batches: []batchMeta{{firstSeq: math.MaxInt32 - 3, lastSeq: math.MaxInt32 - 2}}}
+	ps.m[1] = &producerEntry{epoch: 0, txnFirst: -1, batches: []batchMeta{{firstSeq: math.MaxInt32 - 3, lastSeq: math.MaxInt32 - 2}}}
 	txn := ps.begin()
 	if _, err := txn.check(&h); err != nil {
 		t.Fatal(err)
 	}
-	txn.record(&h)
+	txn.record(&h, -1)
 	txn.commit()
 	if got := ps.m[1].batches[1].lastSeq; got != math.MaxInt32 {
 		t.Fatalf("last seq %d", got)

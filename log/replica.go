@@ -49,7 +49,7 @@ func (p *Partition) AppendReplica(batch []byte) (AppendResult, error) {
 	}
 	res.LogStartOffset = p.logStart
 	txn := p.producers.begin()
-	txn.record(&h)
+	txn.record(&h, controlTypeOf(&h, batch))
 	info := []segment.BatchInfo{{Pos: 0, Len: len(batch), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}}
 	if err := p.maybeRollLocked(cfg, now, int64(len(batch)), h.LastOffset()); err != nil {
 		return res, err
@@ -62,6 +62,9 @@ func (p *Partition) AppendReplica(batch []byte) (AppendResult, error) {
 		return res, fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	txn.commit()
+	for _, e := range txn.ended {
+		p.endTxnLocked(e, true)
+	}
 	if p.noteEpochLocked(h.LeaderEpoch, p.leo) {
 		if err := p.writeEpochsLocked(); err != nil {
 			p.logger.Warn("cannot write leader epoch checkpoint", "err", err)

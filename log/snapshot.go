@@ -32,17 +32,19 @@ import (
 //	|           |        |        |         |    | int64, lastOff int64,  |
 //	|           |        |        |         |    | maxTs int64)           |
 //	+-----------+--------+--------+---------+----+------------------------+
+//	version 2 adds, after lastOff, txnFirst int64: the first offset of the
+//	producer's open transaction, -1 when none (version 1 has none open).
 //	(*) CRC-32C of everything after the crc field.
 const (
 	snapshotExt     = ".snapshot"
 	snapshotMagic   = "STPS"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapHeaderSize  = 4 + 2 + 4 + 4
 	snapEntryFixed  = 8 + 2 + 8 + 8 + 1
 	snapBatchSize   = 4 + 4 + 8 + 8 + 8
 	// maxSnapshotBytes bounds what is read back: maxProducers entries of
 	// the largest size.
-	maxSnapshotBytes = snapHeaderSize + maxProducers*(snapEntryFixed+producerBatchesKept*snapBatchSize)
+	maxSnapshotBytes = snapHeaderSize + maxProducers*(snapEntryFixed+8+producerBatchesKept*snapBatchSize)
 	// snapshotsKept is how many snapshots stay on disk (older ones are
 	// removed at roll).
 	snapshotsKept = 2
@@ -83,6 +85,7 @@ func encodeSnapshot(ps *producerState) []byte {
 		b = be.AppendUint16(b, uint16(e.epoch))
 		b = be.AppendUint64(b, uint64(e.lastTs))
 		b = be.AppendUint64(b, uint64(e.lastOff))
+		b = be.AppendUint64(b, uint64(e.txnFirst))
 		b = append(b, byte(len(e.batches)))
 		for _, m := range e.batches {
 			b = be.AppendUint32(b, uint32(m.firstSeq))
@@ -98,26 +101,40 @@ func encodeSnapshot(ps *producerState) []byte {
 
 func decodeSnapshot(b []byte) (*producerState, error) {
 	be := binary.BigEndian
-	if len(b) < snapHeaderSize || string(b[:4]) != snapshotMagic || be.Uint16(b[4:]) != snapshotVersion {
+	if len(b) < snapHeaderSize || string(b[:4]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: header", errBadSnapshot)
+	}
+	version := be.Uint16(b[4:])
+	if version != 1 && version != snapshotVersion {
+		return nil, fmt.Errorf("%w: version %d", errBadSnapshot, version)
+	}
+	fixed := snapEntryFixed
+	if version >= 2 {
+		fixed += 8
 	}
 	if crc32.Checksum(b[10:], castagnoli) != be.Uint32(b[6:]) {
 		return nil, fmt.Errorf("%w: crc", errBadSnapshot)
 	}
 	n := int(int32(be.Uint32(b[10:])))
-	if n < 0 || n > maxProducers || n*snapEntryFixed > len(b)-snapHeaderSize {
+	if n < 0 || n > maxProducers || n*fixed > len(b)-snapHeaderSize {
 		return nil, fmt.Errorf("%w: %d entries", errBadSnapshot, n)
 	}
 	ps := newProducerState()
 	p := b[snapHeaderSize:]
 	for i := 0; i < n; i++ {
-		if len(p) < snapEntryFixed {
+		if len(p) < fixed {
 			return nil, fmt.Errorf("%w: short entry", errBadSnapshot)
 		}
 		id := int64(be.Uint64(p))
-		e := &producerEntry{epoch: int16(be.Uint16(p[8:])), lastTs: int64(be.Uint64(p[10:])), lastOff: int64(be.Uint64(p[18:]))}
-		nb := int(p[26])
-		p = p[snapEntryFixed:]
+		e := &producerEntry{epoch: int16(be.Uint16(p[8:])), lastTs: int64(be.Uint64(p[10:])), lastOff: int64(be.Uint64(p[18:])), txnFirst: -1}
+		if version >= 2 {
+			e.txnFirst = int64(be.Uint64(p[26:]))
+			if e.txnFirst < -1 {
+				return nil, fmt.Errorf("%w: transaction offset %d", errBadSnapshot, e.txnFirst)
+			}
+		}
+		nb := int(p[fixed-1])
+		p = p[fixed:]
 		if nb > producerBatchesKept || len(p) < nb*snapBatchSize {
 			return nil, fmt.Errorf("%w: batches", errBadSnapshot)
 		}
@@ -129,6 +146,7 @@ func decodeSnapshot(b []byte) (*producerState, error) {
 			p = p[snapBatchSize:]
 		}
 		ps.m[id] = e
+		ps.noteOngoing(id, e)
 	}
 	if len(p) != 0 {
 		return nil, fmt.Errorf("%w: trailing bytes", errBadSnapshot)

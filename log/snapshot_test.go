@@ -11,8 +11,8 @@ import (
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	ps := newProducerState()
-	ps.m[1] = &producerEntry{epoch: 3, lastTs: 9, lastOff: 20, batches: []batchMeta{{1, 2, 10, 11, 5}, {3, 9, 12, 20, 9}}}
-	ps.m[-7] = &producerEntry{epoch: 0, lastOff: 4}
+	ps.m[1] = &producerEntry{epoch: 3, lastTs: 9, lastOff: 20, txnFirst: -1, batches: []batchMeta{{1, 2, 10, 11, 5}, {3, 9, 12, 20, 9}}}
+	ps.m[-7] = &producerEntry{epoch: 0, lastOff: 4, txnFirst: 7}
 	got, err := decodeSnapshot(encodeSnapshot(ps))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 func FuzzDecodeSnapshot(f *testing.F) {
 	ps := newProducerState()
-	ps.m[1] = &producerEntry{epoch: 3, batches: []batchMeta{{1, 2, 10, 11, 5}}}
+	ps.m[1] = &producerEntry{epoch: 3, txnFirst: -1, batches: []batchMeta{{1, 2, 10, 11, 5}}}
 	f.Add(encodeSnapshot(ps))
 	f.Fuzz(func(t *testing.T, b []byte) { decodeSnapshot(b) })
 }
