@@ -527,9 +527,9 @@ type fetchedPartition struct {
 }
 
 // fetchGroup reads one group's offsets. topics nil = every committed
-// offset. RequireStable needs nothing more: Strata has no transactional
-// offset commits, so no offset is ever pending.
-func (c *Coordinator) fetchGroup(ctx context.Context, group string, topics []fetchTopic) ([]fetchTopic, [][]fetchedPartition, int16, error) {
+// offset. With requireStable (KIP-447) a partition with a transactional
+// offset commit still pending gets UNSTABLE_OFFSET_COMMIT (txn_offsets.go).
+func (c *Coordinator) fetchGroup(ctx context.Context, group string, topics []fetchTopic, requireStable bool) ([]fetchTopic, [][]fetchedPartition, int16, error) {
 	var outT []fetchTopic
 	var outP [][]fetchedPartition
 	_, code, err := c.do(ctx, group, func(s *shard, e *effects, rid uint64) {
@@ -543,7 +543,11 @@ func (c *Coordinator) fetchGroup(ctx context.Context, group string, topics []fet
 					}
 					var ps []fetchedPartition
 					for _, p := range sortedPartitions(g.offsets[t]) {
-						ps = append(ps, fetchedPartition{partition: p, o: g.offsets[t][p], found: true})
+						fp := fetchedPartition{partition: p, o: g.offsets[t][p], found: true}
+						if requireStable && s.isPending(group, t, p) {
+							fp.code = kerr.UnstableOffsetCommit.Code
+						}
+						ps = append(ps, fp)
 					}
 					outT, outP = append(outT, ft), append(outP, ps)
 				}
@@ -556,6 +560,8 @@ func (c *Coordinator) fetchGroup(ctx context.Context, group string, topics []fet
 					switch {
 					case !t.known:
 						fp.code = kerr.UnknownTopicID.Code
+					case requireStable && s.isPending(group, t.name, p):
+						fp.code = kerr.UnstableOffsetCommit.Code
 					case g != nil:
 						fp.o, fp.found = g.offset(t.name, p)
 					}
@@ -580,7 +586,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 				topics = append(topics, fetchTopic{name: t.Topic, known: true, partitions: t.Partitions})
 			}
 		}
-		ts, ps, code, err := c.fetchGroup(ctx, req.Group, topics)
+		ts, ps, code, err := c.fetchGroup(ctx, req.Group, topics, req.Version >= 7 && req.RequireStable)
 		if err != nil {
 			return nil, err
 		}
@@ -629,7 +635,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 		}
 		g := kmsg.NewOffsetFetchResponseGroup()
 		g.Group = rg.Group
-		ts, ps, code, err := c.fetchGroup(ctx, rg.Group, topics)
+		ts, ps, code, err := c.fetchGroup(ctx, rg.Group, topics, req.RequireStable)
 		if err != nil {
 			return nil, err
 		}

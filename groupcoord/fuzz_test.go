@@ -29,7 +29,7 @@ func FuzzReplay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value, batch []byte) {
 		s := newShard(&Coordinator{cfg: Config{Logger: quiet()}.withDefaults()}, 0, 0)
 		now := time.Unix(1700000000, 0)
-		_ = s.replay(decodedRecord{Key: key, Value: value}, now)
+		_ = s.replay(decodedRecord{Key: key, Value: value, Control: -1}, now)
 		_, _ = decodeBatches(batch, 0, func(r decodedRecord) error { return s.replay(r, now) })
 		for _, g := range s.groups {
 			var e effects

@@ -134,6 +134,11 @@ type reply struct {
 type effects struct {
 	records []record
 	replies []reply
+	// txn holds records of a transactional offset commit, written in
+	// one transactional batch of txnPID/txnEpoch (txn_offsets.go).
+	txn      []record
+	txnPID   int64
+	txnEpoch int16
 }
 
 func (e *effects) reply(id uint64, r kmsg.Response) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -136,14 +137,21 @@ type decodedRecord struct {
 	Offset int64
 	Key    []byte
 	Value  []byte // nil = tombstone
+	// ProducerID and Transactional describe the record's batch: a
+	// transactional offset commit stays pending until its marker.
+	ProducerID    int64
+	Transactional bool
+	// Control is the marker type of a control batch (0 abort, 1 commit),
+	// -1 for a data record.
+	Control int16
 }
 
 // maxRecordsPerBatch bounds the records decoded from one stored batch.
 const maxRecordsPerBatch = 1 << 20
 
 // decodeBatches parses whole stored batches, returning the records at or
-// after from. Compressed or control batches are skipped: Strata never
-// writes them here, and a transaction marker carries no group state.
+// after from. Compressed batches are skipped (Strata never writes them
+// here); a transaction marker is passed as one record with Control set.
 func decodeBatches(raw []byte, from int64, fn func(decodedRecord) error) (next int64, err error) {
 	next = from
 	spans, err := segment.SplitBatches(raw, 1<<20)
@@ -159,9 +167,21 @@ func decodeBatches(raw []byte, from int64, fn func(decodedRecord) error) (next i
 		if last+1 > next {
 			next = last + 1
 		}
-		if b.Attributes&(segment.AttrCompressionMask|segment.AttrControl) != 0 || b.NumRecords <= 0 || b.NumRecords > maxRecordsPerBatch {
+		if b.Attributes&segment.AttrControl != 0 {
+			if b.FirstOffset < from {
+				continue
+			}
+			if ct := log.ControlType(raw[sp[0]:sp[1]]); ct >= 0 {
+				if err := fn(decodedRecord{Offset: b.FirstOffset, ProducerID: b.ProducerID, Control: ct}); err != nil {
+					return next, err
+				}
+			}
 			continue
 		}
+		if b.Attributes&segment.AttrCompressionMask != 0 || b.NumRecords <= 0 || b.NumRecords > maxRecordsPerBatch {
+			continue
+		}
+		txnl := b.Attributes&segment.AttrTransactional != 0
 		recs := b.Records
 		for i := int32(0); i < b.NumRecords && len(recs) > 0; i++ {
 			var r kmsg.Record
@@ -174,7 +194,7 @@ func decodeBatches(raw []byte, from int64, fn func(decodedRecord) error) (next i
 			if off < from {
 				continue
 			}
-			if err := fn(decodedRecord{Offset: off, Key: r.Key, Value: r.Value}); err != nil {
+			if err := fn(decodedRecord{Offset: off, Key: r.Key, Value: r.Value, ProducerID: b.ProducerID, Transactional: txnl, Control: -1}); err != nil {
 				return next, err
 			}
 		}

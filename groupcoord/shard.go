@@ -57,6 +57,9 @@ type shard struct {
 	nextRID uint64
 	// nextExpiry is when offsets are next checked against the retention.
 	nextExpiry time.Time
+	// txnOffsets are transactional offset commits not yet decided, by
+	// producer ID (txn_offsets.go). Created on first use.
+	txnOffsets map[int64]*pendingTxn
 }
 
 func newShard(c *Coordinator, partition, epoch int32) *shard {
@@ -159,6 +162,15 @@ func (s *shard) group(id string, create bool) *group {
 // unload, its memory being ahead of the log.
 func (s *shard) apply(e *effects) bool {
 	ok := true
+	if len(e.txn) > 0 {
+		if err := s.writeTxn(e.txn, e.txnPID, e.txnEpoch); err != nil {
+			s.c.cfg.Logger.Warn("group coordinator transactional write failed; unloading", "partition", s.partition, "err", err)
+			for i := range e.replies {
+				setErrorCode(e.replies[i].resp, kerr.NotCoordinator.Code)
+			}
+			e.records, ok = nil, false
+		}
+	}
 	if len(e.records) > 0 {
 		if err := s.write(e.records); err != nil {
 			s.c.cfg.Logger.Warn("group coordinator write failed; unloading", "partition", s.partition, "err", err)
@@ -242,6 +254,14 @@ func (s *shard) load() error {
 // and skipped: one bad record must not make every group of the partition
 // unavailable.
 func (s *shard) replay(r decodedRecord, now time.Time) error {
+	if r.Control >= 0 {
+		s.completeTxn(r.ProducerID, r.Control == 1)
+		return nil
+	}
+	if r.Transactional {
+		s.replayTxnOffset(r)
+		return nil
+	}
 	if len(r.Key) < 2 {
 		return nil
 	}
@@ -346,6 +366,12 @@ func setErrorCode(r kmsg.Response, code int16) {
 		}
 	case *kmsg.OffsetDeleteResponse:
 		r.ErrorCode = code
+	case *kmsg.TxnOffsetCommitResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		r.ErrorCode = code
 		r.Assignment = nil

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/txncoord"
 )
 
 // Produce: v3-13
@@ -65,13 +66,14 @@ import (
 //   - v13: topics by ID
 //
 // Differences from Kafka:
-//   - Transactions are not implemented yet. A request with a TransactionalID
-//     gets INVALID_TXN_STATE on every partition: with no transaction
-//     coordinator no transaction can be ongoing, which is what Kafka 3.6+'s
-//     produce-side verification (KIP-890) answers for a partition that is not
-//     part of an ongoing transaction. InitProducerId with a transactional ID
-//     already fails (see 22_init_producer_id.go), so real clients never get
-//     this far.
+//   - Transactional batches (with a TransactionalID) are verified against
+//     the transaction coordinator before they are appended (KIP-890 part
+//     1): a partition not in the producer's ongoing transaction gets
+//     INVALID_TXN_STATE, an older epoch INVALID_PRODUCER_EPOCH. The check is
+//     made in-process when this broker coordinates the transactional ID;
+//     when another broker does, the batch is appended unverified (Kafka
+//     asks that broker with AddPartitionsToTxn v4 VerifyOnly).
+//   - Clients cannot write to __transaction_state either.
 //   - Produce v0-v2 (message sets, magic 0/1) are not served (Kafka 4.0 also
 //     dropped them); such requests close the connection.
 func init() { regKey(0, 3, 13) }
@@ -86,8 +88,6 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		fixed = kerr.InvalidRequiredAcks.Code
-	case req.TransactionID != nil:
-		fixed = kerr.InvalidTxnState.Code
 	}
 
 	if req.TimeoutMillis > 0 {
@@ -119,7 +119,7 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 				topicErr = kerr.UnknownTopicID.Code
 			}
 		}
-		if name == groupcoord.OffsetsTopic {
+		if name == groupcoord.OffsetsTopic || name == txncoord.Topic {
 			topicErr = kerr.InvalidTopicException.Code
 		}
 		for j := range rt.Partitions {
@@ -134,7 +134,7 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			case topicErr != 0:
 				sp.ErrorCode = topicErr
 			default:
-				if code, msg := validateProduceRecords(req.Version, rp.Records); code != 0 {
+				if code, msg := validateProduceRecords(req.Version, rp.Records, req.TransactionID != nil); code != 0 {
 					sp.ErrorCode, sp.ErrorMessage = code, &msg
 					continue
 				}
@@ -148,6 +148,21 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 
 	produce := func(jb job) {
 		sp := &jb.rt.Partitions[jb.idx]
+		if req.TransactionID != nil && len(jb.rec) >= batchHeaderLen && binary.BigEndian.Uint16(jb.rec[batchAttributesOffset:])&batchTransactionalBit != 0 {
+			// KIP-890 part 1: the partition must be in the producer's
+			// ongoing transaction before a transactional batch lands.
+			pid := int64(binary.BigEndian.Uint64(jb.rec[batchProducerIDOffset:]))
+			epoch := int16(binary.BigEndian.Uint16(jb.rec[batchProducerEpochOffset:]))
+			code, err := s.txns.Verify(ctx, *req.TransactionID, pid, epoch, jb.topic, sp.Partition)
+			if err == nil && code != 0 {
+				sp.ErrorCode = code
+				return
+			}
+			if err != nil {
+				sp.ErrorCode = errCode(err)
+				return
+			}
+		}
 		res, err := s.broker.Produce(ctx, jb.topic, sp.Partition, jb.rec)
 		if err != nil && !errors.Is(err, log.ErrDuplicateSequence) {
 			sp.ErrorCode = errCode(err)
@@ -225,6 +240,9 @@ const (
 	batchMagicOffset      = 16 // int8
 	batchAttributesOffset = 21 // int16
 	batchHeaderLen        = 61
+	// producer fields
+	batchProducerIDOffset    = 43 // int64
+	batchProducerEpochOffset = 51 // int16
 
 	batchTransactionalBit = 1 << 4 // attributes
 	batchControlBit       = 1 << 5
@@ -233,7 +251,7 @@ const (
 // validateProduceRecords does Kafka's cheap request-level checks: exactly
 // one whole magic-2 batch, zstd only from v7. It returns a Kafka code and
 // message, or 0.
-func validateProduceRecords(version int16, rec []byte) (int16, string) {
+func validateProduceRecords(version int16, rec []byte, txnID bool) (int16, string) {
 	if len(rec) < batchHeaderLen {
 		return kerr.InvalidRecord.Code, fmt.Sprintf("records of %d bytes hold no whole record batch", len(rec))
 	}
@@ -251,7 +269,7 @@ func validateProduceRecords(version int16, rec []byte) (int16, string) {
 	if attrs&batchControlBit != 0 {
 		return kerr.InvalidRecord.Code, "control batches cannot be produced by clients"
 	}
-	if attrs&batchTransactionalBit != 0 {
+	if attrs&batchTransactionalBit != 0 && !txnID {
 		// Kafka: transactional records need an authorized transactional
 		// ID; without one the answer is this authorization error.
 		return kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id"

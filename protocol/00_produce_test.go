@@ -114,8 +114,8 @@ func TestProduceV3AndErrors(t *testing.T) {
 		{"control batch", produceReq(9, 1, "p", 0, makeBatch(batchOpts{attrs: 1 << 5}, values(1, "x")...)), kerr.InvalidRecord.Code, nil},
 		{"transactional batch without id", produceReq(9, 1, "p", 0, makeBatch(batchOpts{attrs: 1 << 4}, values(1, "x")...)), kerr.TransactionalIDAuthorizationFailed.Code, nil},
 		{"zstd below v7", produceReq(6, 1, "p", 0, makeBatch(batchOpts{attrs: 4}, values(1, "x")...)), kerr.UnsupportedCompressionType.Code, nil},
-		{"transactional", func() *kmsg.ProduceRequest {
-			r := produceReq(9, -1, "p", 0, makeBatch(batchOpts{}, values(1, "x")...))
+		{"transactional outside a transaction", func() *kmsg.ProduceRequest {
+			r := produceReq(9, -1, "p", 0, makeBatch(batchOpts{attrs: 1 << 4}, values(1, "x")...))
 			id := "txn"
 			r.TransactionID = &id
 			return r

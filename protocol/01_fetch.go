@@ -31,10 +31,15 @@ import (
 //     NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE (with the offsets),
 //     FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when CurrentLeaderEpoch (v9+,
 //     -1 = unchecked) is below / above the partition's epoch.
-//   - HighWatermark, LastStableOffset (= HighWatermark: no transactions yet)
-//     and LogStartOffset are always filled. IsolationLevel read_committed is
-//     accepted and reads the same as read_uncommitted until transactions
-//     exist; its AbortedTransactions is an empty list, not null.
+//   - HighWatermark, LastStableOffset and LogStartOffset are always
+//     filled. IsolationLevel read_committed reads whole batches below the
+//     last stable offset (the first offset of a transaction not yet
+//     decided) and returns the aborted transactions overlapping them
+//     (log.Partition.ReadCommitted), so the client drops their records;
+//     AbortedTransactions is an empty list, not null. read_uncommitted
+//     reads up to the high watermark, aborted records and markers
+//     included. A long poll on read_committed wakes on the high watermark
+//     (the LSO moves only when it does or when a marker commits).
 //   - Fetch sessions (KIP-227, fetch_session.go): SessionEpoch 0 creates a
 //     session (answered with its ID); later incremental fetches name only
 //     changed partitions (Topics) and dropped ones (ForgottenTopics) and get
@@ -107,6 +112,9 @@ type fetchPart struct {
 	resp   *kmsg.FetchResponseTopicPartition
 	part   *log.Partition // nil when the partition errored
 	failed bool           // an error code is set; nothing to read or wait for
+	// committed: read_committed (IsolationLevel 1): read below the LSO
+	// and return the aborted transactions.
+	committed bool
 }
 
 func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -299,7 +307,7 @@ func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, ta
 			if req.IsolationLevel == 1 {
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
-			fp := &fetchPart{target: t, name: topic.Name, resp: sp}
+			fp := &fetchPart{target: t, name: topic.Name, resp: sp, committed: req.IsolationLevel == 1}
 			parts = append(parts, fp)
 			if topicErr != 0 {
 				sp.ErrorCode, fp.failed = topicErr, true
@@ -343,16 +351,22 @@ func (s *Server) fetchRead(parts []*fetchPart, maxBytes int32) (total int64, any
 		limit := min(int64(fp.target.maxBytes), remaining)
 		if limit <= 0 && !first {
 			off := fp.part.Offsets()
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = off.HighWatermark, off.HighWatermark, off.LogStart
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = off.HighWatermark, off.LastStable, off.LogStart
 			continue
 		}
-		res, err := fp.part.Read(fp.target.fetchOffset, int32(max(limit, 1)))
-		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.Offsets.HighWatermark, res.Offsets.HighWatermark, res.Offsets.LogStart
+		var res log.ReadResult
+		var err error
+		if fp.committed {
+			res, err = fp.part.ReadCommitted(fp.target.fetchOffset, int32(max(limit, 1)))
+		} else {
+			res, err = fp.part.Read(fp.target.fetchOffset, int32(max(limit, 1)))
+		}
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.Offsets.HighWatermark, res.Offsets.LastStable, res.Offsets.LogStart
 		if err != nil {
 			sp.ErrorCode = errCode(err)
 			if errors.Is(err, log.ErrOffsetOutOfRange) || res.Offsets == (log.Offsets{}) {
 				off := fp.part.Offsets()
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = off.HighWatermark, off.HighWatermark, off.LogStart
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = off.HighWatermark, off.LastStable, off.LogStart
 			}
 			fp.failed, anyErr = true, true
 			continue
@@ -360,6 +374,12 @@ func (s *Server) fetchRead(parts []*fetchPart, maxBytes int32) (total int64, any
 		rec := res.Records
 		if !first && int64(len(rec)) > limit {
 			rec = trimBatches(rec, limit)
+		}
+		if fp.committed {
+			sp.AbortedTransactions = sp.AbortedTransactions[:0]
+			for _, a := range res.Aborted {
+				sp.AbortedTransactions = append(sp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+			}
 		}
 		if len(rec) > 0 {
 			sp.RecordBatches = rec

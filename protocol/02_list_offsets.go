@@ -14,8 +14,8 @@ import (
 // Behaviour, by requested Timestamp:
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset.
 //   - -1 (latest): the high watermark (read_uncommitted) or the last stable
-//     offset (read_committed; equal to the high watermark until transactions
-//     exist).
+//     offset (read_committed: the first offset of a transaction not yet
+//     decided, or the high watermark).
 //   - -3 (max timestamp, v7+): the offset and timestamp of the record with the
 //     largest timestamp; offset -1 / timestamp -1 for an empty log.
 //   - -5 (earliest tiered, v9+) and -6 (earliest pending upload, v11+):
@@ -115,7 +115,10 @@ func (s *Server) listOffset(req *kmsg.ListOffsetsRequest, topic replication.Topi
 	case ts == -2 || (ts == -4 && req.Version >= 8):
 		sp.Offset = off.LogStart
 	case ts == -1:
-		sp.Offset = off.HighWatermark // read_committed: LSO == HW for now
+		sp.Offset = off.HighWatermark
+		if req.IsolationLevel == 1 {
+			sp.Offset = off.LastStable // read_committed: the last stable offset
+		}
 	case ts == -3 && req.Version >= 7:
 		sp.Timestamp, sp.Offset = p.MaxTimestamp()
 		if sp.Offset < 0 {

@@ -265,10 +265,15 @@ func TestFindCoordinatorVersions(t *testing.T) {
 	if len(resp.Coordinators) != 2 || resp.Coordinators[1].Key != "b" || resp.Coordinators[1].ErrorCode != 0 {
 		t.Fatalf("v6: %+v", resp)
 	}
-	req.CoordinatorType = 1 // transactions: no coordinator yet
+	req.CoordinatorType = 1 // transactions: __transaction_state's leader
+	resp = rc.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+	if resp.Coordinators[0].ErrorCode != 0 || resp.Coordinators[0].NodeID != 1 {
+		t.Fatalf("txn key: %+v", resp)
+	}
+	req.CoordinatorType = 2 // share groups: no coordinator yet
 	resp = rc.roundTrip(req).(*kmsg.FindCoordinatorResponse)
 	if resp.Coordinators[0].ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("txn key: %+v", resp)
+		t.Fatalf("share key: %+v", resp)
 	}
 }
 

@@ -20,10 +20,16 @@ import (
 //     restarts its sequences. At the epoch limit (32767) a new ID with epoch 0
 //     is allocated instead, as Kafka does for transactional producers. An ID
 //     given without an epoch (or the reverse) is INVALID_REQUEST.
-//   - With a transactional ID: COORDINATOR_NOT_AVAILABLE. Strata has no
-//     transaction coordinator yet, and that is the code a Kafka broker gives
-//     while no coordinator for the ID is available; clients retry it until
-//     their transaction timeout and then fail.
+//   - With a transactional ID: the transaction coordinator answers
+//     (txncoord.Coordinator.InitProducerID): a new ID at epoch 0 for a new
+//     transactional ID, else the epoch bumped (a new ID at the epoch limit),
+//     which fences older instances; an open transaction of an older instance
+//     is aborted first (CONCURRENT_TRANSACTIONS meanwhile; clients retry).
+//     v3+ with the client's current ID and epoch (KIP-360): the bump if they
+//     are current (or the answer of the last bump, for a retry), else
+//     PRODUCER_FENCED (v4+; INVALID_PRODUCER_EPOCH before). A timeout above
+//     transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT;
+//     NOT_COORDINATOR when another broker coordinates the ID.
 //
 // Version notes:
 // * v1: no change; v2: flexible; v3: ProducerID/ProducerEpoch (KIP-360)
@@ -39,8 +45,7 @@ func (s *Server) handleInitProducerID(ctx context.Context, req *kmsg.InitProduce
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp, nil
+		return s.txns.InitProducerID(ctx, req)
 	}
 	if req.Version >= 3 && (req.ProducerID >= 0) != (req.ProducerEpoch >= 0) {
 		resp.ErrorCode = kerr.InvalidRequest.Code

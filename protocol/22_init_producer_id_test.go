@@ -31,11 +31,31 @@ func TestInitProducerID(t *testing.T) {
 	if r := rc.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("id without epoch: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	// Transactions: no coordinator.
+	// Transactions: the coordinator's epochs.
 	req = kmsg.NewPtrInitProducerIDRequest()
+	req.Version = 4
 	txn := "t1"
 	req.TransactionalID = &txn
-	if r := rc.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("transactional: %v", kerr.ErrorForCode(r.ErrorCode))
+	if r := rc.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("no timeout: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	req.TransactionTimeoutMillis = 60000
+	first := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
+	if first.ErrorCode != 0 || first.ProducerID < 0 || first.ProducerEpoch != 0 {
+		t.Fatalf("transactional: %+v", first)
+	}
+	second := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
+	if second.ErrorCode != 0 || second.ProducerID != first.ProducerID || second.ProducerEpoch != 1 {
+		t.Fatalf("second instance: %+v", second)
+	}
+	// KIP-360: the fenced first instance cannot bump with its old epoch.
+	req.ProducerID, req.ProducerEpoch = first.ProducerID, first.ProducerEpoch
+	if r := rc.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("fenced instance: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The current one can.
+	req.ProducerEpoch = second.ProducerEpoch
+	if r := rc.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode != 0 || r.ProducerEpoch != 2 {
+		t.Fatalf("bump: %+v", r)
 	}
 }

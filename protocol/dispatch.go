@@ -71,6 +71,22 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleConsumerGroupHeartbeat(ctx, req)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return s.handleConsumerGroupDescribe(ctx, req)
+	case *kmsg.AddPartitionsToTxnRequest:
+		return s.txns.AddPartitionsToTxn(ctx, req)
+	case *kmsg.AddOffsetsToTxnRequest:
+		return s.txns.AddOffsetsToTxn(ctx, req)
+	case *kmsg.EndTxnRequest:
+		return s.txns.EndTxn(ctx, req)
+	case *kmsg.WriteTxnMarkersRequest:
+		return s.handleWriteTxnMarkers(ctx, req)
+	case *kmsg.TxnOffsetCommitRequest:
+		return s.groups.TxnOffsetCommit(ctx, req)
+	case *kmsg.DescribeProducersRequest:
+		return s.handleDescribeProducers(req)
+	case *kmsg.DescribeTransactionsRequest:
+		return s.txns.DescribeTransactions(ctx, req)
+	case *kmsg.ListTransactionsRequest:
+		return s.txns.ListTransactions(ctx, req)
 	default:
 		// A key registered without a case here: the coverage test catches it.
 		return nil, fmt.Errorf("%w: %s has no handler", ErrUnknownKey, kmsg.NameForKey(kreq.Key()))
@@ -90,6 +106,11 @@ func isBarrier(kreq kmsg.Request) bool {
 		*kmsg.AlterConfigsRequest,
 		*kmsg.IncrementalAlterConfigsRequest,
 		*kmsg.InitProducerIDRequest,
+		*kmsg.AddPartitionsToTxnRequest,
+		*kmsg.AddOffsetsToTxnRequest,
+		*kmsg.EndTxnRequest,
+		*kmsg.WriteTxnMarkersRequest,
+		*kmsg.TxnOffsetCommitRequest,
 		*kmsg.OffsetCommitRequest,
 		*kmsg.JoinGroupRequest,
 		*kmsg.SyncGroupRequest,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/txncoord"
 )
 
 // Defaults for Config's zero values.
@@ -39,6 +40,9 @@ type Config struct {
 	// Groups configures the group coordinator (offsets.topic.*, group.*
 	// settings); zero values take Kafka's defaults.
 	Groups groupcoord.Config
+	// Txns configures the transaction coordinator (transaction.state.log.*,
+	// transaction.* settings); zero values take Kafka's defaults.
+	Txns txncoord.Config
 	// NoBodyPool reads Produce bodies into fresh allocations instead of
 	// pooled buffers (bodypool.go): for a broker whose Produce keeps a
 	// reference to the records after it returns.
@@ -71,6 +75,7 @@ type Server struct {
 	sessions fetchSessions // incremental fetch sessions (fetch_session.go)
 
 	groups *groupcoord.Coordinator // consumer groups and offsets (08-16, 42, 47, 68, 69)
+	txns   *txncoord.Coordinator   // transactions (22, 24-28, 65, 66)
 
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
@@ -101,6 +106,9 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	if cfg.Groups.Logger == nil {
 		cfg.Groups.Logger = cfg.Logger.With("component", "groupcoord")
 	}
+	if cfg.Txns.Logger == nil {
+		cfg.Txns.Logger = cfg.Logger.With("component", "txncoord")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:       cfg,
@@ -113,6 +121,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
+	s.txns = txncoord.New(cfg.Txns, b, s.groups)
 	s.metrics = newMetrics(cfg.Registerer, s.connCount)
 	if cfg.Registerer != nil {
 		groupcoord.RegisterMetrics(cfg.Registerer, s.groups)
@@ -226,6 +235,7 @@ func (s *Server) Close() error {
 	}
 	// Group requests parked in a rebalance are answered NOT_COORDINATOR
 	// now rather than holding the grace period.
+	s.txns.Close() // before groups: its marker goroutines call into groups
 	s.groups.Close()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

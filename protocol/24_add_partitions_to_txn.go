@@ -1,0 +1,22 @@
+package protocol
+
+// AddPartitionsToTxn: v0-5 (txncoord.Coordinator.AddPartitionsToTxn)
+//
+// Behaviour: adds partitions to the producer's transaction, starting it
+// (Empty/Complete -> Ongoing), and writes the new state to
+// __transaction_state before answering. Per partition:
+// UNKNOWN_TOPIC_OR_PARTITION for unknown ones (the others then
+// OPERATION_NOT_ATTEMPTED), INVALID_PRODUCER_ID_MAPPING for an unknown
+// transactional ID or another producer ID, PRODUCER_FENCED
+// (INVALID_PRODUCER_EPOCH below v2) for another epoch,
+// CONCURRENT_TRANSACTIONS while the previous transaction completes,
+// NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the ID's
+// coordinator is elsewhere or loading.
+//
+// Version notes:
+//   - v1: no change; v2: PRODUCER_FENCED; v3: flexible
+//   - v4: batched transactions and VerifyOnly (KIP-890 part 1, sent by
+//     brokers): VerifyOnly answers INVALID_TXN_STATE for a partition not in
+//     the ongoing transaction and writes nothing
+//   - v5: TRANSACTION_ABORTABLE may be returned (Strata does not)
+func init() { regKey(24, 0, 5) }

@@ -1,0 +1,12 @@
+package protocol
+
+// AddOffsetsToTxn: v0-4 (txncoord.Coordinator.AddOffsetsToTxn)
+//
+// Behaviour: adds the group's __consumer_offsets partition
+// (abs(hash(group)) % partitions) to the transaction, with
+// AddPartitionsToTxn's checks and codes; INVALID_GROUP_ID for an empty
+// group.
+//
+// Version notes: v1 no change; v2 PRODUCER_FENCED; v3 flexible; v4
+// TRANSACTION_ABORTABLE (not returned).
+func init() { regKey(25, 0, 4) }

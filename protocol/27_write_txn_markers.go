@@ -1,0 +1,50 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// WriteTxnMarkers: v0-1
+//
+// Behaviour: what a transaction coordinator on another broker sends to a
+// partition's leader: each marker is written as a control batch through
+// Broker.Produce on the partition (txncoord.Coordinator.WriteMarkerLocal;
+// a marker on __consumer_offsets also completes the group coordinator's
+// pending transactional offsets). Per partition: NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR.
+//
+// Differences from Kafka: Kafka accepts it only from other brokers
+// (CLUSTER_ACTION); Strata has no ACLs yet, so any client may send it.
+//
+// Version notes: v1 flexible.
+func init() { regKey(27, 0, 1) }
+
+// maxMarkerPartitions bounds the markers of one request.
+const maxMarkerPartitions = 100000
+
+func (s *Server) handleWriteTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	n := 0
+	for _, m := range req.Markers {
+		rm := kmsg.WriteTxnMarkersResponseMarker{ProducerID: m.ProducerID}
+		for _, t := range m.Topics {
+			rt := kmsg.WriteTxnMarkersResponseMarkerTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				n++
+				code := int16(0)
+				if n > maxMarkerPartitions {
+					code = kerr.InvalidRequest.Code
+				} else if err := s.txns.WriteMarkerLocal(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch); err != nil {
+					code = errCode(err)
+				}
+				rt.Partitions = append(rt.Partitions, kmsg.WriteTxnMarkersResponseMarkerTopicPartition{Partition: p, ErrorCode: code})
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
+}
