@@ -149,6 +149,12 @@ type ManagerOptions struct {
 	// CheckpointInterval is how often the checkpoints are written
 	// (default 5s, replica.high.watermark.checkpoint.interval.ms).
 	CheckpointInterval time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms: a producer with no
+	// open transaction whose last batch is older is forgotten (checked
+	// every ProducerIDExpirationCheck, default 10 minutes,
+	// producer.id.expiration.check.interval.ms). 0 = never.
+	ProducerIDExpiration      time.Duration
+	ProducerIDExpirationCheck time.Duration
 }
 
 var _ = slog.Default

@@ -367,6 +367,11 @@ func (m *Manager) background() {
 	defer flushT.Stop()
 	ckT := time.NewTicker(m.opts.CheckpointInterval)
 	defer ckT.Stop()
+	expireEvery := m.opts.ProducerIDExpirationCheck
+	if expireEvery <= 0 {
+		expireEvery = 10 * time.Minute
+	}
+	nextExpire := m.now().Add(expireEvery)
 	for {
 		select {
 		case <-m.stop:
@@ -386,7 +391,28 @@ func (m *Manager) background() {
 			if err := m.checkpoint(); err != nil {
 				m.logger.Error("checkpoint failed", "err", err)
 			}
+			if now := m.now(); m.opts.ProducerIDExpiration > 0 && !now.Before(nextExpire) {
+				nextExpire = now.Add(expireEvery)
+				m.expireProducers(now)
+			}
 		}
+	}
+}
+
+// expireProducers applies producer.id.expiration.ms to every partition.
+func (m *Manager) expireProducers(now time.Time) {
+	m.mu.RLock()
+	parts := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		parts = append(parts, p)
+	}
+	m.mu.RUnlock()
+	n := 0
+	for _, p := range parts {
+		n += p.ExpireProducers(now.UnixMilli(), m.opts.ProducerIDExpiration.Milliseconds())
+	}
+	if n > 0 {
+		m.logger.Info("expired idle producers", "count", n)
 	}
 }
 

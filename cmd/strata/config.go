@@ -10,9 +10,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/retention"
+	"github.com/strata-io/strata/txncoord"
 )
 
 // errConfig marks a configuration error: start-up fails with exit code 2.
@@ -53,6 +55,11 @@ type Config struct {
 	BrokerProps map[string]string
 	// Groups configures the group coordinator (group_config.go).
 	Groups groupcoord.Config
+	// Txns configures the transaction coordinator (txn_config.go), and
+	// ProducerIDExpiration(Check) the partitions' producer expiry.
+	Txns                      txncoord.Config
+	ProducerIDExpiration      time.Duration
+	ProducerIDExpirationCheck time.Duration
 	// Cluster is the metadata quorum (cluster_config.go).
 	Cluster clusterConfig
 	// Monitoring is the metrics/health HTTP listener (monitoring.go).
@@ -92,13 +99,14 @@ var ignoredSettings = map[string]bool{
 	"process.roles": true, "controller.quorum.bootstrap.servers": true,
 	"controller.listener.names": true, "inter.broker.listener.name": true, "listener.security.protocol.map": true,
 	"num.network.threads": true, "num.io.threads": true, "socket.send.buffer.bytes": true, "socket.receive.buffer.bytes": true,
-	"num.recovery.threads.per.data.dir":        true,
-	"transaction.state.log.replication.factor": true, "transaction.state.log.min.isr": true,
+	"num.recovery.threads.per.data.dir":                true,
+	"transaction.state.log.min.isr":                    true,
 	"share.coordinator.state.topic.replication.factor": true, "share.coordinator.state.topic.min.isr": true,
 }
 
 var settingByName = func() map[string]*setting {
 	settings = append(settings, groupSettings...)
+	settings = append(settings, txnSettings...)
 	settings = append(settings, clusterSettings...)
 	settings = append(settings, monitoringSettings...)
 	m := map[string]*setting{}
@@ -317,6 +325,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	cfg.Rack = merged["broker.rack"].value
+	if err := parseTxnSettings(merged, cfg); err != nil {
+		return nil, err
+	}
 	if err := parseGroupSettings(merged, cfg); err != nil {
 		return nil, err
 	}

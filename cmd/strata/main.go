@@ -55,6 +55,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return groupCommand(args[1:], environ, stdout, stderr)
 	case "topic":
 		return topicCommand(args[1:], environ, stdout, stderr)
+	case "txn":
+		return txnCommand(args[1:], environ, stdout, stderr)
 	case "broker":
 		return brokerCommand(args[1:], environ, stdout, stderr)
 	case "bench":
@@ -79,6 +81,7 @@ Commands:
                              dynamic broker configs, applied live (strata broker help)
   group list|describe|reset-offsets
                              consumer groups: list, lag per partition, replay by offset reset (strata group help)
+  txn list|describe          transactions: state, producer, partitions (strata txn help)
   bench produce|consume|e2e|workload|compare
                              load tool for any Kafka-compatible broker (strata bench help)
 

@@ -98,7 +98,8 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 			return fmt.Errorf("listen on replication listener %s: %w", cfg.Cluster.Bind, err)
 		}
 	}
-	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger})
+	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger,
+		ProducerIDExpiration: cfg.ProducerIDExpiration, ProducerIDExpirationCheck: cfg.ProducerIDExpirationCheck})
 	if err != nil {
 		ln.Close()
 		if repLn != nil {
@@ -139,7 +140,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	// set before this start, then every change (OnBrokerProps above).
 	cleanerRef.Store(cleaner)
 	setCleanerProps(cleaner, broker.EffectiveBrokerProps(), logger)
-	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Registerer: reg}, broker)
+	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg}, broker)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),

@@ -93,3 +93,14 @@ func pythonWith(t *testing.T, module string) string {
 	}
 	return needTool(t, "python3 module "+module)
 }
+
+// TestPythonConfluentKafkaTransactions: librdkafka's transactional
+// producer commits, aborts and is fenced (testdata/confluent_txn.py).
+func TestPythonConfluentKafkaTransactions(t *testing.T) {
+	py := pythonWith(t, "confluent_kafka")
+	b := startBroker(t, "", txnBrokerArgs...)
+	out := run(t, 2*time.Minute, "", py, "testdata/confluent_txn.py", b.addr, "py-txn")
+	if !strings.Contains(out, "ok") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+}
