@@ -4,7 +4,10 @@
 // group admin APIs (FindCoordinator, DescribeGroups, ListGroups,
 // DeleteGroups), and KIP-848 consumer groups (ConsumerGroupHeartbeat,
 // ConsumerGroupDescribe) with server-side uniform and range assignors.
-// Share groups and transaction state are not built yet.
+// Transactional offset commits (TxnOffsetCommit) are held pending until
+// the transaction coordinator's marker decides them (txn_offsets.go); the
+// transaction coordinator itself is package txncoord. Share groups are not
+// built yet.
 //
 // # Where state lives
 //

@@ -60,6 +60,17 @@
 // producer must start at 0 (Kafka 2.5+). The table is bounded
 // (maxProducers, least recently written evicted).
 //
+// # Transactions
+//
+// Per producer, the first offset of its open transaction (txn.go): the
+// last stable offset is the smallest, capped by the high watermark and
+// held back by transactions whose marker is not committed yet. Abort
+// markers add entries to the aborted-transaction index of their segment
+// ("<base>.txnindex", Kafka's format, also held in memory); ReadCommitted
+// reads below the LSO and returns the aborted transactions overlapping
+// what it read. Append and AppendReplica track it alike; snapshots carry
+// the open transactions; replayed segments re-derive their index entries.
+//
 // # Leader-epoch cache
 //
 // Each leader epoch's first offset, from the batches' partitionLeaderEpoch
@@ -71,6 +82,7 @@
 //
 //	00000000000000000000.log / .index / .timeindex   segments (package segment)
 //	00000000000000001234.snapshot                     producer state at offset 1234
+//	00000000000000000000.txnindex                     aborted transactions (txn.go)
 //	leader-epoch-checkpoint                           epoch -> start offset
 //	cleaned/, cleaner-swap                            a compaction in progress (compact.go)
 //
