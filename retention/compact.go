@@ -39,6 +39,13 @@ func PlanCompact(segs []log.SegmentInfo, offs log.Offsets, cfg log.CleanupConfig
 			end, why = s.BaseOffset, fmt.Sprintf(" (segment %d not wholly committed)", s.BaseOffset)
 			break
 		}
+		// Nothing at or above the last stable offset is cleaned: an
+		// open transaction's records are not decided yet (Kafka's
+		// firstUncleanableOffset).
+		if s.NextOffset > offs.LastStable {
+			end, why = s.BaseOffset, fmt.Sprintf(" (segment %d holds an open transaction)", s.BaseOffset)
+			break
+		}
 		if cfg.MinCompactionLagMs > 0 && s.MaxTimestamp > nowMs-cfg.MinCompactionLagMs {
 			end, why = s.BaseOffset, fmt.Sprintf(" (segment %d newer than min.compaction.lag.ms=%d)", s.BaseOffset, cfg.MinCompactionLagMs)
 			break
@@ -140,6 +147,8 @@ type compactStats struct {
 // the latest of its key (no later record of the key in the map), a
 // tombstone additionally only while it is younger than
 // delete.retention.ms. Keyless records and control batches are kept.
+// Records of aborted transactions are dropped and never count as a key's
+// latest record (a later aborted write must not erase a committed one).
 // Runs of segments up to segment.bytes are rewritten into one cleaned
 // segment each and swapped in atomically (log.SwapCleaned).
 func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, error) {
@@ -150,6 +159,21 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 	// The offset map, segment by segment, stopping at a segment boundary
 	// when full (the range then ends there).
 	latest := map[keyHash]int64{}
+	abortedTxns := map[int64][]log.AbortedTxn{}
+	for _, a := range p.AbortedTransactions(offs.LogStart, end) {
+		abortedTxns[a.ProducerID] = append(abortedTxns[a.ProducerID], a)
+	}
+	aborted := func(h *segment.Header) bool {
+		if !h.IsTransactional() {
+			return false
+		}
+		for _, a := range abortedTxns[h.ProducerID] {
+			if a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset {
+				return true
+			}
+		}
+		return false
+	}
 	for _, s := range segs {
 		if s.BaseOffset >= end {
 			break
@@ -163,7 +187,7 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 		}
 		from := max(s.BaseOffset, offs.LogStart, firstDirty)
 		err := forEachBatch(p, from, s.NextOffset, func(b []byte, h segment.Header) error {
-			if isControl(&h) {
+			if isControl(&h) || aborted(&h) {
 				return nil
 			}
 			_, recs, err := batchRecords(b)
@@ -206,6 +230,9 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 			if isControl(&h) {
 				st.bytesOut += int64(len(b))
 				return cl.Append(b)
+			}
+			if aborted(&h) {
+				return nil
 			}
 			_, recs, err := batchRecords(b)
 			if err != nil {

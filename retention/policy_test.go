@@ -74,6 +74,7 @@ func TestPolicyScripts(t *testing.T) {
 				end = segs[len(segs)-1].NextOffset
 			}
 			offs := log.Offsets{LogStart: intArg(t, c, "start", 0), HighWatermark: intArg(t, c, "hw", end), LogEnd: end}
+			offs.LastStable = intArg(t, c, "lso", offs.HighWatermark)
 			var acts []Action
 			switch c.cmd {
 			case "plan":
