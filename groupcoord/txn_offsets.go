@@ -159,7 +159,7 @@ func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int6
 	})
 }
 
-// TxnOffsetCommit answers TxnOffsetCommit (v0-4): the offsets are written
+// TxnOffsetCommit answers TxnOffsetCommit (v0-5; v5's implicit add is the caller's): the offsets are written
 // in the producer's transaction and stay pending until its marker.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)

@@ -72,7 +72,10 @@ import (
 //     INVALID_TXN_STATE, an older epoch INVALID_PRODUCER_EPOCH. The check is
 //     made in-process when this broker coordinates the transactional ID;
 //     when another broker does, the batch is appended unverified (Kafka
-//     asks that broker with AddPartitionsToTxn v4 VerifyOnly).
+//     asks that broker with AddPartitionsToTxn v4 VerifyOnly). From v12
+//     (KIP-890 part 2) the produce adds its partition to the transaction
+//     instead (in process, or AddPartitionsToTxn to the coordinator);
+//     NOT_ENOUGH_REPLICAS (retriable) while the coordinator is busy.
 //   - Clients cannot write to __transaction_state either.
 //   - Produce v0-v2 (message sets, magic 0/1) are not served (Kafka 4.0 also
 //     dropped them); such requests close the connection.
@@ -153,7 +156,12 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			// ongoing transaction before a transactional batch lands.
 			pid := int64(binary.BigEndian.Uint64(jb.rec[batchProducerIDOffset:]))
 			epoch := int16(binary.BigEndian.Uint16(jb.rec[batchProducerEpochOffset:]))
-			code, err := s.txns.Verify(ctx, *req.TransactionID, pid, epoch, jb.topic, sp.Partition)
+			verify := s.txns.Verify
+			if req.Version >= 12 {
+				// KIP-890 part 2: the produce adds its partition.
+				verify = s.txns.AddImplicit
+			}
+			code, err := verify(ctx, *req.TransactionID, pid, epoch, jb.topic, sp.Partition)
 			if err == nil && code != 0 {
 				sp.ErrorCode = code
 				return

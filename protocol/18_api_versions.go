@@ -24,8 +24,11 @@ import (
 //
 // Version notes:
 //   - v1: ThrottleMillis
-//   - v3: flexible; client software name/version; features (we list none:
-//     SupportedFeatures empty, FinalizedFeaturesEpoch -1)
+//   - v3: flexible; client software name/version; features: only
+//     transaction.version (supported 0-2, finalized at the configured
+//     level, 2 by default: txncoord.Config.TransactionVersion), so clients
+//     use KIP-890 part 2; with level 1, SupportedFeatures lists it and
+//     nothing is finalized (FinalizedFeaturesEpoch -1)
 //   - v4: no change (KIP-511 follow-up: the broker may return
 //     UNSUPPORTED_VERSION with the highest version it supports)
 //
@@ -105,5 +108,17 @@ func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) (kmsg.Response,
 		!clientSoftwareRe.MatchString(req.ClientSoftwareVersion)) {
 		code = kerr.InvalidRequest.Code
 	}
-	return apiVersionsResponse(req.Version, code), nil
+	resp := apiVersionsResponse(req.Version, code)
+	if req.Version >= 3 && code == 0 {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		if tv := s.txns.TransactionVersion(); tv >= 2 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", tv, tv
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+			resp.FinalizedFeaturesEpoch = 1
+		}
+	}
+	return resp, nil
 }

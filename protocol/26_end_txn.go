@@ -13,7 +13,10 @@ package protocol
 // PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below v2).
 //
 // Version notes: v1 no change; v2 PRODUCER_FENCED; v3 flexible; v4
-// TRANSACTION_ABORTABLE (not returned). v5 (KIP-890 part 2, an epoch bump
-// per transaction) is not offered: Strata does not finalize the
-// transaction.version feature, so clients use the v1 protocol.
-func init() { regKey(26, 0, 4) }
+// TRANSACTION_ABORTABLE (not returned); v5 (KIP-890 part 2): the epoch is
+// bumped by every EndTxn and the markers carry the new epoch; the response
+// names the producer ID and epoch to continue with (a new ID at epoch 0
+// once the epochs are exhausted); an abort with no transaction open
+// succeeds (and bumps); a retry of an answered EndTxn (the previous epoch)
+// gets the same answer.
+func init() { regKey(26, 0, 5) }

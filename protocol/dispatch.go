@@ -80,7 +80,7 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 	case *kmsg.WriteTxnMarkersRequest:
 		return s.handleWriteTxnMarkers(ctx, req)
 	case *kmsg.TxnOffsetCommitRequest:
-		return s.groups.TxnOffsetCommit(ctx, req)
+		return s.handleTxnOffsetCommit(ctx, req)
 	case *kmsg.DescribeProducersRequest:
 		return s.handleDescribeProducers(req)
 	case *kmsg.DescribeTransactionsRequest:

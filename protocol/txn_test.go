@@ -18,12 +18,16 @@ import (
 
 // newTxnCluster is one broker with small coordinator topics and fast
 // transaction timers.
-func newTxnCluster(t testing.TB) *testCluster {
+func newTxnCluster(t testing.TB) *testCluster { return newTxnClusterTV(t, 2) }
+
+// newTxnClusterTV is newTxnCluster at a transaction.version level: 2 lets
+// kgo use KIP-890 part 2, 1 keeps it on the KIP-98 protocol.
+func newTxnClusterTV(t testing.TB, tv int16) *testCluster {
 	t.Helper()
 	var b *replication.Broker
 	cfg := Config{
 		Groups: groupcoord.Config{NumPartitions: 4, InitialRebalanceDelay: -1, TickInterval: 20 * time.Millisecond},
-		Txns:   txncoord.Config{NumPartitions: 4, AbortTimedOutInterval: 50 * time.Millisecond},
+		Txns:   txncoord.Config{NumPartitions: 4, AbortTimedOutInterval: 50 * time.Millisecond, TransactionVersion: tv},
 	}
 	s, addr := startServerWith(t, cfg, func(p int32) *replication.Broker {
 		b = testBroker(t, func(c *replication.BrokerConfig) { c.AdvertisedPort = p })
@@ -76,12 +80,22 @@ func consumeAll(t *testing.T, c *testCluster, topic string, committed bool, want
 // consumers, aborted ones only read_uncommitted consumers; the LSO stops
 // at an open transaction (ListOffsets read_committed).
 func TestTransactionsIsolation(t *testing.T) {
-	c := newTxnCluster(t)
+	for _, tv := range []int16{1, 2} {
+		t.Run(fmt.Sprintf("transaction.version=%d", tv), func(t *testing.T) { testTransactionsIsolation(t, tv) })
+	}
+}
+
+func testTransactionsIsolation(t *testing.T, tv int16) {
+	c := newTxnClusterTV(t, tv)
 	c.createTopic("t", 2)
 	cl := c.client(kgo.TransactionalID("iso"), kgo.DefaultProduceTopic("t"))
 	txnProduce(t, cl, "t", 0, 10, true)
 	txnProduce(t, cl, "t", 100, 10, false)
 	txnProduce(t, cl, "t", 10, 5, true)
+	// KIP-890 part 2 bumps the epoch at every EndTxn; KIP-98 does not.
+	if dt, err := c.admin().DescribeTransactions(testCtx(t), "iso"); err != nil || dt["iso"].ProducerEpoch != map[int16]int16{1: 0, 2: 3}[tv] || dt["iso"].State != "CompleteCommit" {
+		t.Fatalf("after three transactions: %+v %v", dt["iso"], err)
+	}
 
 	got := consumeAll(t, c, "t", true, 15)
 	if len(got) != 15 {

@@ -38,6 +38,13 @@ type Config struct {
 	// MarkerTimeout bounds writing one transaction's markers before the
 	// coordinator retries them (they are retried until written).
 	MarkerTimeout time.Duration
+	// TransactionVersion is the finalized level of Kafka's
+	// transaction.version feature (KIP-890 part 2) that ApiVersions
+	// advertises: 2 (the default, as a new Kafka 4 cluster) lets clients
+	// add partitions implicitly with Produce v12+ and TxnOffsetCommit v5+
+	// and bump the epoch on every EndTxn (v5); 1 keeps them on the
+	// KIP-98 protocol. Both are served either way.
+	TransactionVersion int16
 
 	Now    func() time.Time // nil = time.Now
 	Logger *slog.Logger     // nil = slog.Default()
@@ -67,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LoadTimeout <= 0 {
 		c.LoadTimeout = 30 * time.Second
+	}
+	if c.TransactionVersion <= 0 || c.TransactionVersion > 2 {
+		c.TransactionVersion = 2
 	}
 	if c.MarkerTimeout <= 0 {
 		c.MarkerTimeout = 10 * time.Second

@@ -45,6 +45,10 @@ func New(cfg Config, broker *replication.Broker, groups *groupcoord.Coordinator)
 	return c
 }
 
+// TransactionVersion is the transaction.version feature level to
+// advertise (Config.TransactionVersion).
+func (c *Coordinator) TransactionVersion() int16 { return c.cfg.TransactionVersion }
+
 // Close stops every shard and waits for them.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
@@ -259,12 +263,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, req *kmsg.InitProducer
 	}
 	code, err := c.do(ctx, id, func(s *shard) {
 		var e effects
-		alloc := func() (int64, error) {
-			actx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-			defer cancel()
-			return c.broker.AllocateProducerID(actx)
-		}
-		pid, epoch, code := s.mc.initProducerID(r, c.cfg.Now(), c.cfg.MaxTimeout, alloc, &e)
+		pid, epoch, code := s.mc.initProducerID(r, c.cfg.Now(), c.cfg.MaxTimeout, c.allocate, &e)
 		if err := s.apply(&e); err != nil {
 			code, pid, epoch = kerr.NotCoordinator.Code, -1, -1
 		}
@@ -422,23 +421,34 @@ func (c *Coordinator) AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsT
 	return resp, nil
 }
 
-// EndTxn answers EndTxn v0-4: commit or abort. The answer waits until
+// EndTxn answers EndTxn v0-5: commit or abort. The answer waits until
 // every marker is written, so the outcome is visible everywhere once the
-// client hears it.
+// client hears it. v5 (KIP-890 part 2, with transaction.version 2) bumps
+// the epoch and answers the producer ID and epoch to continue with.
 func (c *Coordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) (*kmsg.EndTxnResponse, error) {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	var wait chan int16
+	tv2 := req.Version >= 5
+	var wait chan endResult
 	code, err := c.do(ctx, req.TransactionalID, func(s *shard) {
 		var e effects
-		code, w := s.mc.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, c.cfg.Now(), req.Version >= 2, &e)
+		var code int16
+		var w bool
+		if tv2 {
+			code, w = s.mc.endTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, c.cfg.Now(), c.allocate, &e)
+		} else {
+			code, w = s.mc.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, c.cfg.Now(), req.Version >= 2, &e)
+		}
 		if err := s.apply(&e); err != nil {
 			code, w = kerr.NotCoordinator.Code, false
 		}
 		resp.ErrorCode = code
-		if w && code == 0 {
-			wait = make(chan int16, 1)
+		if code == 0 && w {
+			wait = make(chan endResult, 1)
 			s.endWaiters[req.TransactionalID] = append(s.endWaiters[req.TransactionalID], wait)
+		} else if code == 0 && tv2 {
+			m := s.mc.txns[req.TransactionalID]
+			resp.ProducerID, resp.ProducerEpoch = m.pid, m.epoch
 		}
 	})
 	if err != nil {
@@ -450,15 +460,27 @@ func (c *Coordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) (*kms
 	}
 	if wait != nil {
 		select {
-		case resp.ErrorCode = <-wait:
+		case r := <-wait:
+			resp.ErrorCode = r.code
+			if tv2 && r.code == 0 {
+				resp.ProducerID, resp.ProducerEpoch = r.pid, r.epoch
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
-	if resp.ErrorCode == 0 {
+	if resp.ErrorCode == 0 && !tv2 {
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 	}
 	return resp, nil
+}
+
+// allocate hands out a new producer ID (the broker's, durable). It runs
+// on a shard goroutine, bounded by writeTimeout.
+func (c *Coordinator) allocate() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return c.broker.AllocateProducerID(ctx)
 }
 
 // Verify answers whether a transactional produce to topic/partition is
@@ -619,4 +641,38 @@ func (c *Coordinator) ListTransactions(ctx context.Context, req *kmsg.ListTransa
 		}
 	}
 	return resp, nil
+}
+
+// AddImplicit adds topic/partition to the producer's transaction on
+// behalf of the partition's leader (KIP-890 part 2: a Produce v12+
+// transactional batch or a TxnOffsetCommit v5+ adds its partition itself,
+// with no AddPartitionsToTxn from the client). The coordinator is asked in
+// process when it is this broker, else with AddPartitionsToTxn. The code is
+// what the produce or commit should answer: 0, INVALID_TXN_STATE,
+// INVALID_PRODUCER_EPOCH for a fenced producer, INVALID_PRODUCER_ID_MAPPING,
+// or NOT_ENOUGH_REPLICAS (retriable) while the coordinator is moving,
+// loading or completing the previous transaction (Kafka's mapping).
+func (c *Coordinator) AddImplicit(ctx context.Context, id string, pid int64, epoch int16, topic string, partition int32) (int16, error) {
+	var code int16
+	t, ok := c.broker.Topic(Topic)
+	if ok && len(t.Partitions) > 0 && t.Partitions[PartitionFor(id, int32(len(t.Partitions)))].Leader == c.broker.NodeID() {
+		codes, err := c.addPartitions(ctx, id, pid, epoch, false, []tp{{topic, partition}}, true)
+		if err != nil {
+			return 0, err
+		}
+		code = codes[0]
+	} else {
+		var err error
+		if code, err = c.remote.add(ctx, id, pid, epoch, topic, partition); err != nil {
+			c.cfg.Logger.Warn("implicit add to a remote transaction coordinator failed", "transactional_id", id, "err", err)
+			code = kerr.NotEnoughReplicas.Code
+		}
+	}
+	switch code {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
+		return kerr.NotEnoughReplicas.Code, nil
+	case kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code, nil
+	}
+	return code, nil
 }

@@ -64,13 +64,15 @@
 //
 // # Differences from Kafka
 //
-//   - The transaction.version feature is not finalized, so clients use the
-//     KIP-98 protocol (explicit AddPartitionsToTxn; EndTxn up to v4). KIP-890
-//     part 2 (implicit add on produce v12, an epoch bump per transaction) is
-//     not offered.
-//   - Produce-side verification asks the coordinator in-process when this
-//     broker coordinates the ID, and skips it otherwise (Kafka sends
-//     AddPartitionsToTxn v4 VerifyOnly to the coordinator).
+//   - KIP-890 part 2 is served when ApiVersions finalizes transaction.version
+//     2 (Config.TransactionVersion, the default): Produce v12+ and
+//     TxnOffsetCommit v5+ add their partition (AddImplicit: in process, or
+//     AddPartitionsToTxn to a remote coordinator), EndTxn v5 bumps the epoch
+//     (endTxnV2; NextProducerID when exhausted). The level is a setting, not
+//     a feature changed at run time by UpdateFeatures.
+//   - Produce-side verification (v < 12) asks the coordinator in-process
+//     when this broker coordinates the ID, and skips it otherwise (Kafka
+//     sends AddPartitionsToTxn v4 VerifyOnly to the coordinator).
 //   - EndTxn is answered after the markers, not after PrepareCommit: slower
 //     by one round of marker writes, and nothing a client can observe is
 //     left pending.

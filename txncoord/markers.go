@@ -186,3 +186,36 @@ func (r *remoteMarkers) send(ctx context.Context, leader int32, j markerJob, ps 
 	}
 	return failed, firstErr
 }
+
+// add asks the coordinator of id (another broker) to add a partition to
+// the producer's transaction (AddPartitionsToTxn; kgo finds the
+// coordinator).
+func (r *remoteMarkers) add(ctx context.Context, id string, pid int64, epoch int16, topic string, partition int32) (int16, error) {
+	cl, err := r.get()
+	if err != nil {
+		return 0, err
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+	req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{partition}}}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode, nil
+	}
+	for _, tx := range resp.Transactions {
+		for _, t := range tx.Topics {
+			for _, p := range t.Partitions {
+				return p.ErrorCode, nil
+			}
+		}
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			return p.ErrorCode, nil
+		}
+	}
+	return kerr.UnknownServerError.Code, nil
+}

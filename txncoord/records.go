@@ -89,12 +89,19 @@ func encodeKey(id string) []byte {
 func encodeValue(m *txnMeta) []byte {
 	v := kmsg.TxnMetadataValue{
 		Version:             valueVersion,
+		PreviousProducerID:  -1,
+		NextProducerID:      -1,
+		NextProducerEpoch:   -1,
 		ProducerID:          m.pid,
 		ProducerEpoch:       m.epoch,
 		TimeoutMillis:       m.timeoutMs,
 		State:               kmsg.TransactionState(m.state),
 		LastUpdateTimestamp: m.lastUpdateMs,
 		StartTimestamp:      m.startMs,
+	}
+	if m.tv2 || m.nextPid >= 0 {
+		// Version 1 (flexible, Kafka 4.0) carries KIP-890 part 2's tags.
+		v.Version, v.ClientTransactionVersion, v.NextProducerID = 1, 2, m.nextPid
 	}
 	for _, t := range m.sortedTopics() {
 		ps := make([]int32, 0, len(m.partitions[t]))
@@ -135,10 +142,16 @@ func decodeRecord(key, value []byte) (string, *txnMeta, error) {
 	}
 	m := &txnMeta{
 		id: k.TransactionalID, pid: v.ProducerID, epoch: v.ProducerEpoch,
-		lastPid: -1, lastEpoch: -1,
+		lastPid: -1, lastEpoch: -1, nextPid: -1,
 		timeoutMs: v.TimeoutMillis, state: int8(v.State),
 		lastUpdateMs: v.LastUpdateTimestamp, startMs: v.StartTimestamp,
 		partitions: map[string]map[int32]struct{}{},
+	}
+	if v.Version >= 1 {
+		m.tv2 = v.ClientTransactionVersion >= 2
+		if v.NextProducerID >= 0 {
+			m.nextPid = v.NextProducerID
+		}
 	}
 	n := 0
 	for _, t := range v.Topics {

@@ -31,6 +31,14 @@ const (
 
 var errShardGone = errors.New("txncoord: coordinator partition unloaded")
 
+// endResult answers an EndTxn that waited for its markers: the code and
+// the producer ID and epoch the client continues with (EndTxn v5).
+type endResult struct {
+	code  int16
+	pid   int64
+	epoch int16
+}
+
 // call runs fn on the shard goroutine.
 type call struct{ fn func(s *shard) }
 
@@ -49,7 +57,7 @@ type shard struct {
 	// Owned by the run goroutine.
 	mc *machine
 	// endWaiters are EndTxn replies waiting for their markers, by ID.
-	endWaiters map[string][]chan int16
+	endWaiters map[string][]chan endResult
 	// writing are the IDs whose markers are being written.
 	writing    map[string]bool
 	nextExpire time.Time
@@ -64,7 +72,7 @@ func newShard(c *Coordinator, partition, epoch int32) *shard {
 		loadedCh:   make(chan struct{}),
 		jobs:       make(chan struct{}, maxMarkerJobs),
 		mc:         newMachine(),
-		endWaiters: map[string][]chan int16{},
+		endWaiters: map[string][]chan endResult{},
 		writing:    map[string]bool{},
 	}
 }
@@ -143,7 +151,7 @@ func (s *shard) isStopping() bool {
 func (s *shard) failWaiters() {
 	for id, ws := range s.endWaiters {
 		for _, w := range ws {
-			w <- kerr.NotCoordinator.Code
+			w <- endResult{code: kerr.NotCoordinator.Code}
 		}
 		delete(s.endWaiters, id)
 	}
@@ -206,12 +214,15 @@ func (s *shard) markersDone(j markerJob) {
 	delete(s.writing, j.id)
 	var e effects
 	s.mc.markersWritten(j, s.c.cfg.Now(), &e)
-	code := int16(0)
+	r := endResult{pid: -1, epoch: -1}
+	if m := s.mc.txns[j.id]; m != nil {
+		r.pid, r.epoch = m.pid, m.epoch
+	}
 	if err := s.apply(&e); err != nil {
-		code = kerr.NotCoordinator.Code
+		r = endResult{code: kerr.NotCoordinator.Code, pid: -1, epoch: -1}
 	}
 	for _, w := range s.endWaiters[j.id] {
-		w <- code
+		w <- r
 	}
 	delete(s.endWaiters, j.id)
 }

@@ -39,6 +39,14 @@ type txnMeta struct {
 	// Not persisted (-1 after a load).
 	lastPid   int64
 	lastEpoch int16
+	// nextPid is the producer ID a KIP-890 part 2 transaction moves to
+	// once its markers are written, when its epoch bump exhausted the
+	// epochs (-1 none); persisted as NextProducerID.
+	nextPid int64
+	// tv2 records that the last transaction ended with EndTxn v5+
+	// (transaction.version 2: an epoch bump per transaction); persisted
+	// as ClientTransactionVersion.
+	tv2       bool
 	timeoutMs int32
 	state     int8
 	// partitions of the open (or completing) transaction.
@@ -48,7 +56,7 @@ type txnMeta struct {
 }
 
 func newMeta(id string) *txnMeta {
-	return &txnMeta{id: id, pid: -1, epoch: -1, lastPid: -1, lastEpoch: -1, startMs: -1, partitions: map[string]map[int32]struct{}{}}
+	return &txnMeta{id: id, pid: -1, epoch: -1, lastPid: -1, lastEpoch: -1, nextPid: -1, startMs: -1, partitions: map[string]map[int32]struct{}{}}
 }
 
 func (m *txnMeta) add(topic string, p int32) bool {
@@ -321,7 +329,7 @@ func (mc *machine) endTxn(id string, pid int64, epoch int16, commit bool, now ti
 		if commit {
 			m.state = statePrepareCommit
 		}
-		m.lastUpdateMs = now.UnixMilli()
+		m.lastUpdateMs, m.tv2 = now.UnixMilli(), false
 		e.write(m)
 		e.markers = append(e.markers, markerJob{id: id, pid: m.pid, epoch: m.epoch, commit: commit, partitions: m.list()})
 		return 0, true
@@ -345,6 +353,65 @@ func (mc *machine) endTxn(id string, pid int64, epoch int16, commit bool, now ti
 	return kerr.InvalidTxnState.Code, false
 }
 
+// endTxnV2 is EndTxn v5+ (KIP-890 part 2, transaction.version 2): the
+// epoch is bumped by every EndTxn, the markers carry the bumped epoch
+// (fencing the transaction's own late writes), and the client continues
+// with the bumped epoch (or, once the epochs are exhausted, a new
+// producer ID at epoch 0), read from m once the markers are written. An
+// abort with no transaction open is allowed and bumps the epoch too. A
+// retry of an EndTxn whose answer was lost (the previous epoch) gets the
+// same outcome.
+func (mc *machine) endTxnV2(id string, pid int64, epoch int16, commit bool, now time.Time, allocate func() (int64, error), e *effects) (code int16, wait bool) {
+	m := mc.txns[id]
+	if m == nil {
+		return kerr.InvalidProducerIDMapping.Code, false
+	}
+	done, preparing := stateCompleteAbort, statePrepareAbort
+	if commit {
+		done, preparing = stateCompleteCommit, statePrepareCommit
+	}
+	retry := (pid == m.pid && epoch == m.epoch-1) || (m.lastPid >= 0 && pid == m.lastPid && epoch == m.lastEpoch-1)
+	if retry && m.tv2 {
+		switch m.state {
+		case done:
+			return 0, false
+		case preparing:
+			return 0, true
+		}
+	}
+	if code := check(m, pid, epoch, true); code != 0 {
+		return code, false
+	}
+	switch m.state {
+	case stateOngoing:
+	case stateEmpty, stateCompleteCommit, stateCompleteAbort:
+		if commit {
+			return kerr.InvalidTxnState.Code, false
+		}
+		m.partitions = map[string]map[int32]struct{}{} // an empty abort
+	case statePrepareCommit, statePrepareAbort:
+		if m.state == preparing {
+			return kerr.ConcurrentTransactions.Code, false
+		}
+		return kerr.InvalidTxnState.Code, false
+	default:
+		return kerr.InvalidTxnState.Code, false
+	}
+	if m.epoch+1 >= math.MaxInt16-1 {
+		next, err := allocate()
+		if err != nil {
+			return kerr.CoordinatorNotAvailable.Code, false
+		}
+		m.nextPid = next
+	}
+	m.epoch++
+	m.state, m.tv2, m.lastUpdateMs = preparing, true, now.UnixMilli()
+	m.lastPid, m.lastEpoch = -1, -1
+	e.write(m)
+	e.markers = append(e.markers, markerJob{id: id, pid: m.pid, epoch: m.epoch, commit: commit, partitions: m.list()})
+	return 0, true
+}
+
 // markersWritten completes a transaction whose markers are all written:
 // CompleteCommit or CompleteAbort, partitions cleared. False when the
 // transaction moved on meanwhile (nothing to do).
@@ -360,6 +427,12 @@ func (mc *machine) markersWritten(j markerJob, now time.Time, e *effects) bool {
 	m.state = stateCompleteAbort
 	if j.commit {
 		m.state = stateCompleteCommit
+	}
+	if m.nextPid >= 0 {
+		// KIP-890 part 2 at the last epoch: the client goes on with a
+		// new producer ID (a retry names the old one, kept in last*).
+		m.lastPid, m.lastEpoch = m.pid, m.epoch
+		m.pid, m.epoch, m.nextPid = m.nextPid, 0, -1
 	}
 	m.partitions = map[string]map[int32]struct{}{}
 	m.lastUpdateMs, m.startMs = now.UnixMilli(), -1

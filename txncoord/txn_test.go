@@ -242,3 +242,65 @@ func FuzzDecodeBatches(f *testing.F) {
 		decodeBatches(b, 0, func(int64, []byte, []byte) {})
 	})
 }
+
+// TestStateMachineTV2: KIP-890 part 2 EndTxn bumps the epoch each time,
+// markers carry the bumped epoch, retries of an answered EndTxn get the
+// same answer, an empty abort is allowed, and an exhausted epoch moves
+// to a new producer ID (persisted as NextProducerID across a reload).
+func TestStateMachineTV2(t *testing.T) {
+	mc, ids, clk := newMachine(), &fakeIDs{}, newClock()
+	var log []record
+	e := effects{}
+	pid, ep, _ := mc.initProducerID(initRequest{id: "a", timeoutMs: 60000, pid: -1, epoch: -1, newCodes: true}, clk.now(), time.Hour, ids.alloc, &e)
+	mc.addPartitions("a", pid, ep, []tp{{"t", 0}}, clk.now(), true, &e)
+	e = effects{}
+	code, wait := mc.endTxnV2("a", pid, ep, true, clk.now(), ids.alloc, &e)
+	if code != 0 || !wait || len(e.markers) != 1 || e.markers[0].epoch != ep+1 {
+		t.Fatalf("end v2: %s %v %+v", codeName(code), wait, e.markers)
+	}
+	// A retry while the markers are written waits too.
+	if code, wait := mc.endTxnV2("a", pid, ep, true, clk.now(), ids.alloc, &effects{}); code != 0 || !wait {
+		t.Fatalf("retry while preparing: %s %v", codeName(code), wait)
+	}
+	mc.markersWritten(e.markers[0], clk.now(), &effects{})
+	if m := mc.txns["a"]; m.epoch != ep+1 || m.state != stateCompleteCommit {
+		t.Fatalf("after v2 commit: %+v", m)
+	}
+	// A retry after: same answer; the other outcome is refused.
+	if code, wait := mc.endTxnV2("a", pid, ep, true, clk.now(), ids.alloc, &effects{}); code != 0 || wait {
+		t.Fatalf("retry after: %s", codeName(code))
+	}
+	if code, _ := mc.endTxnV2("a", pid, ep, false, clk.now(), ids.alloc, &effects{}); code == 0 {
+		t.Fatal("abort retry of a commit accepted")
+	}
+	// An empty abort at the current epoch bumps it.
+	e = effects{}
+	if code, wait := mc.endTxnV2("a", pid, ep+1, false, clk.now(), ids.alloc, &e); code != 0 || !wait || len(e.markers[0].partitions) != 0 {
+		t.Fatalf("empty abort: %s %+v", codeName(code), e.markers)
+	}
+	mc.markersWritten(e.markers[0], clk.now(), &effects{})
+	if m := mc.txns["a"]; m.epoch != ep+2 || m.state != stateCompleteAbort {
+		t.Fatalf("after empty abort: %+v", m)
+	}
+	// Exhaustion: the markers carry the last epoch, the client moves on to
+	// a new producer ID at epoch 0; a reload in between keeps NextProducerID.
+	m := mc.txns["a"]
+	m.epoch = 32765
+	mc.addPartitions("a", pid, 32765, []tp{{"t", 1}}, clk.now(), true, &effects{})
+	e = effects{}
+	if code, _ := mc.endTxnV2("a", pid, 32765, true, clk.now(), ids.alloc, &e); code != 0 || e.markers[0].pid != pid || e.markers[0].epoch != 32766 {
+		t.Fatalf("exhausting end: %s %+v", codeName(code), e.markers)
+	}
+	log = append(log, e.records...)
+	re := replayAll(t, log)
+	if got := re.txns["a"]; got.nextPid != m.nextPid || got.nextPid < 0 || got.state != statePrepareCommit {
+		t.Fatalf("reloaded next producer id %d, want %d (%+v)", got.nextPid, m.nextPid, got)
+	}
+	mc.markersWritten(e.markers[0], clk.now(), &effects{})
+	if m := mc.txns["a"]; m.pid == pid || m.epoch != 0 || m.lastPid != pid {
+		t.Fatalf("after exhaustion: %+v", m)
+	}
+	if code, _ := mc.endTxnV2("a", pid, 32765, true, clk.now(), ids.alloc, &effects{}); code != 0 {
+		t.Fatalf("retry across the new producer id: %s", codeName(code))
+	}
+}

@@ -16,6 +16,7 @@ var txnSettings = []setting{
 	{"transactional.id.expiration.ms", "604800000", "An idle transactional ID (no transaction open) is forgotten after this long."},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "How often open transactions are checked against their timeout."},
 	{"transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", "How often transactional IDs are checked against transactional.id.expiration.ms."},
+	{"transaction.version", "2", "Level of the transaction.version feature finalized for clients (Kafka's kafka-features): 2 = KIP-890 part 2 (implicit partition adds, an epoch bump per transaction), 1 = the KIP-98 protocol."},
 	{"producer.id.expiration.ms", "86400000", "A producer with no open transaction and no write for this long is forgotten by each partition."},
 	{"producer.id.expiration.check.interval.ms", "600000", "How often partitions look for expired producers."},
 }
@@ -48,6 +49,10 @@ func parseTxnSettings(merged map[string]rawValue, cfg *Config) error {
 	if x.SegmentBytes, err = num("transaction.state.log.segment.bytes", 1<<10, 1<<31-1); err != nil {
 		return err
 	}
+	if n, err = num("transaction.version", 1, 2); err != nil {
+		return err
+	}
+	x.TransactionVersion = int16(n)
 	if x.MaxTimeout, err = ms("transaction.max.timeout.ms", 1); err != nil {
 		return err
 	}

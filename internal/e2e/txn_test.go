@@ -34,11 +34,19 @@ var txnBrokerArgs = []string{
 // over, and the broker is restarted once: the committed output holds
 // every input record exactly once.
 func TestTransactionalPipelineExactlyOnce(t *testing.T) {
+	for _, tv := range []string{"2", "1"} {
+		t.Run("transaction.version="+tv, func(t *testing.T) {
+			testPipeline(t, append([]string{"--set", "transaction.version=" + tv}, txnBrokerArgs...))
+		})
+	}
+}
+
+func testPipeline(t *testing.T, args []string) {
 	const (
 		inputs  = 3000
 		workers = 3
 	)
-	b := startBroker(t, "", txnBrokerArgs...)
+	b := startBroker(t, "", args...)
 	createTopic(t, b, "in", 4)
 	createTopic(t, b, "out", 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -102,7 +110,7 @@ func TestTransactionalPipelineExactlyOnce(t *testing.T) {
 					default:
 					}
 					pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
-					fs := sess.PollFetches(pctx)
+					fs := sess.PollRecords(pctx, 100)
 					pcancel()
 					if fs.IsClientClosed() {
 						return false
