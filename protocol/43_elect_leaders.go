@@ -32,12 +32,13 @@ import (
 // Version notes:
 //   - v1: ElectionType, top-level ErrorCode; v2: flexible.
 //
-// Differences from Kafka: partition leadership cannot move yet (the
-// leader the metadata image names at creation stays until per-partition
-// Raft groups hand leadership over), so an election that would move a
-// leader fails with PREFERRED_LEADER_NOT_AVAILABLE (preferred) or
-// ELIGIBLE_LEADERS_NOT_AVAILABLE (unclean) and a message saying why,
-// where Kafka would move it.
+// A preferred election runs a raft leadership transfer from the current
+// leader to the first replica (Broker.ElectLeader), and answers once it
+// is done or failed (PREFERRED_LEADER_NOT_AVAILABLE with why: the replica
+// is not in the ISR, or did not catch up in time). Unclean elections do
+// not exist with Raft: a leaderless partition elects a leader as soon as a
+// majority of its replicas are up, never one that lacks committed data;
+// until then ELIGIBLE_LEADERS_NOT_AVAILABLE.
 func init() { regKey(43, 0, 2) }
 
 func (s *Server) handleElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (kmsg.Response, error) {

@@ -41,6 +41,10 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleDescribeLogDirs(ctx, req)
 	case *kmsg.ElectLeadersRequest:
 		return s.handleElectLeaders(ctx, req)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return s.handleAlterPartitionReassignments(ctx, req)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return s.handleListPartitionReassignments(ctx, req)
 	case *kmsg.AlterConfigsRequest:
 		return s.handleAlterConfigs(ctx, req)
 	case *kmsg.IncrementalAlterConfigsRequest:

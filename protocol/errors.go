@@ -49,6 +49,7 @@ var errorCodes = []struct {
 	{replication.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable.Code},
 	{replication.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Code},
 	{replication.ErrInvalidElectionType, kerr.InvalidRequest.Code},
+	{replication.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress.Code},
 	// A broker shutting down cannot serve the partition any more; clients
 	// refresh metadata and go elsewhere.
 	{replication.ErrShuttingDown, kerr.NotLeaderForPartition.Code},

@@ -47,6 +47,9 @@ type PartitionInfo struct {
 	LeaderEpoch int32
 	Replicas    []int32
 	ISR         []int32
+	// Target is the replica list an ongoing reassignment moves the
+	// partition to (AlterPartitionReassignments); nil when none.
+	Target []int32 `json:",omitempty"`
 }
 
 // TopicInfo is an immutable snapshot of one topic's metadata.

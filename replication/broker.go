@@ -88,6 +88,7 @@ type Broker struct {
 	stopOnce     sync.Once
 	observerDone chan struct{}
 	reporterDone chan struct{}
+	reassignDone chan struct{}
 
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
@@ -139,13 +140,14 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		partitionTiming: partitionTiming,
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
-		observerDone: make(chan struct{}), reporterDone: make(chan struct{})}
+		observerDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{})}
 	if cfg.PartitionHeartbeat > 0 {
 		b.partitionTiming = raftTiming{Heartbeat: cfg.PartitionHeartbeat, Election: cfg.PartitionHeartbeat,
 			Commit: cfg.PartitionHeartbeat * 5 / 4, Lease: cfg.PartitionHeartbeat / 2}
 	}
 	go b.observe()
 	go b.reportLeaders()
+	go b.reassignLoop()
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -179,6 +181,7 @@ func (b *Broker) closeRaft() error {
 	}
 	<-b.observerDone
 	<-b.reporterDone
+	<-b.reassignDone
 	return errors.Join(errs...)
 }
 
@@ -226,6 +229,12 @@ func (b *Broker) start() error {
 		}
 	}
 	for _, tp := range b.logs.Partitions() {
+		if t, ok := img.topics[tp.Topic]; ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
+			// Moved away by a reassignment that finished while this
+			// broker was down.
+			b.dropNonMember(t, tp.Partition)
+			continue
+		}
 		if t, ok := img.topics[tp.Topic]; !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			b.logger.Warn("partition directory has no topic in the cluster metadata; left in place",
 				"topic", tp.Topic, "partition", tp.Partition)

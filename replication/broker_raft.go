@@ -300,7 +300,7 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	if req.Transfer != nil {
 		return json.Marshal(b.handleTransfer(req.Transfer))
 	}
-	if req.Command.Type == CmdPartitionLeaders {
+	if req.Command.Type == CmdPartitionLeaders || req.Command.Type == CmdReassignDone {
 		// Not under the writer lock (commitReports): a writer holding it
 		// may be waiting for these very reports.
 		var err error
@@ -379,6 +379,22 @@ func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish fun
 				b.logger.Error("could not remove a deleted topic's logs; retried at the next start", "topic", pd.Name, "err", err)
 			}
 		}
+	case CmdReassign:
+		if t, ok := next.topics[c.Topic]; ok || c.Reassign != nil {
+			if !ok {
+				t, ok = next.byID[c.Reassign.TopicID]
+			}
+			if ok {
+				// A broker that joins opens the log and an empty group.
+				if err := b.openLogs(t, 0); err != nil {
+					b.logger.Error("could not open a partition log for a reassignment", "topic", t.Name, "err", err)
+				}
+			}
+		}
+	case CmdReassignDone:
+		if t, ok := next.byID[c.Reassign.TopicID]; ok {
+			b.dropNonMember(t, c.Reassign.Partition)
+		}
 	case CmdSetTopicConfigs:
 		if t, ok := next.topics[c.Topic]; ok {
 			b.applyTopicConfigs(t)
@@ -397,7 +413,7 @@ func (b *Broker) openLogs(t *TopicInfo, first int32) error {
 		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
 	}
 	for _, p := range t.Partitions[first:] {
-		if !containsNode(p.Replicas, b.cfg.NodeID) {
+		if !containsNode(p.members(), b.cfg.NodeID) {
 			continue
 		}
 		lp, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg)

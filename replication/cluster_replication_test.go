@@ -395,3 +395,77 @@ func (q *testQuorum) waitSameReplicasFrom(topic string, p int32) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Reassignment: a partition on brokers 1,2 moves to 2,3 through raft
+// configuration changes (3 joins and catches up, 1 leaves and deletes its
+// log), keeps every batch and takes writes; a cancel of nothing is
+// refused; growing to three replicas works too.
+func TestReassignPartition(t *testing.T) {
+	q := newTestQuorum(t)
+	ctx := context.Background()
+	q.controller()
+	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "mv", NumPartitions: -1, ReplicationFactor: -1,
+		Assignment: map[int32][]int32{0: {1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 30; k++ {
+		q.produceTo("mv", 0, batch(2, -1, -1, -1))
+	}
+	if err := q.brokers[2].AlterPartitionReassignment(ctx, "mv", 0, nil); !errors.Is(err, ErrNoReassignmentInProgress) {
+		t.Fatalf("cancel without a reassignment: %v", err)
+	}
+	if err := q.brokers[2].AlterPartitionReassignment(ctx, "mv", 0, []int32{2, 9}); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatalf("unregistered broker: %v", err)
+	}
+	if err := q.brokers[2].AlterPartitionReassignment(ctx, "mv", 0, []int32{2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if rs := q.brokers[0].Reassignments(); len(rs) != 1 || !equalNodes(rs[0].Adding, []int32{3}) || !equalNodes(rs[0].Removing, []int32{1}) {
+		t.Logf("reassignments right after the request: %+v", rs) // may already be done
+	}
+	waitReplicas := func(want []int32) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			done := true
+			for _, br := range q.brokers {
+				ti, _ := br.Topic("mv")
+				if p := ti.Partitions[0]; p.Target != nil || !equalNodes(p.Replicas, want) {
+					done = false
+				}
+			}
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				ti, _ := q.brokers[0].Topic("mv")
+				t.Fatalf("reassignment to %v not done: %+v", want, ti.Partitions[0])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitReplicas([]int32{2, 3})
+	for k := 0; k < 5; k++ {
+		q.produceTo("mv", 0, batch(1, -1, -1, -1))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for q.brokers[0].hasLog(log.TopicPartition{Topic: "mv", Partition: 0}) {
+		if time.Now().After(deadline) {
+			t.Fatal("broker 1 kept the log of a partition moved away")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b1 := q.brokers[0]
+	q.brokers[0] = nil // waitSameReplicas compares the replicas only
+	q.waitSameReplicas("mv", 0, 35)
+	q.brokers[0] = b1
+	if err := q.brokers[0].AlterPartitionReassignment(ctx, "mv", 0, []int32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas([]int32{1, 2, 3})
+	q.produceTo("mv", 0, batch(1, -1, -1, -1))
+	q.waitSameReplicas("mv", 0, 36)
+}

@@ -35,6 +35,10 @@ const (
 	// elected them (partition_leaders.go). 20: numbers below are left for
 	// other commands in flight.
 	CmdPartitionLeaders CommandType = 20
+	// CmdReassign starts (or cancels) a partition reassignment;
+	// CmdReassignDone finishes it (reassign.go).
+	CmdReassign     CommandType = 21
+	CmdReassignDone CommandType = 22
 )
 
 func (t CommandType) String() string {
@@ -57,6 +61,10 @@ func (t CommandType) String() string {
 		return "AllocateProducerIDs"
 	case CmdPartitionLeaders:
 		return "PartitionLeaders"
+	case CmdReassign:
+		return "Reassign"
+	case CmdReassignDone:
+		return "ReassignDone"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -90,6 +98,9 @@ type Command struct {
 
 	// PartitionLeaders: leaders as their groups elected them.
 	Leaders []LeaderReport `json:"leaders,omitempty"`
+
+	// Reassign, ReassignDone.
+	Reassign *ReassignChange `json:"reassign,omitempty"`
 }
 
 // pendingDelete is a topic removed from metadata whose logs may still be
@@ -287,6 +298,11 @@ func (im *image) Apply(c Command) (*image, error) {
 			return reject("no leaders")
 		}
 		next.applyLeaders(c.Leaders)
+
+	case CmdReassign, CmdReassignDone:
+		if err := next.applyReassign(c.Type, c.Reassign); err != nil {
+			return reject("%v", err)
+		}
 
 	default:
 		return reject("unknown command type")

@@ -91,6 +91,10 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, tp)
 	}
 	replicas := append([]int32(nil), t.Partitions[tp.Partition].Replicas...)
+	// A broker that joins the partition (a reassignment's target) starts
+	// an empty group: the leader adds it to the configuration and fills
+	// its log; it must not bootstrap a configuration of its own.
+	joining := !containsNode(replicas, b.cfg.NodeID)
 	servers := make([]raft.Server, 0, len(replicas))
 	for _, n := range replicas {
 		addr, err := b.peerAddr(n)
@@ -100,7 +104,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(n), Address: addr})
 	}
 	single := len(replicas) == 1 && replicas[0] == b.cfg.NodeID
-	preferred := len(replicas) > 0 && replicas[0] == b.cfg.NodeID
+	preferred := len(replicas) > 0 && replicas[0] == b.cfg.NodeID && !joining
 	fsys := b.cfg.FS
 	dir := filepath.Join(lp.Dir(), partitionRaftDir)
 	if err := fsys.MkdirAll(dir); err != nil {
@@ -166,7 +170,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		trans.Close()
 		return err
 	}
-	if !existing {
+	if !existing && !joining {
 		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			trans.Close()
 			return fmt.Errorf("replication: bootstrap %s: %w", tp, err)

@@ -60,7 +60,8 @@ func (im *image) applyLeaders(rs []LeaderReport) {
 			continue
 		}
 		cur := t.Partitions[r.Partition]
-		if !containsNode(cur.Replicas, r.Leader) || r.Epoch < cur.LeaderEpoch ||
+		members := cur.members()
+		if !containsNode(members, r.Leader) || r.Epoch < cur.LeaderEpoch ||
 			(r.Epoch == cur.LeaderEpoch && (r.Leader != cur.Leader || equalNodes(r.ISR, cur.ISR))) {
 			continue
 		}
@@ -71,7 +72,7 @@ func (im *image) applyLeaders(rs []LeaderReport) {
 			changed[r.TopicID] = t
 		}
 		isr := []int32{r.Leader}
-		for _, n := range cur.Replicas {
+		for _, n := range members {
 			if n != r.Leader && containsNode(r.ISR, n) {
 				isr = append(isr, n)
 			}
@@ -226,7 +227,13 @@ func (g *partitionGroup) report(b *Broker) (LeaderReport, bool) {
 // lock: reports are idempotent and ordered by epoch (applyLeaders), and a
 // writer holding the lock may be waiting for them (CreateTopic).
 func (b *Broker) commitReports(rs []LeaderReport) error {
-	c := Command{Type: CmdPartitionLeaders, Leaders: rs}
+	return b.commitUnlocked(Command{Type: CmdPartitionLeaders, Leaders: rs})
+}
+
+// commitUnlocked has the controller commit c without this broker's writer
+// lock: for commands that are idempotent and validated by Apply alone
+// (leader reports, reassignment completion).
+func (b *Broker) commitUnlocked(c Command) error {
 	if err := b.rlog.Err(); err != nil {
 		return err
 	}
@@ -310,10 +317,19 @@ func (g *partitionGroup) setFailed(peer raft.ServerID, failed bool) {
 // voter its heartbeats reach (hashicorp/raft reports a follower whose
 // heartbeats fail, and again when they resume).
 func (g *partitionGroup) isr(self int32) []int32 {
+	voters := g.voters
+	if cf := g.raft.GetConfiguration(); cf.Error() == nil {
+		voters = voters[:0:0]
+		for _, s := range cf.Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				voters = append(voters, parseServerID(s.ID))
+			}
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := []int32{self}
-	for _, n := range g.voters {
+	for _, n := range voters {
 		if n != self && !g.failed[serverID(n)] {
 			out = append(out, n)
 		}

@@ -1,0 +1,63 @@
+package protocol
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// kadm's reassignment calls against the single-node default: a move to
+// the replica it already has completes at once, a cancel of nothing and
+// an unknown partition get Kafka's codes, and kadm's ForbidAlterRf (v1
+// AllowReplicationFactorChange false) refuses a different replica count.
+func TestPartitionReassignmentsKadm(t *testing.T) {
+	c := newCluster(t, nil)
+	c.createTopic("ra", 2)
+	adm := c.admin()
+	ctx := testCtx(t)
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("ra", 0, []int32{1})
+	req.CancelAssign("ra", 1)
+	req.Assign("ra", 7, []int32{1})
+	req.Assign("nope", 0, []int32{1})
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		topic string
+		p     int32
+		err   error
+	}{{"ra", 0, nil}, {"ra", 1, kerr.NoReassignmentInProgress}, {"ra", 7, kerr.UnknownTopicOrPartition}, {"nope", 0, kerr.UnknownTopicOrPartition}} {
+		got := resp[want.topic][want.p]
+		if !errors.Is(got.Err, want.err) && !(want.err == nil && got.Err == nil) {
+			t.Errorf("%s-%d: %v, want %v", want.topic, want.p, got.Err, want.err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ls, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"ra": {0: {}, 1: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ls) == 0 || len(ls["ra"]) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reassignment to the same replica never finished: %+v", ls)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var grow kadm.AlterPartitionAssignmentsReq
+	grow.Assign("ra", 0, []int32{1, 2})
+	resp, err = adm.AlterPartitionAssignments(kadm.ForbidAlterRf(ctx), grow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resp["ra"][0].Err; !errors.Is(err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("replica count change with ForbidAlterRf: %v", err)
+	}
+}
