@@ -252,3 +252,28 @@ func FuzzControlType(f *testing.F) {
 		}
 	})
 }
+
+// TestExpireProducers: producer.id.expiration.ms forgets idle producers
+// but never one with an open transaction.
+func TestExpireProducers(t *testing.T) {
+	c := newClock()
+	m := testManager(t, segment.NewMemFS(), c)
+	p, err := m.Open(TopicPartition{Topic: "t", Partition: 0}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p, makeBatch(t, spec{n: 1, valueLen: 1, ts: 1000, pid: 1, epoch: 0, seq: 0})) // idle, old
+	mustAppend(t, p, txnData(t, 2, 0, 0, 1))                                                    // open txn, old timestamp
+	if n := p.ExpireProducers(1_700_000_600_000, 60_000); n != 1 {
+		t.Fatalf("expired %d producers, want 1", n)
+	}
+	ps := p.Producers()
+	if len(ps) != 1 || ps[0].ProducerID != 2 || ps[0].TxnStartOffset != 1 {
+		t.Fatalf("left %+v", ps)
+	}
+	// The forgotten producer must start over at sequence 0.
+	if _, err := p.Append(makeBatch(t, spec{n: 1, valueLen: 1, ts: 1000, pid: 1, epoch: 0, seq: 1}), 0); err == nil {
+		t.Fatal("an expired producer continued its sequence")
+	}
+	m.Close()
+}

@@ -88,17 +88,25 @@ func txnOnce(b *testing.B, ctx context.Context, cl *kgo.Client, val []byte, n in
 
 // BenchmarkTxnThroughput: 1 KiB records to 4 partitions from one
 // producer, idempotent vs transactional (one transaction per 1,000
-// records), on the same broker in the same run; compare the MB/s of the
-// two sub-benchmarks for the ratio.
+// records) under transaction.version 2 (the default) and 1, on brokers
+// started by the same run; compare the sub-benchmarks' MB/s for the ratio.
+//
+//	go test -run XXX -bench BenchmarkTxnThroughput -benchtime 2s ./internal/e2e/
 func BenchmarkTxnThroughput(b *testing.B) {
-	br := startBroker(b, "", txnBrokerArgs...)
+	tv2 := startBroker(b, "", txnBrokerArgs...)
+	tv1 := startBroker(b, "", append([]string{"--set", "transaction.version=1"}, txnBrokerArgs...)...)
 	val := make([]byte, 1024)
-	for _, mode := range []string{"idempotent", "transactional"} {
+	for _, mode := range []string{"idempotent", "transactional-tv2", "transactional-tv1"} {
 		b.Run(mode, func(b *testing.B) {
+			br := tv2
+			if mode == "transactional-tv1" {
+				br = tv1
+			}
+			txn := mode != "idempotent"
 			topic := fmt.Sprintf("bench-%s-%d", mode, b.N)
 			createTopicTB(b, br, topic, 4)
 			opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}
-			if mode == "transactional" {
+			if txn {
 				opts = append(opts, kgo.TransactionalID(topic))
 			}
 			cl := br.client(opts...)
@@ -108,7 +116,7 @@ func BenchmarkTxnThroughput(b *testing.B) {
 			const perTxn = 1000
 			for done := 0; done < b.N; {
 				n := min(perTxn, b.N-done)
-				if mode == "transactional" {
+				if txn {
 					if err := cl.BeginTransaction(); err != nil {
 						b.Fatal(err)
 					}
@@ -121,7 +129,7 @@ func BenchmarkTxnThroughput(b *testing.B) {
 					})
 				}
 				err := cl.Flush(ctx)
-				if err == nil && mode == "transactional" {
+				if err == nil && txn {
 					err = cl.EndTransaction(ctx, kgo.TryCommit)
 				}
 				if err != nil {
