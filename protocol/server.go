@@ -125,6 +125,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	s.metrics = newMetrics(cfg.Registerer, s.connCount)
 	if cfg.Registerer != nil {
 		groupcoord.RegisterMetrics(cfg.Registerer, s.groups)
+		txncoord.RegisterMetrics(cfg.Registerer, s.txns)
 	}
 	return s
 }

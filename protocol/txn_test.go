@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -251,5 +252,42 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	}
 	if got := consumeAll(t, c, "to", true, 0); len(got) != 0 {
 		t.Fatalf("read_committed after the timeout abort: %v", got)
+	}
+}
+
+// TestTransactionMetrics: the coordinator's series after one committed
+// transaction.
+func TestTransactionMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var b *replication.Broker
+	cfg := Config{Registerer: reg, Txns: txncoord.Config{NumPartitions: 2}, Groups: groupcoord.Config{NumPartitions: 2}}
+	s, addr := startServerWith(t, cfg, func(p int32) *replication.Broker {
+		b = testBroker(t, func(c *replication.BrokerConfig) { c.AdvertisedPort = p })
+		return b
+	})
+	c := &testCluster{t: t, b: b, s: s, addr: addr, broker: b}
+	c.createTopic("m", 3)
+	cl := c.client(kgo.TransactionalID("metrics"), kgo.DefaultProduceTopic("m"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	txnProduce(t, cl, "m", 0, 6, true)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			if m.GetGauge() != nil {
+				got[name] = m.GetGauge().GetValue()
+			} else if m.GetCounter() != nil {
+				got[name] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if got["kafka_coordinator_transaction_num_transactions/CompleteCommit"] != 1 || got["strata_transaction_markers_written_total"] != 3 {
+		t.Fatalf("series: committed %v, markers %v", got["kafka_coordinator_transaction_num_transactions/CompleteCommit"], got["strata_transaction_markers_written_total"])
 	}
 }

@@ -19,6 +19,9 @@ import (
 // load before it is answered COORDINATOR_LOAD_IN_PROGRESS.
 const loadWait = 2 * time.Second
 
+// scrapeTimeout bounds one metrics scrape's calls to the shards.
+const scrapeTimeout = 2 * time.Second
+
 // Coordinator is this broker's transaction coordinator: it routes each
 // transactional ID's requests to the shard of the __transaction_state
 // partition the ID hashes to, loading that shard when this broker leads
@@ -28,6 +31,7 @@ type Coordinator struct {
 	broker *replication.Broker
 	groups *groupcoord.Coordinator // told of markers on __consumer_offsets
 	remote *remoteMarkers          // markers for partitions led elsewhere
+	stats  counters                // event counts (metrics.go)
 
 	createMu sync.Mutex // serializes creation of the state topic
 

@@ -56,6 +56,11 @@
 // transaction.timeout.ms, is aborted with a further epoch bump.
 // transactional.id.expiration.ms forgets idle IDs (a tombstone).
 //
+// # Metrics
+//
+// metrics.go: transactions by state (read from the loaded shards at
+// scrape time), markers written and failed, timeouts, expired IDs.
+//
 // # Locks
 //
 // Coordinator.mu guards the shard map; createMu serializes creating the

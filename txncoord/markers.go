@@ -63,6 +63,7 @@ func (c *Coordinator) writeMarkers(stop <-chan struct{}, j markerJob, coordEpoch
 			err := c.WriteMarkerLocal(ctx, p.topic, p.partition, j.pid, j.epoch, j.commit, coordEpoch)
 			switch {
 			case err == nil:
+				c.stats.markers.Add(1)
 			case errors.Is(err, replication.ErrUnknownTopicOrPartition):
 				// Deleted since: nothing to mark (Kafka skips it too).
 			case errors.Is(err, replication.ErrNotLeader):
@@ -80,12 +81,14 @@ func (c *Coordinator) writeMarkers(stop <-chan struct{}, j markerJob, coordEpoch
 			if err != nil {
 				lastErr = err
 			}
+			c.stats.markers.Add(int64(len(ps) - len(f)))
 			failed = append(failed, f...)
 		}
 		cancel()
 		if len(failed) == 0 {
 			return nil
 		}
+		c.stats.markerFailures.Add(int64(len(failed)))
 		c.cfg.Logger.Warn("transaction markers not written yet; retrying", "transactional_id", j.id, "partitions", len(failed), "err", lastErr)
 		remaining = failed
 		t := time.NewTimer(backoff)

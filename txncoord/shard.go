@@ -121,11 +121,13 @@ func (s *shard) run() {
 			now := s.c.cfg.Now()
 			var e effects
 			if n := s.mc.abortTimedOut(now, &e); n > 0 {
+				s.c.stats.timeouts.Add(int64(n))
 				s.c.cfg.Logger.Info("aborting timed-out transactions", "partition", s.partition, "count", n)
 			}
 			if !now.Before(s.nextExpire) {
 				s.nextExpire = now.Add(s.c.cfg.RemoveExpiredInterval)
 				if n := s.mc.expire(now, s.c.cfg.IDExpiration, &e); n > 0 {
+					s.c.stats.expired.Add(int64(n))
 					s.c.cfg.Logger.Info("expired transactional ids", "partition", s.partition, "count", n)
 				}
 			}
