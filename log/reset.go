@@ -65,7 +65,9 @@ func (p *Partition) ResetTo(offset int64) error {
 		if err := s.Remove(); err != nil {
 			return fail(err)
 		}
+		p.removeTxnIndex(s.Base())
 	}
+	p.removeTxnIndex(offset)
 	if err := p.fs.SyncDir(p.dir); err != nil {
 		return fail(err)
 	}
@@ -74,6 +76,7 @@ func (p *Partition) ResetTo(offset int64) error {
 	p.pending = p.pending[:0]
 	p.maxTs, p.maxTsOff = -1, -1
 	p.producers = newProducerState()
+	p.aborted, p.unstable = p.aborted[:0], p.unstable[:0]
 	p.activeSnap = p.producers.clone()
 	p.activeCreated = p.now()
 	p.unflushedMsgs, p.firstUnflushed = 0, time.Time{}

@@ -277,3 +277,31 @@ func TestExpireProducers(t *testing.T) {
 	}
 	m.Close()
 }
+
+// TestResetToClearsTxnState: a reset (a Raft snapshot install) forgets
+// open transactions and the aborted index, files included; the leader's
+// batches appended after it rebuild them.
+func TestResetToClearsTxnState(t *testing.T) {
+	fsys := segment.NewMemFS()
+	m := testManager(t, fsys, newClock())
+	p, err := m.Open(TopicPartition{Topic: "t", Partition: 0}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p, txnData(t, 1, 0, 0, 2))
+	mustAppend(t, p, MarkerBatch(1, 0, false, 0, 1))
+	mustAppend(t, p, txnData(t, 2, 0, 0, 1)) // open
+	if err := p.ResetTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if o := p.Offsets(); o.LastStable != 100 || len(p.AbortedTransactions(0, 1<<40)) != 0 {
+		t.Fatalf("after reset: %+v %+v", o, p.AbortedTransactions(0, 1<<40))
+	}
+	ents, _ := fsys.ReadDir("/data/t-0")
+	for _, e := range ents {
+		if len(e.Name) > 9 && e.Name[len(e.Name)-9:] == ".txnindex" {
+			t.Fatalf("%s left behind", e.Name)
+		}
+	}
+	m.Close()
+}

@@ -612,12 +612,14 @@ func (c *Coordinator) ListTransactions(ctx context.Context, req *kmsg.ListTransa
 	}
 	c.mu.Unlock()
 	sort.Slice(shards, func(i, j int) bool { return shards[i].partition < shards[j].partition })
+	loading := time.NewTimer(loadWait) // one bound for all the loads
+	defer loading.Stop()
 	for _, s := range shards {
 		select {
 		case <-s.loadedCh:
 		case <-s.done:
 			continue
-		case <-time.After(loadWait):
+		case <-loading.C:
 			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 			return resp, nil
 		case <-ctx.Done():
