@@ -104,3 +104,23 @@ func TestPythonConfluentKafkaTransactions(t *testing.T) {
 		t.Fatalf("unexpected output:\n%s", out)
 	}
 }
+
+// TestPythonConfluentBrokerConfigs: librdkafka's AdminClient sets a
+// broker's dynamic configs and describes them with their sources and
+// synonyms; a static setting is refused.
+func TestPythonConfluentBrokerConfigs(t *testing.T) {
+	py := pythonWith(t, "confluent_kafka")
+	b := startBroker(t, "")
+	out := run(t, time.Minute, "", py, "testdata/confluent_broker_configs.py", b.addr)
+	for _, want := range []string{
+		"log.retention.ms=300000 source=2 read_only=False",
+		"log.segment.bytes=4096 source=2 read_only=False",
+		"num.partitions=1 source=5 read_only=True",
+		"synonyms: log.retention.ms=300000",
+		"num.partitions: refused INVALID_REQUEST",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
