@@ -219,10 +219,6 @@ func brokerAlterConfig(ctx context.Context, adm *kadm.Client, ids []int32, o *br
 	if r := resps[0]; r.Err != nil {
 		return fmt.Errorf("%s: %w", what, errMsg(r.Err, r.ErrMessage))
 	}
-	if o.alterations.dryRun {
-		fmt.Fprintf(w, "Validated config change for %s (dry run, nothing changed): %s.\n", what, strings.Join(done, ", "))
-	} else {
-		fmt.Fprintf(w, "Completed updating config for %s: %s.\n", what, strings.Join(done, ", "))
-	}
+	o.alterations.report(w, what, done)
 	return nil
 }

@@ -78,6 +78,15 @@ func (a *alterFlags) register(fs *flag.FlagSet) {
 
 func (a *alterFlags) empty() bool { return len(a.set)+len(a.del)+len(a.append)+len(a.sub) == 0 }
 
+// report prints what was changed (or validated, with --dry-run) on what.
+func (a *alterFlags) report(w io.Writer, what string, done []string) {
+	if a.dryRun {
+		fmt.Fprintf(w, "Validated config change for %s (dry run, nothing changed): %s.\n", what, strings.Join(done, ", "))
+	} else {
+		fmt.Fprintf(w, "Completed updating config for %s: %s.\n", what, strings.Join(done, ", "))
+	}
+}
+
 // build turns the flags into IncrementalAlterConfigs operations and the
 // words that report them ("set k=v", "deleted k", ...).
 func (a *alterFlags) build() ([]kadm.AlterConfig, []string, error) {
@@ -385,13 +394,7 @@ func topicAlterConfig(ctx context.Context, adm *kadm.Client, names []string, o *
 	return reportAnswers(names, func(n string) (answer, bool) {
 		r, ok := byName[n]
 		return answer{r.Err, r.ErrMessage}, ok
-	}, nil, func(n string) {
-		if o.alterations.dryRun {
-			fmt.Fprintf(w, "Validated config change for topic %s (dry run, nothing changed): %s.\n", n, strings.Join(done, ", "))
-		} else {
-			fmt.Fprintf(w, "Completed updating config for topic %s: %s.\n", n, strings.Join(done, ", "))
-		}
-	})
+	}, nil, func(n string) { o.alterations.report(w, "topic "+n, done) })
 }
 
 func topicAddPartitions(ctx context.Context, adm *kadm.Client, names []string, total int, w io.Writer) error {
