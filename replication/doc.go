@@ -9,14 +9,15 @@
 // (broker_raft.go; design below). With no controller.quorum.voters the
 // group has one voter, this broker: the same code, committing as soon as
 // an entry is fsync'd. Every local partition runs its own Raft group
-// (partition_group.go), for now with one voter, this broker (replication
-// factor 1): Produce proposes the batch to the group, whose LogStore
-// appends it to the segments (stamping the term as leader epoch), and
-// answers once it is committed and applied (the high watermark has moved
-// past it). Raft gets a copy of the batch: protocol reuses a Produce body
-// once Produce returns, and raft may keep entries after that (in-flight
-// futures, a log cache; partition_group_test.go overwrites the buffers
-// and checks every replica).
+// among its replicas (partition_group.go; one voter, this broker, with
+// replication factor 1: the same code). Produce proposes the batch to the
+// group, whose LogStore appends it to the segments on the leader
+// (stamping the term as leader epoch) and as stamped on the followers,
+// and answers once it is committed and applied (the high watermark has
+// moved past it). Raft gets a copy of the batch: protocol reuses a
+// Produce body once Produce returns, and raft may keep entries after that
+// (in-flight futures; partition_group_test.go overwrites the buffers and
+// checks every replica).
 //
 //   - metadata_fsm.go: a deterministic state machine. image.Apply(Command)
 //     returns a new immutable image; no clock, randomness or I/O inside
@@ -80,10 +81,7 @@
 // Broker.mu, so that wait always ends. Produce takes no broker lock
 // beyond a read of groupsMu.
 //
-// # Raft design (issue 3; in progress)
-//
-// What is built so far is listed under "Built"; everything else in this
-// section is the plan the next steps follow.
+// # Raft design
 //
 // One transport per broker (transport.go, transport_codec.go). A Mux owns
 // one TCP listener (the broker's replication listener) and, per peer
@@ -135,11 +133,8 @@
 // image) and waits until it has applied the command itself, so a caller
 // reads its own write (cluster_test.go: three brokers, writes on a
 // follower, controller loss and return).
-// Partition leadership is replicated metadata, as in KRaft: when a
-// partition group elects a leader, that leader proposes
-// CmdPartitionLeader{topic id, partition, leader, epoch = term, isr}; Apply
-// accepts it only if the epoch is newer, so every broker's Metadata answer
-// (leader, epoch, replicas, ISR) comes from the same replicated image.
+// Partition leadership is replicated metadata, as in KRaft (below,
+// "Leaders and epochs").
 //
 // Partition groups. One raft group per partition among its replicas; the
 // group id is the topic id and partition. The term is the leader epoch
@@ -160,8 +155,9 @@
 //     the log end offset at its place. The raft index -> offset map is
 //     derived, never stored: from an anchor (snapshot index i = offset o),
 //     indexes not in the side log are the next batches in offset order.
-//     It is kept in memory for the tail raft still reads (bounded, behind
-//     raft.NewLogCache) and rebuilt at open by a header-only scan.
+//     It is kept in memory for the tail raft still reads (bounded; no
+//     raft.NewLogCache: it would hold the leader's unstamped entries) and
+//     rebuilt at open by a header-only scan (log.ScanHeadersFrom).
 //   - Leader: Broker.Produce calls raft ApplyLog(batch as sent, extension
 //     "unstamped"). The LogStore's StoreLogs sees the extension only on the
 //     leader (GetLog never returns it) and calls log.Partition.Append, which
@@ -170,8 +166,8 @@
 //     a side-log entry carrying the error and the original offsets, so the
 //     index sequence stays dense and every replica applies the same thing.
 //     Followers store what GetLog returned: already stamped batches, written
-//     as they are (log needs an append-as-follower entry point that takes
-//     the stamped offset and updates producer state without refusing).
+//     as they are (log.Partition.AppendReplica: the stamped offset,
+//     producer state updated, nothing refused).
 //   - Commit index -> high watermark: FSM.Apply of a command entry calls
 //     Partition.Commit(last+1) and returns the offsets; the producer is
 //     answered from the ApplyFuture (acks=1 and acks=all alike). FSM.Apply
@@ -182,58 +178,92 @@
 //     snapshot) only moves the anchor: retention, not raft, deletes
 //     segments.
 //   - A snapshot is "everything up to index i is in the segments": Persist
-//     writes only (i, term, offset). Opening it for InstallSnapshot streams
-//     the sealed segment files (framed: name, length, bytes); Restore on a
-//     far-behind follower replaces its segments with them.
+//     writes only (i, term, offset, log start). Opening it for
+//     InstallSnapshot streams the leader's batches (below, "Snapshots and
+//     catch-up").
 //   - StableStore (current term, vote) is a small file per partition,
 //     replaced atomically.
 //
 // Single node: the same code, one voter; Apply commits as soon as the
 // entry is stored.
 //
-// Built: transport.go + transport_codec.go (the Mux), raft_config.go
+// Files: transport.go + transport_codec.go (the Mux), raft_config.go
 // (every raft.Config field), harness.go (an in-process cluster of raft
 // nodes over real Muxes on 127.0.0.1, with Partition/Disconnect/Heal
 // through a fault-injecting dialer, Restart; harness_test.go),
 // metadata_store.go (the metadata group's raft LogStore and StableStore
 // over segment.FS), metadata_raft_fsm.go (raft.FSM over image.Apply, image
-// snapshots). Tested: a 3-node metadata group over the Mux with file
-// stores converges through leader isolation, heal, snapshot and restarts
-// (metadata_raft_fsm_test.go). Broker runs its metadata on them
-// (broker_raft.go), with one voter by default. partition_store.go: the
-// partition LogStore over the segments (side log, derived index map,
-// leader Append / follower AppendReplica, suffix DeleteRange ->
-// TruncateTo) and the partition FSM (commit -> high watermark, refusals
-// applied alike everywhere); partition_store_test.go runs a 3-replica
-// group over real segments: identical batches at identical offsets on
-// every replica, an isolated leader's uncommitted tail truncated on
-// rejoin, epochs = terms, idempotence checked once on the leader, the
-// index map rebuilt at restart. Broker runs a one-voter group per
-// local partition (partition_group.go): the group's files are in
-// <partition dir>/raft/ (raft-side.log, raft-state, snapshots/); the
-// offset where raft's log began (the log end when the group was created:
-// older batches predate it) is the stable-store key StrataAnchorOffset;
-// at open the anchor is the newest snapshot (index, high watermark
-// then), else (0, that offset). A one-voter group reads its log back
-// only to apply it, never to send it, so its index map is rebuilt over
-// the segments as they are (retention may have removed the start,
-// compaction whole batches: the indexes then shift, harmless with no
-// other replica) and an entry whose batch has gone is returned without
-// data. With more voters this tolerance must go: retention and
-// compaction have to stay below the newest snapshot's offset (next
-// step). Not yet: installing a snapshot on a far-behind replica
-// (streaming segment files; Restore refuses a snapshot past the local
-// log end), groups with more than one voter in Broker, and partition
-// leadership in the metadata (PartitionInfo.Leader is the first replica,
-// LeaderEpoch 0, while batches carry the group's term). StoreLogs on a follower is as durable as the topic's flush
-// policy (flush.messages=1 for Raft's strict rule), like Kafka's
-// replication; the side log and the vote are always fsync'd.
+// snapshots), broker_raft.go (the broker's metadata group),
+// partition_store.go (the partition LogStore and FSM),
+// partition_group.go (running a group per local partition; its files are
+// in <partition dir>/raft/: raft-side.log, raft-state, snapshots/),
+// partition_snapshots.go, partition_leaders.go, partition_transfer.go,
+// reassign.go (below).
+//
+// Leaders and epochs (partition_leaders.go). A group's leader is the
+// partition's leader and its term the leader epoch. The preferred replica
+// (the first) starts the first election at once (a ReloadConfig that
+// lowers HeartbeatTimeout wakes raft's follower loop), so a new partition
+// has a leader in milliseconds where the assignment put it. Raft's
+// observations (state changes, failed and resumed heartbeats) arrive on
+// one channel per broker; a new leader reports (leader, epoch = term, ISR
+// = the voters its heartbeats reach) to the controller, batched, as
+// CmdPartitionLeaders, applied only if the epoch is not older: every
+// broker's Metadata, Fetch epoch checks and group coordinator routing use
+// that replicated image. CreateTopics and CreatePartitions answer once the
+// new partitions have reported leaders. Reports are committed without the
+// writer lock (commitUnlocked): a writer holding it may be waiting for
+// them.
+//
+// Snapshots and catch-up (partition_snapshots.go). A partition snapshot
+// at index i is the position "every batch below offset o is in the
+// segments" (a few bytes; the data is never written twice). A follower
+// that needs entries the leader no longer has (raft's log compacted after
+// a snapshot, or batches removed by retention or compaction: GetLog then
+// returns raft.ErrLogNotFound) gets InstallSnapshot, whose stream Open
+// generates from the leader's segments (header, then the batches from the
+// log start to o, sized beforehand from the indexes: log.SpanBytes). The
+// follower's sink marks the install in its stable store, resets the
+// partition (log.ResetTo) and appends every batch as the leader stored it;
+// at Close it commits, fsyncs, records the position and clears the mark.
+// A crash mid-install leaves the mark: the replica starts empty and is
+// sent everything again.
+//
+// The removal limit (log/removal.go). The index -> offset map is rebuilt
+// at open from the newest snapshot on, so batches from that snapshot's
+// offset on must stay as they are: the group sets the partition's removal
+// limit to it, and retention, DeleteRecords and compaction move the log
+// start at once but remove or rewrite only segments below the limit. The
+// retention cleaner asks the group for a snapshot when the limit holds it
+// back (raft.Snapshot on the cleaner's goroutine, never the FSM's).
+//
+// DeleteRecords is a raft entry (extDeleteRecords, in the side log) that
+// every replica's FSM applies: the log start moves on every replica.
+//
+// Moving leadership (partition_transfer.go): ElectLeaders (preferred)
+// asks the current leader (over the Mux's forward channel when it is
+// another broker) for a raft leadership transfer to the first replica; a
+// broker stopping cleanly transfers each of its leaderships first
+// (Broker.Close, bounded to 15 s).
+//
+// Reassignment (reassign.go): AlterPartitionReassignments records a
+// target (CmdReassign); the partition's leader changes the group's
+// configuration one server at a time (AddVoter for joining replicas, which
+// open an empty, non-bootstrapped group the leader fills; RemoveServer for
+// leaving ones, after handing leadership over if it leaves itself), then
+// records CmdReassignDone; brokers no longer among the replicas stop the
+// group and delete the log (at once, or at their next start).
+//
+// StoreLogs on a follower is as durable as the topic's flush policy
+// (flush.messages=1 for Raft's strict rule), like Kafka's replication;
+// the side log and the vote are always fsync'd. The commit rule is a
+// majority of the voters; min.insync.replicas is accepted and not used.
 //
 // # Not yet
 //
-// Partition groups with more than one voter in the broker (so
-// replication.factor is limited to 1: maxReplicationFactorNow), brokers outside the voter set,
-// changing the voter set (raft membership changes), leader epochs other
-// than 0, ACLs and credentials, dynamic
-// broker configs.
+// Brokers outside the metadata voter set (every broker is a voter; 9 at
+// most), a leader's ISR that also drops followers that are reachable but
+// behind (replica.lag.time.max.ms; today only unreachable ones leave it),
+// coalesced heartbeats (one frame per peer for every group), ACLs and
+// credentials.
 package replication

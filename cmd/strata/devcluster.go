@@ -108,6 +108,10 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s", bootstrap[i-1]),
 			"--set", "log.dirs=" + filepath.Join(*dir, fmt.Sprintf("broker-%d", i)),
 			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
+			// A local cluster is for trying replication: topics get a
+			// replica on every broker (up to 3) unless --set says otherwise
+			// (a later --set of the same name wins).
+			"--set", "default.replication.factor=" + strconv.Itoa(min(*n, 3)),
 		}
 		for _, s := range sets {
 			cargs = append(cargs, "--set", s)
