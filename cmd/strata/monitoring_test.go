@@ -142,6 +142,9 @@ func TestMonitoringEndpoints(t *testing.T) {
 		`kafka_consumergroup_current_offset{group="mon-group",partition="0",topic="mon"}`: n,
 		`kafka_consumergroup_lag{group="mon-group",partition="0",topic="mon"}`:            0,
 		`kafka_network_connection_count`:                                                  -1, // present
+		`kafka_server_replicamanager_underreplicatedpartitions`:                           0,
+		`kafka_controller_kafkacontroller_activecontrollercount`:                          1,
+		`strata_partition_snapshot_installs_total`:                                        -1,
 	}
 	for k, v := range want {
 		g, ok := m[k]
@@ -152,7 +155,8 @@ func TestMonitoringEndpoints(t *testing.T) {
 		}
 	}
 	for _, k := range []string{`kafka_network_incoming_byte_total`, `kafka_network_outgoing_byte_total`,
-		`kafka_log_size{partition="0",topic="mon"}`, `kafka_coordinator_group_metadata_manager_num_groups{state="Stable"}`} {
+		`kafka_log_size{partition="0",topic="mon"}`, `kafka_coordinator_group_metadata_manager_num_groups{state="Stable"}`,
+		`kafka_server_replicamanager_leadercount`, `kafka_server_replicamanager_partitioncount`} {
 		if m[k] <= 0 {
 			t.Errorf("%s = %v, want > 0", k, m[k])
 		}

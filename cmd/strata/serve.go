@@ -133,6 +133,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		return fmt.Errorf("start broker: %w", err)
 	}
 	log.RegisterMetrics(reg, logs)
+	broker.RegisterMetrics(reg)
 	cleanerOpts.Logs = logs
 	cleanerOpts.Registerer = reg
 	cleaner := retention.NewCleaner(cleanerOpts)
