@@ -313,18 +313,9 @@ func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, ta
 				sp.ErrorCode, fp.failed = topicErr, true
 				continue
 			}
-			pi, ok := partitionInfo(topic, t.partition)
-			if !ok {
-				sp.ErrorCode, fp.failed = kerr.UnknownTopicOrPartition.Code, true
-				continue
-			}
-			if code := checkLeaderEpoch(t.leaderEpoch, pi.LeaderEpoch); code != 0 {
+			p, _, code := s.leaderPartition(topic, t.partition, t.leaderEpoch)
+			if code != 0 {
 				sp.ErrorCode, fp.failed = code, true
-				continue
-			}
-			p, err := s.broker.Partition(topic.Name, t.partition)
-			if err != nil {
-				sp.ErrorCode, fp.failed = errCode(err), true
 				continue
 			}
 			fp.part = p
@@ -417,6 +408,27 @@ func partitionInfo(t replication.TopicInfo, p int32) (replication.PartitionInfo,
 		}
 	}
 	return replication.PartitionInfo{}, false
+}
+
+// leaderPartition resolves a partition a request names, on this broker as
+// its leader: its local log and placement, once the client's
+// CurrentLeaderEpoch (-1 = not checked; -1 too for request versions
+// without it) passed checkLeaderEpoch. A non-zero code is the error to
+// answer: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
+// UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, ...
+func (s *Server) leaderPartition(topic replication.TopicInfo, partition, currentLeaderEpoch int32) (*log.Partition, replication.PartitionInfo, int16) {
+	pi, ok := partitionInfo(topic, partition)
+	if !ok {
+		return nil, pi, kerr.UnknownTopicOrPartition.Code
+	}
+	if code := checkLeaderEpoch(currentLeaderEpoch, pi.LeaderEpoch); code != 0 {
+		return nil, pi, code
+	}
+	p, err := s.broker.Partition(topic.Name, partition)
+	if err != nil {
+		return nil, pi, errCode(err)
+	}
+	return p, pi, 0
 }
 
 // checkLeaderEpoch compares a client's CurrentLeaderEpoch (-1 = unknown, not

@@ -74,20 +74,13 @@ func (s *Server) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsReq
 }
 
 func (s *Server) listOffset(req *kmsg.ListOffsetsRequest, topic replication.TopicInfo, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	pi, ok := partitionInfo(topic, rp.Partition)
-	if !ok {
-		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		return
-	}
+	current := int32(-1) // CurrentLeaderEpoch from v4
 	if req.Version >= 4 {
-		if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, pi.LeaderEpoch); code != 0 {
-			sp.ErrorCode = code
-			return
-		}
+		current = rp.CurrentLeaderEpoch
 	}
-	p, err := s.broker.Partition(topic.Name, rp.Partition)
-	if err != nil {
-		sp.ErrorCode = errCode(err)
+	p, pi, code := s.leaderPartition(topic, rp.Partition, current)
+	if code != 0 {
+		sp.ErrorCode = code
 		return
 	}
 	sp.LeaderEpoch = pi.LeaderEpoch

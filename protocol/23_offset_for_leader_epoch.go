@@ -74,20 +74,13 @@ func (s *Server) handleOffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetF
 }
 
 func (s *Server) offsetForLeaderEpoch(version int16, topic replication.TopicInfo, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
-	pi, ok := partitionInfo(topic, rp.Partition)
-	if !ok {
-		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		return
-	}
+	current := int32(-1) // CurrentLeaderEpoch from v2
 	if version >= 2 {
-		if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, pi.LeaderEpoch); code != 0 {
-			sp.ErrorCode = code
-			return
-		}
+		current = rp.CurrentLeaderEpoch
 	}
-	p, err := s.broker.Partition(topic.Name, rp.Partition)
-	if err != nil {
-		sp.ErrorCode = errCode(err)
+	p, pi, code := s.leaderPartition(topic, rp.Partition, current)
+	if code != 0 {
+		sp.ErrorCode = code
 		return
 	}
 	sp.LeaderEpoch, sp.EndOffset = p.EndOffsetForLeaderEpoch(rp.LeaderEpoch, pi.LeaderEpoch)
