@@ -305,3 +305,67 @@ func TestResetToClearsTxnState(t *testing.T) {
 	}
 	m.Close()
 }
+
+// TestTxnStateOnFollower: a follower appending the leader's batches with
+// AppendReplica derives the same open transactions, LSO and aborted index
+// (it can become leader at any time), and keeps them across a restart.
+func TestTxnStateOnFollower(t *testing.T) {
+	c := newClock()
+	ffs := segment.NewMemFS()
+	lm, fm := testManager(t, segment.NewMemFS(), c), testManager(t, ffs, c)
+	defer lm.Close()
+	cfg := Config{SegmentBytes: 600}
+	leader, _ := lm.Open(tp0, cfg)
+	follower, _ := fm.Open(tp0, cfg)
+	ship := func(b []byte) {
+		t.Helper()
+		res, err := leader.Append(b, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := leader.BatchAt(res.BaseOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := follower.AppendReplica(stored); err != nil {
+			t.Fatal(err)
+		}
+		leader.Commit(res.LastOffset + 1)
+		follower.Commit(res.LastOffset + 1)
+	}
+	ep2, seq2 := int16(0), int32(0)
+	for i := 0; i < 6; i++ {
+		ship(txnData(t, 1, 0, int32(2*i), 2)) // producer 1: aborted at the end
+		ship(txnData(t, 2, ep2, seq2, 1))     // producer 2: committed, then a new one
+		seq2++
+		if i == 2 {
+			ship(MarkerBatch(2, 0, true, 0, 1))
+			ep2, seq2 = 1, 0 // the next transaction at a new epoch (KIP-890 part 2)
+		}
+	}
+	ship(MarkerBatch(1, 0, false, 0, 1))
+	check := func(label string, f *Partition) {
+		t.Helper()
+		if lo, fo := leader.Offsets(), f.Offsets(); lo != fo {
+			t.Fatalf("%s: offsets %+v vs leader %+v", label, fo, lo)
+		}
+		la, fa := leader.AbortedTransactions(0, 1<<40), f.AbortedTransactions(0, 1<<40)
+		if !reflect.DeepEqual(la, fa) || len(la) != 1 {
+			t.Fatalf("%s: aborted %+v vs leader %+v", label, fa, la)
+		}
+		if lp, fp := leader.Producers(), f.Producers(); !reflect.DeepEqual(lp, fp) {
+			t.Fatalf("%s: producers %+v vs leader %+v", label, fp, lp)
+		}
+	}
+	check("follower", follower)
+	if o := follower.Offsets(); o.LastStable >= o.HighWatermark {
+		t.Fatalf("producer 2's open transaction does not hold the LSO: %+v", o)
+	}
+	if err := fm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fm = testManager(t, ffs, c)
+	defer fm.Close()
+	follower, _ = fm.Open(tp0, cfg)
+	check("follower after restart", follower)
+}
