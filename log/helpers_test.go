@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,10 +78,25 @@ func makeBatch(t testing.TB, s spec) []byte {
 // quietLogger keeps expected recovery warnings out of test output.
 var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// clock is a settable test clock.
-type clock struct{ t time.Time }
+// clock is a settable test clock, safe for the manager's background
+// goroutine to read while a test moves it.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *clock) now() time.Time { return c.t }
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// add moves the clock forward.
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
 
 func newClock() *clock { return &clock{t: time.UnixMilli(1_700_000_000_000)} }
 

@@ -204,7 +204,7 @@ func TestAppendValidation(t *testing.T) {
 	m := testManager(t, segment.NewMemFS(), c)
 	defer m.Close()
 	p, _ := m.Open(tp0, Config{MaxMessageBytes: 500, TimestampBeforeMaxMs: 1000, TimestampAfterMaxMs: 1000})
-	now := c.t.UnixMilli()
+	now := c.now().UnixMilli()
 	if _, err := p.Append(makeBatch(t, spec{n: 1, valueLen: 600, ts: now}), 0); !errors.Is(err, ErrBatchTooLarge) {
 		t.Fatalf("too large: %v", err)
 	}
@@ -247,8 +247,7 @@ func TestAppendValidation(t *testing.T) {
 func TestRollOnSegmentMsAndFlushMs(t *testing.T) {
 	fsys := segment.NewMemFS()
 	c := newClock()
-	var mu sync.Mutex
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return c.t }
+	now := c.now
 	m, err := OpenManager(ManagerOptions{Dir: "/data", FS: fsys, Now: now, FlushCheckInterval: 5 * time.Millisecond, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -259,18 +258,14 @@ func TestRollOnSegmentMsAndFlushMs(t *testing.T) {
 	if n := len(p.Segments()); n != 1 {
 		t.Fatalf("%d segments", n)
 	}
-	mu.Lock()
-	c.t = c.t.Add(2 * time.Hour)
-	mu.Unlock()
+	c.add(2 * time.Hour)
 	res, _ := p.Append(makeBatch(t, spec{n: 1}), 0)
 	p.Commit(res.LastOffset + 1)
 	if n := len(p.Segments()); n != 2 {
 		t.Fatalf("no roll on segment.ms: %d segments", n)
 	}
 	// The background flusher syncs the new segment after flush.ms.
-	mu.Lock()
-	c.t = c.t.Add(2 * time.Second)
-	mu.Unlock()
+	c.add(2 * time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p.mu.RLock()

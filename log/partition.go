@@ -787,77 +787,17 @@ func (p *Partition) ReadUncommitted(offset int64, maxBytes int32) (ReadResult, e
 }
 
 func (p *Partition) read(offset int64, maxBytes int32, uncommitted bool) (ReadResult, error) {
-	p.mu.RLock()
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			p.mu.RUnlock()
-		}
-	}
+	seg, pos, first, limit, res, unlock, err := p.locate(offset, uncommitted)
 	defer unlock()
-	if p.closed {
-		return ReadResult{}, ErrClosed
-	}
-	res := ReadResult{Offsets: p.offsetsLocked()}
-	if offset < p.logStart || offset > p.leo {
-		return res, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.leo)
-	}
-	end := p.hw
-	if uncommitted {
-		end = p.leo
-	}
-	if offset >= end {
-		return res, nil
-	}
-	limSeg, limPos := p.committedLimitLocked()
-	if uncommitted {
-		limSeg = p.segs[len(p.segs)-1]
-		limPos = limSeg.Size()
-	}
-	var (
-		seg   *segment.Segment
-		pos   int64
-		first segment.Header
-		limit int64
-	)
-	for i := p.segmentIndexLocked(offset); i < len(p.segs); i++ {
-		s := p.segs[i]
-		limit = s.Size()
-		if s == limSeg {
-			limit = limPos
-		}
-		ps, h, found, err := s.Find(offset, limit)
-		if err != nil {
-			return res, fmt.Errorf("%w: %v", ErrStorage, err)
-		}
-		if found {
-			seg, pos, first = s, ps, h
-			break
-		}
-		if s == limSeg {
-			break
-		}
-	}
-	if seg == nil || !seg.Acquire() {
-		return res, nil
+	if err != nil || seg == nil {
+		return res, err
 	}
 	defer seg.Release()
 	if !uncommitted {
 		// Committed bytes never change: copy them without the lock.
 		unlock()
 	}
-
-	n := limit - pos
-	if maxBytes >= 0 && n > int64(maxBytes) {
-		n = int64(maxBytes)
-	}
-	if n > maxReadBytes {
-		n = maxReadBytes // whatever the caller asked, one read is bounded
-	}
-	if n < first.Size() {
-		n = first.Size()
-	}
+	n := readLength(limit-pos, maxBytes, first.Size())
 	buf := make([]byte, n)
 	if _, err := seg.ReadAt(buf, pos); err != nil {
 		return res, fmt.Errorf("%w: read segment %d: %v", ErrStorage, seg.Base(), err)
@@ -873,6 +813,84 @@ func (p *Partition) read(offset int64, maxBytes int32, uncommitted bool) (ReadRe
 	}
 	res.Records = buf[:whole]
 	return res, nil
+}
+
+// readLength is how many bytes one read takes: what is there (avail), at
+// most maxBytes (when >= 0) and maxReadBytes, but at least the first batch.
+func readLength(avail int64, maxBytes int32, firstSize int64) int64 {
+	n := avail
+	if maxBytes >= 0 && n > int64(maxBytes) {
+		n = int64(maxBytes)
+	}
+	if n > maxReadBytes {
+		n = maxReadBytes // whatever the caller asked, one read is bounded
+	}
+	if n < firstSize {
+		n = firstSize
+	}
+	return n
+}
+
+// locate finds the segment, position and header of the batch holding
+// offset, and the position reads must stop at in that segment (the high
+// watermark's, or the log end's when uncommitted). The segment is returned
+// acquired (the caller releases it); nil when there is nothing to read.
+// The partition's read lock is held until the caller calls unlock (an
+// uncommitted read copies under it: the tail may be truncated); unlock may
+// be called more than once.
+func (p *Partition) locate(offset int64, uncommitted bool) (seg *segment.Segment, pos int64, first segment.Header, limit int64, res ReadResult, unlock func(), err error) {
+	p.mu.RLock()
+	locked := true
+	unlock = func() {
+		if locked {
+			locked = false
+			p.mu.RUnlock()
+		}
+	}
+	if p.closed {
+		return nil, 0, first, 0, res, unlock, ErrClosed
+	}
+	res = ReadResult{Offsets: p.offsetsLocked()}
+	if offset < p.logStart || offset > p.leo {
+		return nil, 0, first, 0, res, unlock, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.leo)
+	}
+	end := p.hw
+	if uncommitted {
+		end = p.leo
+	}
+	if offset >= end {
+		return nil, 0, first, 0, res, unlock, nil
+	}
+	limSeg, limPos := p.committedLimitLocked()
+	if uncommitted {
+		limSeg = p.segs[len(p.segs)-1]
+		limPos = limSeg.Size()
+	}
+	for i := p.segmentIndexLocked(offset); i < len(p.segs); i++ {
+		s := p.segs[i]
+		limit = s.Size()
+		if s == limSeg {
+			limit = limPos
+		}
+		ps, h, found, ferr := s.Find(offset, limit)
+		if ferr != nil {
+			return nil, 0, first, 0, res, unlock, fmt.Errorf("%w: %v", ErrStorage, ferr)
+		}
+		if found {
+			seg, pos, first = s, ps, h
+			break
+		}
+		if s == limSeg {
+			break
+		}
+	}
+	if seg == nil || !seg.Acquire() {
+		return nil, 0, first, 0, res, unlock, nil
+	}
+	// Bytes below limit are whole batches the log will not change (below
+	// the high watermark) -- or, uncommitted, the tail as it is now -- and
+	// the reference keeps the file readable even if retention deletes it.
+	return seg, pos, first, limit, res, unlock, nil
 }
 
 // Offsets returns the partition's current offsets.

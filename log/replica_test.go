@@ -29,7 +29,7 @@ func TestAppendReplicaMirrorsTheLeader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.t = c.t.Add(1000) // the follower's clock differs: nothing may be re-stamped
+		c.add(1000) // the follower's clock differs: nothing may be re-stamped
 		fres, err := follower.AppendReplica(stored)
 		if err != nil {
 			t.Fatal(err)

@@ -60,9 +60,12 @@ import (
 // * v13: topic IDs
 // * v15-v18: ReplicaState / replica directory; no change for consumers
 //
-// Differences from Kafka: no sendfile yet: the log reads stored bytes into
-// memory, and the response hands them to the socket with writev
-// (fetch_encode.go) without another copy. When the session cache is full the least recently
+// Record sets of 16 KiB and more go from the segment files to the socket
+// with sendfile (fetch_sendfile.go), as Kafka does; smaller ones, and
+// read_committed fetches, are read into memory and written with writev
+// (fetch_encode.go) without another copy.
+//
+// Differences from Kafka: when the session cache is full the least recently
 // used session is evicted (Kafka prefers evicting small, stale sessions).
 func init() { regKey(1, 4, 18) }
 
@@ -115,6 +118,17 @@ type fetchPart struct {
 	// committed: read_committed (IsolationLevel 1): read below the LSO
 	// and return the aborted transactions.
 	committed bool
+	// region, when set, holds the partition's record set in a segment file,
+	// sent with sendfile (fetch_sendfile.go) instead of RecordBatches.
+	region *log.Region
+}
+
+// releaseRegion drops fp's region, if any.
+func (fp *fetchPart) releaseRegion() {
+	if fp.region != nil {
+		fp.region.Release()
+		fp.region = nil
+	}
 }
 
 func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -170,13 +184,16 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 	}
 
 	if err := s.fetchWait(ctx, req, parts, maxBytes, deadline); err != nil {
+		for _, fp := range parts {
+			fp.releaseRegion()
+		}
 		return nil, err
 	}
 	if sess != nil {
 		sess.answered(resp, parts, req.SessionEpoch)
 		resp.SessionID = sess.id
 	}
-	return resp, nil
+	return withRegions(resp, parts), nil
 }
 
 // fetchWait reads every partition, long polling until MinBytes are there
@@ -344,6 +361,17 @@ func (s *Server) fetchRead(parts []*fetchPart, maxBytes int32) (total int64, any
 			off := fp.part.Offsets()
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = off.HighWatermark, off.LastStable, off.LogStart
 			continue
+		}
+		fp.releaseRegion()
+		if !fp.committed && !s.cfg.NoSendfile {
+			if n, ok := s.readRegion(fp, limit, first); ok {
+				if n > 0 {
+					first = false
+					remaining -= n
+					total += n
+				}
+				continue
+			}
 		}
 		var res log.ReadResult
 		var err error

@@ -460,6 +460,15 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
 	defer c.s.removeConn(c)
+	// After close (deferred below, so it runs first): the responses still
+	// queued are dropped, and the segment regions they hold released once
+	// their handlers are done (close cancels them).
+	defer func() {
+		for p := range c.queue {
+			<-p.done
+			releaseResponse(p.resp)
+		}
+	}()
 	defer c.close()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
@@ -467,7 +476,26 @@ func (c *conn) writeLoop() {
 		select {
 		case <-p.done:
 		case <-c.ctx.Done():
+			<-p.done
+			releaseResponse(p.resp)
 			return
+		}
+		if fr, ok := p.resp.(*fetchResponse); ok {
+			// Record sets from the segment files by sendfile.
+			err := w.Flush()
+			if err == nil && p.err == nil {
+				c.s.metrics.countErrors(p.key, fr.FetchResponse)
+				var n int64
+				n, err = writeFetch(c.nc, encodeFetchPieces(p.corr, fr.FetchResponse, fr.regions))
+				if err == nil {
+					c.s.metrics.written(p.key, p.start, int(n))
+				}
+			}
+			fr.release()
+			if err != nil || p.err != nil {
+				return
+			}
+			continue
 		}
 		if p.err != nil {
 			c.s.metrics.errorNamed(p.key, connClosedError)

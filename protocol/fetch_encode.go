@@ -5,6 +5,8 @@ import (
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/log"
 )
 
 // A Fetch response is mostly stored record batches. kmsg's AppendTo copies
@@ -19,11 +21,28 @@ import (
 // current piece (a separate iovec costs more than the copy).
 const inlineRecordBytes = 16 << 10
 
-// pieceWriter builds a net.Buffers of wire bytes.
+// pieceWriter builds a net.Buffers of wire bytes, and the record sets
+// that go by sendfile (regions: fetch_sendfile.go), each after the bytes
+// in bufs up to its index.
 type pieceWriter struct {
-	bufs  net.Buffers
-	cur   []byte
-	total int
+	bufs    net.Buffers
+	cur     []byte
+	total   int
+	regions []regionAt
+}
+
+// regionAt is a region to send after bufs[:at].
+type regionAt struct {
+	at int
+	rg *log.Region
+}
+
+// region adds a record set sent from a segment file.
+func (w *pieceWriter) region(rg *log.Region) {
+	w.bufs = append(w.bufs, w.cur)
+	w.cur = make([]byte, 0, 256)
+	w.regions = append(w.regions, regionAt{at: len(w.bufs), rg: rg})
+	w.total += int(rg.Len)
 }
 
 func (w *pieceWriter) raw(b []byte) {
@@ -118,6 +137,13 @@ func fetchEncodable(r *kmsg.FetchResponse) bool {
 // encodeFetch frames r (size prefix, correlation ID, header tags when
 // flexible, body) as pieces for writev.
 func encodeFetch(corr int32, r *kmsg.FetchResponse) net.Buffers {
+	return encodeFetchPieces(corr, r, nil).bufs
+}
+
+// encodeFetchPieces is encodeFetch where the record sets named in regions
+// are sent from segment files: a partition with a region is framed with
+// the region's length, and the region follows the bytes before it.
+func encodeFetchPieces(corr int32, r *kmsg.FetchResponse, regions map[regionKey]*log.Region) *pieceWriter {
 	v := r.Version
 	flexible := v >= 12
 	w := &pieceWriter{cur: make([]byte, 0, 4096)}
@@ -169,7 +195,20 @@ func encodeFetch(corr int32, r *kmsg.FetchResponse) net.Buffers {
 			if v >= 11 {
 				w.i32(p.PreferredReadReplica)
 			}
-			w.nullableBytes(p.RecordBatches, flexible)
+			k := regionKey{topic: t.Topic, partition: p.Partition}
+			if v >= 13 {
+				k = regionKey{topicID: t.TopicID, partition: p.Partition}
+			}
+			if rg := regions[k]; regions != nil && rg != nil {
+				if flexible {
+					w.uvarint(uint64(rg.Len) + 1)
+				} else {
+					w.i32(int32(rg.Len))
+				}
+				w.region(rg)
+			} else {
+				w.nullableBytes(p.RecordBatches, flexible)
+			}
 			if flexible {
 				w.put(0) // partition tags
 			}
@@ -183,5 +222,5 @@ func encodeFetch(corr int32, r *kmsg.FetchResponse) net.Buffers {
 	}
 	w.bufs = append(w.bufs, w.cur)
 	binary.BigEndian.PutUint32(w.bufs[0], uint32(w.total))
-	return w.bufs
+	return w
 }

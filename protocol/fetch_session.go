@@ -237,7 +237,7 @@ func (sess *fetchSession) answered(resp *kmsg.FetchResponse, parts []*fetchPart,
 	for _, fp := range parts {
 		sp := sess.parts[sessionKey{fp.target.topic, fp.target.topicID, fp.target.partition}]
 		r := fp.resp
-		changed := sp == nil || !sp.sent || len(r.RecordBatches) > 0 || r.ErrorCode != 0 ||
+		changed := sp == nil || !sp.sent || len(r.RecordBatches) > 0 || fp.region != nil || r.ErrorCode != 0 ||
 			r.HighWatermark != sp.sentHW || r.LastStableOffset != sp.sentLSO || r.LogStartOffset != sp.sentLogS
 		if sp != nil {
 			sp.sent, sp.sentHW, sp.sentLSO, sp.sentLogS = true, r.HighWatermark, r.LastStableOffset, r.LogStartOffset

@@ -93,7 +93,11 @@ func newMetrics(reg prometheus.Registerer, connCount func() float64) *metrics {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "kafka_network_connection_count",
 				Help: "Open client connections.",
-			}, connCount))
+			}, connCount),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "strata_fetch_sendfile_bytes_total",
+				Help: "Fetch record bytes sent from segment files with sendfile (the rest are copied).",
+			}, func() float64 { return float64(sentByFile.Load()) }))
 	}
 	return m
 }

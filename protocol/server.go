@@ -47,6 +47,10 @@ type Config struct {
 	// pooled buffers (bodypool.go): for a broker whose Produce keeps a
 	// reference to the records after it returns.
 	NoBodyPool bool
+	// NoSendfile copies Fetch record sets through a buffer (pread +
+	// writev) instead of sending them from the segment files with
+	// sendfile (fetch_sendfile.go).
+	NoSendfile bool
 	// Registerer receives the listener's and the group coordinator's
 	// series (metrics.go, groupcoord/metrics.go); nil = not exported.
 	Registerer prometheus.Registerer

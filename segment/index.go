@@ -237,3 +237,23 @@ func (ix *index) validateTimes(maxRel int64) (int, error) {
 	}
 	return ix.n, nil
 }
+
+// lastPositionAtOrBelow returns the position of the last entry at or
+// below pos (batch boundaries), or -1 when none is.
+func (ix *index) lastPositionAtOrBelow(pos int64) int64 {
+	lo, hi := 0, ix.n // first entry with position > pos
+	for lo < hi {
+		mid := (lo + hi) / 2
+		_, p := ix.offsetEntry(mid)
+		if int64(p) <= pos {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return -1
+	}
+	_, p := ix.offsetEntry(lo - 1)
+	return int64(p)
+}

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -389,4 +390,37 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 		return s.next, err
 	}
 	return s.next, nil
+}
+
+// WholeBatchesEnd returns the end of the run of whole batches that starts
+// at pos (a batch boundary) and ends at or before end: pos itself when the
+// first batch does not fit. It jumps to the offset index's last entry
+// below end and reads the few headers after it, so sizing a large read
+// costs a handful of small reads, not the data. The owner's lock must keep
+// the index from changing (as for Find).
+func (s *Segment) WholeBatchesEnd(pos, end int64) (int64, error) {
+	if end > s.size {
+		end = s.size
+	}
+	cur := pos
+	if s.oix != nil {
+		if p := s.oix.lastPositionAtOrBelow(end); p > cur {
+			cur = p
+		}
+	}
+	var b [12]byte
+	for cur+12 <= end {
+		if _, err := s.ReadAt(b[:], cur); err != nil {
+			return pos, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		n := int64(int32(binary.BigEndian.Uint32(b[8:12])))
+		if n < HeaderSize-12 {
+			return pos, fmt.Errorf("%w: batch length %d at %d", ErrCorrupt, n, cur)
+		}
+		if cur+12+n > end {
+			break
+		}
+		cur += 12 + n
+	}
+	return cur, nil
 }
