@@ -14,10 +14,13 @@
 // group, whose LogStore appends it to the segments on the leader
 // (stamping the term as leader epoch) and as stamped on the followers,
 // and answers once it is committed and applied (the high watermark has
-// moved past it). Raft gets a copy of the batch: protocol reuses a
-// Produce body once Produce returns, and raft may keep entries after that
-// (in-flight futures; partition_group_test.go overwrites the buffers and
-// checks every replica).
+// moved past it). Raft is handed the producer's buffer itself: it reads
+// an entry's data only until the entry's future is answered (the leader's
+// StoreLogs writes it to the segment; followers are sent the stamped batch
+// read back from the segment), and Produce always waits for the future,
+// so protocol may reuse the buffer after Produce returns
+// (partition_group_test.go overwrites the buffers and checks every
+// replica).
 //
 //   - metadata_fsm.go: a deterministic state machine. image.Apply(Command)
 //     returns a new immutable image; no clock, randomness or I/O inside

@@ -322,10 +322,14 @@ func (b *Broker) groupOf(r *raft.Raft) *partitionGroup {
 	return b.byRaft[r]
 }
 
+// unstampedExt is the extension of every produced entry (shared: raft
+// never writes to an entry's slices).
+var unstampedExt = []byte{extUnstamped}
+
 // produce proposes one batch to the group and waits until it is committed
 // (applied here). records belongs to the caller and is reused once
-// Produce returns (protocol's pooled bodies), while raft keeps entries
-// (in-flight futures, replication to followers): raft gets a copy.
+// Produce returns (protocol's pooled bodies): produce returns only after
+// raft is done with it (below).
 func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.AppendResult, error) {
 	if g.raft.State() != raft.Leader {
 		if _, id := g.raft.LeaderWithID(); id != "" {
@@ -351,9 +355,15 @@ func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.Appen
 			}
 		}
 	}
-	data := make([]byte, len(records))
-	copy(data, records)
-	f := g.raft.ApplyLog(raft.Log{Data: data, Extensions: []byte{extUnstamped}}, produceApplyTimeout)
+	// No copy of records (protocol reuses the buffer once Produce
+	// returns): raft uses an entry's Data only until its future is
+	// answered -- the leader's StoreLogs appends it to the segment, and
+	// followers are sent the stamped batch read back from the segment
+	// (GetLog), never this buffer -- and Produce always waits for the
+	// future (ApplyLog's timeout bounds only the enqueue, after which raft
+	// never saw the entry). partition_group_test.go overwrites the buffers
+	// after each Produce and checks every replica.
+	f := g.raft.ApplyLog(raft.Log{Data: records, Extensions: unstampedExt}, produceApplyTimeout)
 	if err := f.Error(); err != nil {
 		return log.AppendResult{}, raftErr(g, err)
 	}
