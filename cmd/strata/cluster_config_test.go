@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestControllerQuorumVoters(t *testing.T) {
@@ -33,5 +34,22 @@ func TestControllerQuorumVoters(t *testing.T) {
 	}
 	if _, _, err := loadConfig([]string{"--set", "replication.listener=h:1"}, nil, nil, nil); !errors.Is(err, errConfig) {
 		t.Errorf("listener without voters: %v", err)
+	}
+}
+
+func TestPartitionHeartbeatSetting(t *testing.T) {
+	cfg, _, err := loadConfig(nil, nil, nil, nil)
+	if err != nil || cfg.Cluster.PartitionHeartbeat != 2*time.Second {
+		t.Fatalf("default: %v %v", cfg.Cluster.PartitionHeartbeat, err)
+	}
+	cfg, _, err = loadConfig([]string{"--set", "strata.partition.heartbeat.timeout.ms=500"}, nil, nil, nil)
+	if err != nil || cfg.Cluster.PartitionHeartbeat != 500*time.Millisecond {
+		t.Fatalf("500: %v %v", cfg.Cluster.PartitionHeartbeat, err)
+	}
+	for _, bad := range []string{"99", "60001", "x", "-1", ""} {
+		_, _, err := loadConfig([]string{"--set", "strata.partition.heartbeat.timeout.ms=" + bad}, nil, nil, nil)
+		if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), "strata.partition.heartbeat.timeout.ms") {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

@@ -35,9 +35,10 @@
 // controller.quorum.voters (Kafka syntax, id@host:port,...) makes the
 // brokers listed one metadata quorum; host:port is each broker's
 // replication listener (cluster_config.go; replication.listener overrides
-// where this broker binds it). Every broker must be a voter for now, and
-// partitions have one replica each (replication.factor 1) until the
-// partition Raft groups are wired in (replication/doc.go). dev-cluster
+// where this broker binds it; strata.partition.heartbeat.timeout.ms sets
+// the partition Raft groups' heartbeat timeout, i.e. how fast a dead
+// partition leader is replaced). Every broker must be a voter for now;
+// each partition is a Raft group among its replicas (replication/doc.go). dev-cluster
 // (devcluster.go) starts such a cluster of plain processes on loopback.
 //
 // # Lifecycle

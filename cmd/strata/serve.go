@@ -123,6 +123,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		Voters:                   cfg.Cluster.Voters,
 		ReplicationListener:      repLn, // owned by the broker from here on
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
+		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
 	}, logs)
 	if err != nil {
 		ln.Close()
