@@ -1,0 +1,708 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// chaosLong reports whether the long forms run (STRATA_CHAOS_LONG=1).
+func chaosLong() bool { return os.Getenv("STRATA_CHAOS_LONG") != "" }
+
+// ackLog collects what producers were told.
+type ackLog struct {
+	mu     sync.Mutex
+	acks   map[int32][]ackRec // per partition, in ack order
+	failed map[string]error   // value -> error of records not acknowledged
+	sent   int
+}
+
+type ackRec struct {
+	off int64
+	val string
+	at  time.Time
+}
+
+func newAckLog() *ackLog {
+	return &ackLog{acks: map[int32][]ackRec{}, failed: map[string]error{}}
+}
+
+func (a *ackLog) record(r *kgo.Record, err error) {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		a.failed[string(r.Value)] = err
+		return
+	}
+	a.acks[r.Partition] = append(a.acks[r.Partition], ackRec{off: r.Offset, val: string(r.Value), at: now})
+}
+
+// firstAckAfter returns the time of the first ack on partition p later
+// than t (zero if none yet).
+func (a *ackLog) firstAckAfter(p int32, t time.Time) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rs := a.acks[p]
+	for i := len(rs) - 1; i >= 0 && rs[i].at.After(t); i-- {
+		if i == 0 || !rs[i-1].at.After(t) {
+			return rs[i].at
+		}
+	}
+	return time.Time{}
+}
+
+func (a *ackLog) total() (acked, failed int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, rs := range a.acks {
+		acked += len(rs)
+	}
+	return acked, len(a.failed)
+}
+
+// chaosProducer produces "c<client>-<seq>" records round-robin over the
+// partitions with acks=all (idempotent, kgo's default) until stop is
+// closed, keeping at most inflight records outstanding.
+func chaosProducer(cl *kgo.Client, topic string, client int, parts int32, inflight int, pad []byte, acks *ackLog, stop <-chan struct{}) {
+	sem := make(chan struct{}, inflight)
+	for seq := 0; ; seq++ {
+		select {
+		case <-stop:
+			return
+		case sem <- struct{}{}:
+		}
+		p := int32(seq) % parts
+		r := &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "c%d-%d-", client, seq)}
+		r.Value = append(r.Value, pad...)
+		acks.mu.Lock()
+		acks.sent++
+		acks.mu.Unlock()
+		cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+			acks.record(r, err)
+			<-sem
+		})
+	}
+}
+
+// recordKey is the "c<client>-<seq>-" prefix of a chaos record's value.
+func recordKey(v []byte) string {
+	s := string(v)
+	i := strings.IndexByte(s, '-')
+	if i < 0 {
+		return s
+	}
+	j := strings.IndexByte(s[i+1:], '-')
+	if j < 0 {
+		return s
+	}
+	return s[:i+1+j+1]
+}
+
+// clientSeq parses "c<client>-<seq>-".
+func clientSeq(key string) (int, int, bool) {
+	parts := strings.Split(strings.TrimPrefix(key, "c"), "-")
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	c, err1 := strconv.Atoi(parts[0])
+	s, err2 := strconv.Atoi(parts[1])
+	return c, s, err1 == nil && err2 == nil
+}
+
+// offsetChecker is what a consumer checks while leaders move: within a
+// partition the offsets it is handed go up by one from the first (no
+// gap), an offset never carries two different records, and a record is
+// never seen at two offsets.
+type offsetChecker struct {
+	mu     sync.Mutex
+	next   map[int32]int64            // next expected offset per partition
+	at     map[int32]map[int64]string // offset -> record key
+	where  map[string]int64           // record key -> offset
+	errs   []string
+	count  int
+	repeat int // records handed again at the same offset (allowed)
+}
+
+func newOffsetChecker() *offsetChecker {
+	return &offsetChecker{next: map[int32]int64{}, at: map[int32]map[int64]string{}, where: map[string]int64{}}
+}
+
+func (o *offsetChecker) see(r *kgo.Record) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := recordKey(r.Value)
+	fail := func(f string, args ...any) {
+		if len(o.errs) < 20 {
+			o.errs = append(o.errs, fmt.Sprintf("p%d@%d %s: ", r.Partition, r.Offset, key)+fmt.Sprintf(f, args...))
+		}
+	}
+	o.count++
+	if o.at[r.Partition] == nil {
+		o.at[r.Partition] = map[int64]string{}
+	}
+	if prev, ok := o.at[r.Partition][r.Offset]; ok {
+		if prev != key {
+			fail("offset held %s before", prev)
+		}
+		o.repeat++
+		return
+	}
+	if next := o.next[r.Partition]; r.Offset != next { // from the start: 0 first
+		fail("expected offset %d next (gap or jump back)", next)
+	}
+	o.next[r.Partition] = r.Offset + 1
+	o.at[r.Partition][r.Offset] = key
+	if off, ok := o.where[fmt.Sprint(r.Partition, "/", key)]; ok && off != r.Offset {
+		fail("seen before at offset %d", off)
+	}
+	o.where[fmt.Sprint(r.Partition, "/", key)] = r.Offset
+}
+
+func (o *offsetChecker) errors() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.errs...)
+}
+
+// consumeChecking polls cl until stop, feeding every record to chk.
+func consumeChecking(cl *kgo.Client, chk *offsetChecker, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(chk.see)
+	}
+}
+
+// TestClusterChaos: three strata processes, a topic with replication
+// factor 3, idempotent acks=all producers and a consumer running while
+// the test SIGKILLs partition leaders (and restarts them on the same data
+// directory and ports) and cuts brokers off from their peers. Afterwards
+// every acknowledged record is read back once, at its acknowledged
+// offset, in the order it was produced; no record appears twice; the
+// offsets have no gap; the consumer that read during the chaos never saw
+// an offset change its record, a record at two offsets or a gap; a new
+// produce to every partition succeeds; and the replicas' segments hold
+// byte-identical batches. STRATA_CHAOS_LONG=1 runs it for 5 minutes
+// instead of ~20 s.
+func TestClusterChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-broker cluster")
+	}
+	const (
+		topic = "chaos"
+		parts = int32(6)
+	)
+	chaosFor, rounds := 18*time.Second, 3
+	if chaosLong() {
+		chaosFor, rounds = 5*time.Minute, 1000
+	}
+	start := time.Now()
+	c := startChaosCluster(t, 3, 500*time.Millisecond)
+	t.Logf("cluster of 3 up after %v", time.Since(start).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), chaosFor+3*time.Minute)
+	defer cancel()
+
+	admCl := c.client()
+	adm := kadm.NewClient(admCl)
+	if resp, err := adm.CreateTopic(ctx, parts, 3, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	c.waitLeaders(ctx, adm, topic, parts, 20*time.Second)
+
+	acks := newAckLog()
+	stopProduce := make(chan struct{})
+	var producers sync.WaitGroup
+	var pcls []*kgo.Client
+	pad := []byte(strings.Repeat("x", 100))
+	for i := 0; i < 2; i++ {
+		cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RecordDeliveryTimeout(time.Minute), kgo.ProducerLinger(2*time.Millisecond))
+		pcls = append(pcls, cl)
+		producers.Add(1)
+		go func(i int) {
+			defer producers.Done()
+			chaosProducer(cl, topic, i, parts, 64, pad, acks, stopProduce)
+		}(i)
+	}
+	chk := newOffsetChecker()
+	offs := map[int32]kgo.Offset{}
+	for p := int32(0); p < parts; p++ {
+		offs[p] = kgo.NewOffset().AtStart()
+	}
+	consCl := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}), kgo.FetchMaxWait(200*time.Millisecond))
+	stopConsume, consumed := make(chan struct{}), make(chan struct{})
+	go consumeChecking(consCl, chk, stopConsume, consumed)
+
+	time.Sleep(time.Second) // some traffic before the first fault
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	var failovers []time.Duration
+	chaosEnd := time.Now().Add(chaosFor)
+	for round := 0; round < rounds && time.Now().Before(chaosEnd); round++ {
+		// 1. SIGKILL the leader of a partition, measure the time to the
+		// next acknowledged produce on it, restart the broker.
+		p := int32(round) % parts
+		ls := c.waitLeaders(ctx, adm, topic, parts, 30*time.Second)
+		victim := c.node(ls[p][0])
+		t0 := time.Now()
+		victim.kill()
+		dead := time.Now()
+		var failover time.Duration
+		for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
+			if at := acks.firstAckAfter(p, dead); !at.IsZero() {
+				failover = at.Sub(t0)
+				break
+			}
+		}
+		if failover == 0 {
+			t.Fatalf("round %d: no produce to p%d acknowledged within 30s of SIGKILL of its leader %d", round, p, victim.id)
+		}
+		failovers = append(failovers, failover)
+		t.Logf("round %d: SIGKILL broker %d (leader of p%d at epoch %d): next acknowledged produce to p%d after %v",
+			round, victim.id, p, ls[p][1], p, failover.Round(time.Millisecond))
+		time.Sleep(time.Duration(200+rng.Intn(800)) * time.Millisecond)
+		rs := time.Now()
+		victim.start()
+		victim.waitReady(60 * time.Second)
+		t.Logf("round %d: broker %d restarted, serving after %v", round, victim.id, time.Since(rs).Round(time.Millisecond))
+
+		// 2. Cut a broker (a leader every other round) off from its peers
+		// for a few seconds, then heal.
+		ls = c.waitLeaders(ctx, adm, topic, parts, 30*time.Second)
+		cutID := c.nodes[rng.Intn(len(c.nodes))].id
+		if round%2 == 0 {
+			cutID = ls[(p+1)%parts][0]
+		}
+		c.net.isolate(cutID)
+		cutFor := time.Duration(2000+rng.Intn(2000)) * time.Millisecond
+		t.Logf("round %d: broker %d cut off from its peers for %v", round, cutID, cutFor)
+		time.Sleep(cutFor)
+		c.net.heal(cutID)
+
+		// 3. Sometimes kill a broker during its cut's aftermath (a
+		// follower catching up), and restart it at once.
+		if round%3 == 2 {
+			n := c.nodes[rng.Intn(len(c.nodes))]
+			time.Sleep(300 * time.Millisecond)
+			n.kill()
+			n.start()
+			n.waitReady(60 * time.Second)
+			t.Logf("round %d: broker %d SIGKILLed while catching up and restarted", round, n.id)
+		}
+		a, f := acks.total()
+		t.Logf("round %d done at %v: %d acknowledged, %d failed", round, time.Since(start).Round(time.Millisecond), a, f)
+	}
+
+	// Quiet: stop producing, let everything in flight finish.
+	close(stopProduce)
+	producers.Wait()
+	fctx, fcancel := context.WithTimeout(ctx, 90*time.Second)
+	for _, cl := range pcls {
+		if err := cl.Flush(fctx); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+	}
+	fcancel()
+	acked, failed := acks.total()
+	t.Logf("chaos over after %v: %d records acknowledged, %d failed; proxies: %d connections refused, %d of unknown origin",
+		time.Since(start).Round(time.Millisecond), acked, failed, c.net.refused.Load(), c.net.unknown.Load())
+	if failed > 0 {
+		n := 0
+		for v, err := range acks.failed {
+			if n++; n <= 5 {
+				t.Errorf("not acknowledged: %s: %v", recordKey([]byte(v)), err)
+			}
+		}
+	}
+
+	// No partition is stuck: a new produce to each succeeds.
+	final := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < parts; p++ {
+		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+		res := final.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte("final-" + strconv.Itoa(int(p)) + "-")})
+		pcancel()
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("final produce to p%d: %v", p, err)
+		}
+	}
+
+	// Every acknowledged record, read back once at its offset, in order.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	got := readAll(t, c, topic, parts, end)
+	checkReadBack(t, acks, got, end, parts)
+
+	// The consumer that read during the chaos caught up and saw no
+	// anomaly.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		chk.mu.Lock()
+		caught := true
+		for p := int32(0); p < parts; p++ {
+			if chk.next[p] < end[p] {
+				caught = false
+			}
+		}
+		chk.mu.Unlock()
+		if caught {
+			break
+		}
+	}
+	close(stopConsume)
+	<-consumed
+	for _, e := range chk.errors() {
+		t.Errorf("consumer during chaos: %s", e)
+	}
+	chk.mu.Lock()
+	t.Logf("consumer during chaos: %d records, %d handed again at the same offset", chk.count, chk.repeat)
+	for p := int32(0); p < parts; p++ {
+		if chk.next[p] < end[p] {
+			t.Errorf("consumer during chaos: p%d read to %d of %d", p, chk.next[p], end[p])
+		}
+	}
+	chk.mu.Unlock()
+
+	// The replicas converge on identical batches.
+	var diff string
+	var batches int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if batches, diff = c.compareReplicas(topic, parts); diff == "" {
+			break
+		}
+	}
+	if diff != "" {
+		t.Errorf("replicas differ 30s after the cluster went quiet: %s", diff)
+	} else {
+		t.Logf("replicas identical (%d batches on each of the 3): %v", batches, time.Since(start).Round(time.Millisecond))
+	}
+	c.checkLogs()
+	sort.Slice(failovers, func(i, j int) bool { return failovers[i] < failovers[j] })
+	t.Logf("leader SIGKILL -> next acknowledged produce: %v (sorted), heartbeat timeout 500ms", failovers)
+}
+
+// readAll reads partitions [0, end) from the start with a fresh consumer.
+func readAll(t *testing.T, c *chaosCluster, topic string, parts int32, end map[int32]int64) map[int32][]*kgo.Record {
+	t.Helper()
+	offs := map[int32]kgo.Offset{}
+	for p := int32(0); p < parts; p++ {
+		offs[p] = kgo.NewOffset().AtStart()
+	}
+	cl := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	defer cl.Close()
+	got := map[int32][]*kgo.Record{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := func() bool {
+		for p := int32(0); p < parts; p++ {
+			if n := len(got[p]); end[p] > 0 && (n == 0 || got[p][n-1].Offset < end[p]-1) {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read back: %v (ends %v)", ctx.Err(), end)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < end[r.Partition] {
+				got[r.Partition] = append(got[r.Partition], r)
+			}
+		})
+	}
+	return got
+}
+
+// checkReadBack checks the records read against what was acknowledged.
+func checkReadBack(t *testing.T, acks *ackLog, got map[int32][]*kgo.Record, end map[int32]int64, parts int32) {
+	t.Helper()
+	acks.mu.Lock()
+	defer acks.mu.Unlock()
+	errs := 0
+	fail := func(f string, args ...any) {
+		if errs++; errs <= 20 {
+			t.Errorf(f, args...)
+		}
+	}
+	seen := map[string]int64{}
+	for p := int32(0); p < parts; p++ {
+		at := map[int64]string{}
+		lastSeq := map[int]int{}
+		for i, r := range got[p] {
+			if r.Offset != int64(i) {
+				fail("p%d: record #%d at offset %d: offsets have a gap or repeat", p, i, r.Offset)
+			}
+			key := recordKey(r.Value)
+			at[r.Offset] = key
+			k := fmt.Sprint(p, "/", key)
+			if off, ok := seen[k]; ok {
+				fail("p%d: %s at offsets %d and %d (duplicate)", p, key, off, r.Offset)
+			}
+			seen[k] = r.Offset
+			if c, s, ok := clientSeq(key); ok {
+				if prev, ok := lastSeq[c]; ok && s <= prev {
+					fail("p%d: client %d seq %d at offset %d after seq %d (out of order)", p, c, s, r.Offset, prev)
+				}
+				lastSeq[c] = s
+			}
+		}
+		if int64(len(got[p])) != end[p] {
+			fail("p%d: read %d records, log end %d", p, len(got[p]), end[p])
+		}
+		for _, a := range acks.acks[p] {
+			key := recordKey([]byte(a.val))
+			if g, ok := at[a.off]; !ok {
+				fail("p%d: acknowledged %s at offset %d: offset not read back (lost)", p, key, a.off)
+			} else if g != key {
+				fail("p%d: acknowledged %s at offset %d, read back %s there (lost or moved)", p, key, a.off, g)
+			}
+		}
+	}
+}
+
+// TestClusterLeaderMovesWhileConsuming: a consumer group of two members
+// reads a replication factor 3 topic while its partitions' leaders move
+// (SIGKILL and restart, a leader cut off from its peers, preferred leader
+// elections) and a producer keeps writing. The consumers never see an
+// offset carry two different records, a record at two offsets, or a gap
+// in a partition's offsets, and they read every acknowledged record at
+// its offset.
+func TestClusterLeaderMovesWhileConsuming(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-broker cluster")
+	}
+	const (
+		topic = "moves"
+		parts = int32(4)
+	)
+	rounds := 4
+	if chaosLong() {
+		rounds = 40
+	}
+	start := time.Now()
+	c := startChaosCluster(t, 3, 500*time.Millisecond,
+		"--set", "offsets.topic.num.partitions=3", "--set", "group.initial.rebalance.delay.ms=0")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(rounds)*20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.client())
+	if resp, err := adm.CreateTopic(ctx, parts, 3, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	c.waitLeaders(ctx, adm, topic, parts, 20*time.Second)
+
+	acks := newAckLog()
+	stopProduce := make(chan struct{})
+	pcl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(time.Minute), kgo.ProducerLinger(2*time.Millisecond))
+	var producer sync.WaitGroup
+	producer.Add(1)
+	go func() {
+		defer producer.Done()
+		chaosProducer(pcl, topic, 0, parts, 32, []byte("payload"), acks, stopProduce)
+	}()
+
+	chk := newOffsetChecker()
+	stopConsume := make(chan struct{})
+	var consumers sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		cl := c.client(kgo.ConsumerGroup("moves-group"), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.BlockRebalanceOnPoll(),
+			kgo.FetchMaxWait(200*time.Millisecond))
+		consumers.Add(1)
+		go func() {
+			defer consumers.Done()
+			for {
+				select {
+				case <-stopConsume:
+					return
+				default:
+				}
+				pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				fs := cl.PollFetches(pctx)
+				pcancel()
+				// Records are checked before the client may give their
+				// partitions away (BlockRebalanceOnPoll), so a new owner
+				// never starts past what the checker has seen.
+				fs.EachRecord(chk.see)
+				cl.AllowRebalance()
+			}
+		}()
+	}
+
+	time.Sleep(time.Second)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for round := 0; round < rounds; round++ {
+		ls := c.waitLeaders(ctx, adm, topic, parts, 30*time.Second)
+		p := int32(round) % parts
+		leader := c.node(ls[p][0])
+		switch round % 3 {
+		case 0:
+			leader.kill()
+			t.Logf("round %d: SIGKILL broker %d (leader of p%d at epoch %d)", round, leader.id, p, ls[p][1])
+			time.Sleep(time.Duration(500+rng.Intn(1000)) * time.Millisecond)
+			leader.start()
+			leader.waitReady(60 * time.Second)
+		case 1:
+			c.net.isolate(leader.id)
+			t.Logf("round %d: broker %d (leader of p%d at epoch %d) cut off", round, leader.id, p, ls[p][1])
+			time.Sleep(time.Duration(1500+rng.Intn(1000)) * time.Millisecond)
+			c.net.heal(leader.id)
+		case 2:
+			ectx, ecancel := context.WithTimeout(ctx, 10*time.Second)
+			set := kadm.TopicsSet{}
+			for q := int32(0); q < parts; q++ {
+				set.Add(topic, q)
+			}
+			res, err := adm.ElectLeaders(ectx, kadm.ElectPreferredReplica, set)
+			ecancel()
+			var moved, other []string
+			for _, ps := range res {
+				for _, r := range ps {
+					if r.Err == nil {
+						moved = append(moved, fmt.Sprintf("p%d", r.Partition))
+					} else {
+						other = append(other, fmt.Sprintf("p%d: %v", r.Partition, r.Err))
+					}
+				}
+			}
+			t.Logf("round %d: preferred leader election: err %v, elected %v, others %v", round, err, moved, other)
+		}
+		time.Sleep(time.Duration(500+rng.Intn(1000)) * time.Millisecond)
+		after, _ := c.partitionLeaders(ctx, adm, topic)
+		t.Logf("round %d: leaders now %v (partition: [leader epoch])", round, after)
+	}
+
+	close(stopProduce)
+	producer.Wait()
+	fctx, fcancel := context.WithTimeout(ctx, 60*time.Second)
+	if err := pcl.Flush(fctx); err != nil {
+		t.Errorf("flush: %v", err)
+	}
+	fcancel()
+	acked, failed := acks.total()
+	if failed > 0 {
+		for v, err := range acks.failed {
+			t.Errorf("not acknowledged: %s: %v", recordKey([]byte(v)), err)
+			break
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	caughtUp := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !caughtUp; time.Sleep(100 * time.Millisecond) {
+		chk.mu.Lock()
+		caughtUp = true
+		for p := int32(0); p < parts; p++ {
+			if chk.next[p] < end[p] {
+				caughtUp = false
+			}
+		}
+		chk.mu.Unlock()
+	}
+	close(stopConsume)
+	consumers.Wait()
+	for _, e := range chk.errors() {
+		t.Errorf("consumer: %s", e)
+	}
+	chk.mu.Lock()
+	defer chk.mu.Unlock()
+	if !caughtUp {
+		t.Errorf("consumers did not reach the log ends %v within 30s: at %v", end, chk.next)
+	}
+	lost := 0
+	for p, rs := range acks.acks {
+		for _, a := range rs {
+			if key := recordKey([]byte(a.val)); chk.at[p][a.off] != key {
+				if lost++; lost <= 10 {
+					t.Errorf("p%d: acknowledged %s at %d, consumers saw %q there", p, key, a.off, chk.at[p][a.off])
+				}
+			}
+		}
+	}
+	t.Logf("%d acknowledged, %d failed; consumers saw %d records (%d again at the same offset); %v",
+		acked, failed, chk.count, chk.repeat, time.Since(start).Round(time.Millisecond))
+	c.checkLogs()
+}
+
+// TestClusterProduceThroughput measures acks=all idempotent produce
+// throughput on a three-broker cluster into a replication factor 1 topic
+// and a replication factor 3 topic, interleaved (run with -v; only with
+// STRATA_CHAOS_BENCH=1: it is a measurement, not a check).
+func TestClusterProduceThroughput(t *testing.T) {
+	if os.Getenv("STRATA_CHAOS_BENCH") == "" {
+		t.Skip("STRATA_CHAOS_BENCH=1 runs it")
+	}
+	const parts = int32(6)
+	per := 5 * time.Second
+	c := startChaosCluster(t, 3, 2*time.Second)
+	ctx := context.Background()
+	adm := kadm.NewClient(c.client())
+	for _, rf := range []int16{1, 3} {
+		topic := fmt.Sprintf("rf%d", rf)
+		if resp, err := adm.CreateTopic(ctx, parts, rf, nil, topic); err != nil || resp.Err != nil {
+			t.Fatalf("create: %v %v", err, resp.Err)
+		}
+		c.waitLeaders(ctx, adm, topic, parts, 20*time.Second)
+	}
+	value := make([]byte, 1024)
+	res := map[int16][]float64{}
+	for run := 0; run < 2; run++ {
+		for _, rf := range []int16{1, 3} {
+			topic := fmt.Sprintf("rf%d", rf)
+			cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+			var n, errs int64
+			var mu sync.Mutex
+			stop := time.Now().Add(per)
+			begin := time.Now()
+			sem := make(chan struct{}, 2000)
+			for time.Now().Before(stop) {
+				sem <- struct{}{}
+				cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					mu.Lock()
+					if err != nil {
+						errs++
+					} else {
+						n++
+					}
+					mu.Unlock()
+					<-sem
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			el := time.Since(begin)
+			cl.Close()
+			rate := float64(n) / el.Seconds()
+			res[rf] = append(res[rf], rate)
+			t.Logf("run %d RF%d: %d records of 1 KiB in %v: %.0f records/s, %.1f MB/s (%d errors)",
+				run, rf, n, el.Round(time.Millisecond), rate, rate*1024/1e6, errs)
+		}
+	}
+	t.Logf("RF3/RF1 produce throughput: %.2f, %.2f", res[3][0]/res[1][0], res[3][1]/res[1][1])
+}
