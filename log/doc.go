@@ -26,7 +26,8 @@
 // survived recovery counts as committed, so the high watermark starts at
 // the log end. With ManagerOptions.UseHighWatermarkCheckpoint (a
 // replicated log) it starts at the checkpointed value, clamped to
-// [LogStart, LogEnd], and the replication layer commits the rest. The log
+// [LogStart, LogEnd] (at LogStart for a partition not in the checkpoint),
+// and the replication layer commits the rest. The log
 // start offset is max(checkpoint, first segment's base).
 //
 // # Durability

@@ -152,8 +152,14 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		if v, ok := starts[tp]; ok {
 			st.logStart = v
 		}
-		if v, ok := hws[tp]; ok && m.opts.UseHighWatermarkCheckpoint {
-			st.hw = v
+		if m.opts.UseHighWatermarkCheckpoint {
+			// Not checkpointed yet (created less than a checkpoint
+			// interval before a crash): nothing is known committed, so
+			// the high watermark starts at the log start, not the end.
+			st.hw = 0
+			if v, ok := hws[tp]; ok {
+				st.hw = v
+			}
 		}
 		p, err := openPartition(m.fs, filepath.Join(m.dir, e.Name), tp, m.opts.DefaultConfig, st, m.logger, m.now)
 		if err != nil {

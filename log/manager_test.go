@@ -87,6 +87,16 @@ func TestManagerReopenAndCheckpoints(t *testing.T) {
 	if r, _ := p.Read(6, 100); len(r.Records) == 0 {
 		t.Fatal("committed tail unreadable")
 	}
+	// A partition missing from the checkpoint (created after the last
+	// one was written) starts with nothing committed.
+	m2.Close()
+	if err := fsys.Remove("/data/" + hwCheckpointFile); err != nil {
+		t.Fatal(err)
+	}
+	m2, _ = OpenManager(ManagerOptions{Dir: "/data", FS: fsys, Now: c.now, UseHighWatermarkCheckpoint: true, DefaultConfig: Config{SegmentIndexBytes: 4096}})
+	if o := m2.Get(TopicPartition{"c", 3}).Offsets(); o.HighWatermark != o.LogStart || o.LogEnd != 7 {
+		t.Fatalf("not checkpointed: %+v", o)
+	}
 	m2.Close()
 }
 
