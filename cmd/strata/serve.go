@@ -98,8 +98,16 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 			return fmt.Errorf("listen on replication listener %s: %w", cfg.Cluster.Bind, err)
 		}
 	}
+	// With other voters a partition may have other replicas: what this
+	// broker stored but the quorum never committed (a leader's tail when
+	// it died) must not count as committed at restart, or Raft's later
+	// truncation of that tail is refused (below the high watermark) and
+	// the replica is stuck. Such a partition starts at its checkpointed
+	// high watermark and Raft commits the rest; alone, everything
+	// recovered is committed (log.ManagerOptions).
 	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger,
-		ProducerIDExpiration: cfg.ProducerIDExpiration, ProducerIDExpirationCheck: cfg.ProducerIDExpirationCheck})
+		ProducerIDExpiration: cfg.ProducerIDExpiration, ProducerIDExpirationCheck: cfg.ProducerIDExpirationCheck,
+		UseHighWatermarkCheckpoint: len(cfg.Cluster.Voters) > 1})
 	if err != nil {
 		ln.Close()
 		if repLn != nil {
