@@ -22,6 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The chaos harness: a cluster of real `strata serve` processes on
@@ -160,6 +161,9 @@ type chaosCluster struct {
 	t     *testing.T
 	nodes []*chaosNode
 	net   *cutNet
+
+	mu      sync.Mutex
+	directs map[int32]*kgo.Client // protected by mu
 }
 
 // startChaosCluster starts n brokers (all voters) with partition groups'
@@ -257,24 +261,70 @@ func (c *chaosCluster) client(opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// partitionLeaders returns each partition's (leader, epoch) as the
-// metadata reports it.
-func (c *chaosCluster) partitionLeaders(ctx context.Context, adm *kadm.Client, topic string) (map[int32][2]int32, error) {
+// partitionLeaders returns each partition's (leader, epoch): every
+// running broker that is not cut off is asked, and the answer with the
+// highest leader epoch wins (a broker that was cut off or restarted may
+// answer from a metadata image that is behind for a moment).
+func (c *chaosCluster) partitionLeaders(ctx context.Context, _ *kadm.Client, topic string) (map[int32][2]int32, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	md, err := adm.Metadata(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	td, ok := md.Topics[topic]
-	if !ok || td.Err != nil {
-		return nil, fmt.Errorf("topic %s: %v", topic, td.Err)
-	}
 	out := map[int32][2]int32{}
-	for p, pd := range td.Partitions {
-		out[p] = [2]int32{pd.Leader, pd.LeaderEpoch}
+	var errs []string
+	for _, n := range c.nodes {
+		if !n.running() || c.net.isCut(n.id) {
+			continue
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		// The seed broker: this node, whatever the client has learnt.
+		kresp, err := c.direct(n).SeedBrokers()[0].Request(ctx, req)
+		resp, _ := kresp.(*kmsg.MetadataResponse)
+		if err == nil && resp == nil {
+			err = fmt.Errorf("unexpected response %T", kresp)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("broker %d: %v", n.id, err))
+			continue
+		}
+		for _, t := range resp.Topics {
+			if t.ErrorCode != 0 {
+				errs = append(errs, fmt.Sprintf("broker %d: topic error %d", n.id, t.ErrorCode))
+				continue
+			}
+			for _, p := range t.Partitions {
+				if cur, ok := out[p.Partition]; !ok || p.LeaderEpoch > cur[1] {
+					out[p.Partition] = [2]int32{p.Leader, p.LeaderEpoch}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no metadata for %s: %v", topic, errs)
 	}
 	return out, nil
+}
+
+// direct returns a client that talks to node n only (cached; closed with
+// the test).
+func (c *chaosCluster) direct(n *chaosNode) *kgo.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl := c.directs[n.id]; cl != nil {
+		return cl
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.kafka), kgo.DialTimeout(time.Second), kgo.RequestRetries(0),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if c.directs == nil {
+		c.directs = map[int32]*kgo.Client{}
+	}
+	c.directs[n.id] = cl
+	c.t.Cleanup(cl.Close)
+	return cl
 }
 
 // waitLeaders waits until every partition of topic has a leader that is

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
@@ -308,6 +309,32 @@ func TestClusterChaos(t *testing.T) {
 		}
 		a, f := acks.total()
 		t.Logf("round %d done at %v: %d acknowledged, %d failed", round, time.Since(start).Round(time.Millisecond), a, f)
+	}
+
+	if chaosLong() {
+		// A long outage: one broker stays down while the others take
+		// more entries than raft keeps (TrailingLogs) and snapshot, so on
+		// its return it must be sent the leaders' segments (a snapshot
+		// install).
+		outage := 270 * time.Second
+		if s := os.Getenv("STRATA_CHAOS_OUTAGE"); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("STRATA_CHAOS_OUTAGE: %v", err)
+			}
+			outage = d
+		}
+		n := c.nodes[rng.Intn(len(c.nodes))]
+		n.kill()
+		t.Logf("outage: broker %d down for %v", n.id, outage)
+		time.Sleep(outage)
+		n.start()
+		n.waitReady(60 * time.Second)
+		a, f := acks.total()
+		t.Logf("outage: broker %d back at %v: %d acknowledged, %d failed; its log: %d snapshot installs started, %d done",
+			n.id, time.Since(start).Round(time.Millisecond), a, f,
+			strings.Count(fileTail(n.log, 1<<30), "installing a partition snapshot"), strings.Count(fileTail(n.log, 1<<30), "partition snapshot installed"))
+		time.Sleep(5 * time.Second)
 	}
 
 	// Quiet: stop producing, let everything in flight finish.
@@ -705,4 +732,142 @@ func TestClusterProduceThroughput(t *testing.T) {
 		}
 	}
 	t.Logf("RF3/RF1 produce throughput: %.2f, %.2f", res[3][0]/res[1][0], res[3][1]/res[1][1])
+}
+
+// TestClusterLeaderTailAfterRestart: a partition leader cut off from its
+// followers stores batches its quorum never commits, is SIGKILLed, and
+// restarts after the others elected a new leader and wrote different
+// batches at those offsets. The restarted replica must drop its
+// uncommitted tail and follow: that tail never counts as committed at
+// restart (before the fix serve opened logs with their high watermark at
+// the log end, Raft's truncation was refused, "truncate to N below high
+// watermark M", and the replica stayed behind for good).
+func TestClusterLeaderTailAfterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-broker cluster")
+	}
+	const topic = "tail"
+	c := startChaosCluster(t, 3, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client())
+	if resp, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	ls := c.waitLeaders(ctx, adm, topic, 1, 20*time.Second)
+	leader := c.node(ls[0][0])
+	// And a replication factor 1 topic with a partition on every broker:
+	// its records, acknowledged, must all be readable after the restart
+	// (one-voter groups recommit what they had).
+	if resp, err := adm.CreateTopic(ctx, 3, 1, nil, "one"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	c.waitLeaders(ctx, adm, "one", 3, 20*time.Second)
+	one := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 3; p++ {
+		for i := 0; i < 50; i++ {
+			one.Produce(ctx, &kgo.Record{Topic: "one", Partition: p, Value: fmt.Appendf(nil, "c9-%d-", i)}, nil)
+		}
+	}
+	if err := one.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Keep batches flowing to the leader, cut it off, let it take a few
+	// more it cannot commit, then kill it.
+	acks := newAckLog()
+	stop := make(chan struct{})
+	pcl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(time.Minute))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		chaosProducer(pcl, topic, 0, 1, 16, nil, acks, stop)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if a, _ := acks.total(); a >= 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no produce acknowledged")
+		}
+	}
+	c.net.isolate(leader.id)
+	time.Sleep(100 * time.Millisecond)
+	leader.kill()
+	c.net.heal(leader.id)
+	var tail int64
+	if bs, err := replicaBatches(leader.dir, topic, 0); err == nil && len(bs) > 0 {
+		tail = int64(binary.BigEndian.Uint64(bs[len(bs)-1][0:8]))
+	}
+	// The others go on without it.
+	ls = c.waitLeaders(ctx, adm, topic, 1, 20*time.Second)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		acks.mu.Lock()
+		rs := acks.acks[0]
+		past := len(rs) > 0 && rs[len(rs)-1].off > tail+100
+		acks.mu.Unlock()
+		if past {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new leader %d took no writes past offset %d", ls[0][0], tail+100)
+		}
+	}
+	leader.start()
+	leader.waitReady(60 * time.Second)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if err := pcl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var diff string
+	var batches int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if batches, diff = c.compareReplicas(topic, 1); diff == "" {
+			break
+		}
+	}
+	if diff != "" {
+		t.Fatalf("broker %d (the old leader, last batch at %d when killed) did not converge: %s\n%s", leader.id, tail, diff,
+			c.grepLogs(10, "failed to clear log suffix", "below high watermark"))
+	}
+	// The old leader is a working replica: with another broker down, the
+	// partition still commits (the quorum needs it).
+	ls = c.waitLeaders(ctx, adm, topic, 1, 20*time.Second)
+	var other *chaosNode
+	for _, n := range c.nodes {
+		if n.id != leader.id && n.id != ls[0][0] {
+			other = n
+		}
+	}
+	if other == nil { // the old leader leads again: stop a follower
+		for _, n := range c.nodes {
+			if n.id != leader.id {
+				other = n
+			}
+		}
+	}
+	other.kill()
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer pcancel()
+	if err := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner())).ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("produce with broker %d down: %v", other.id, err)
+	}
+	// Every RF 1 partition, on brokers restarted within a checkpoint
+	// interval of the writes, still has its acknowledged records.
+	other.start()
+	other.waitReady(60 * time.Second)
+	c.waitLeaders(ctx, adm, "one", 3, 20*time.Second)
+	got := readAll(t, c, "one", 3, map[int32]int64{0: 50, 1: 50, 2: 50})
+	for p := int32(0); p < 3; p++ {
+		if len(got[p]) != 50 {
+			t.Errorf("RF 1 partition %d: %d records after restarts, want 50", p, len(got[p]))
+		}
+	}
+	a, _ := acks.total()
+	t.Logf("old leader %d had stored up to batch %d when killed; replicas identical (%d batches, %d acknowledged records)", leader.id, tail, batches, a)
+	c.checkLogs()
 }
