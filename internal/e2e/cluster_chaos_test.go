@@ -24,29 +24,32 @@ func chaosLong() bool { return os.Getenv("STRATA_CHAOS_LONG") != "" }
 type ackLog struct {
 	mu     sync.Mutex
 	acks   map[int32][]ackRec // per partition, in ack order
-	failed map[string]error   // value -> error of records not acknowledged
+	failed map[recKey]error   // records not acknowledged
 	sent   int
 }
 
+// ackRec is one acknowledged record (kept small: the long form acks
+// millions).
 type ackRec struct {
 	off int64
-	val string
-	at  time.Time
+	key recKey
+	at  int64 // when the ack arrived, Unix nanoseconds
 }
 
 func newAckLog() *ackLog {
-	return &ackLog{acks: map[int32][]ackRec{}, failed: map[string]error{}}
+	return &ackLog{acks: map[int32][]ackRec{}, failed: map[recKey]error{}}
 }
 
 func (a *ackLog) record(r *kgo.Record, err error) {
-	now := time.Now()
+	now := time.Now().UnixNano()
+	key := keyOf(r.Value)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
-		a.failed[string(r.Value)] = err
+		a.failed[key] = err
 		return
 	}
-	a.acks[r.Partition] = append(a.acks[r.Partition], ackRec{off: r.Offset, val: string(r.Value), at: now})
+	a.acks[r.Partition] = append(a.acks[r.Partition], ackRec{off: r.Offset, key: key, at: now})
 }
 
 // firstAckAfter returns the time of the first ack on partition p later
@@ -54,10 +57,10 @@ func (a *ackLog) record(r *kgo.Record, err error) {
 func (a *ackLog) firstAckAfter(p int32, t time.Time) time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rs := a.acks[p]
-	for i := len(rs) - 1; i >= 0 && rs[i].at.After(t); i-- {
-		if i == 0 || !rs[i-1].at.After(t) {
-			return rs[i].at
+	rs, tn := a.acks[p], t.UnixNano()
+	for i := len(rs) - 1; i >= 0 && rs[i].at > tn; i-- {
+		if i == 0 || rs[i-1].at <= tn {
+			return time.Unix(0, rs[i].at)
 		}
 	}
 	return time.Time{}
@@ -96,84 +99,127 @@ func chaosProducer(cl *kgo.Client, topic string, client int, parts int32, inflig
 	}
 }
 
-// recordKey is the "c<client>-<seq>-" prefix of a chaos record's value.
-func recordKey(v []byte) string {
-	s := string(v)
-	i := strings.IndexByte(s, '-')
-	if i < 0 {
-		return s
+// recKey identifies a test record: client<<40 | seq, from the
+// "c<client>-<seq>-" prefix of its value; badKey for other values.
+type recKey uint64
+
+const badKey = ^recKey(0)
+
+func keyOf(v []byte) recKey {
+	if len(v) < 2 || v[0] != 'c' {
+		return badKey
 	}
-	j := strings.IndexByte(s[i+1:], '-')
-	if j < 0 {
-		return s
+	var nums [2]uint64
+	i := 1
+	for k := range nums {
+		start := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' && i-start < 12 {
+			nums[k] = nums[k]*10 + uint64(v[i]-'0')
+			i++
+		}
+		if i == start || i >= len(v) || v[i] != '-' {
+			return badKey
+		}
+		i++
 	}
-	return s[:i+1+j+1]
+	if nums[0] >= 1<<23 || nums[1] >= 1<<40 {
+		return badKey
+	}
+	return recKey(nums[0]<<40 | nums[1])
 }
 
-// clientSeq parses "c<client>-<seq>-".
-func clientSeq(key string) (int, int, bool) {
-	parts := strings.Split(strings.TrimPrefix(key, "c"), "-")
-	if len(parts) < 2 {
-		return 0, 0, false
+func (k recKey) client() int { return int(k >> 40) }
+func (k recKey) seq() int    { return int(k & (1<<40 - 1)) }
+
+func (k recKey) String() string {
+	if k == badKey {
+		return "(not a test record)"
 	}
-	c, err1 := strconv.Atoi(parts[0])
-	s, err2 := strconv.Atoi(parts[1])
-	return c, s, err1 == nil && err2 == nil
+	return fmt.Sprintf("c%d-%d", k.client(), k.seq())
 }
 
 // offsetChecker is what a consumer checks while leaders move: within a
-// partition the offsets it is handed go up by one from the first (no
-// gap), an offset never carries two different records, and a record is
-// never seen at two offsets.
+// partition the offsets it is handed go up by one from 0 (no gap), an
+// offset never carries two different records, and a record is never
+// seen at two offsets.
 type offsetChecker struct {
 	mu     sync.Mutex
-	next   map[int32]int64            // next expected offset per partition
-	at     map[int32]map[int64]string // offset -> record key
-	where  map[string]int64           // record key -> offset
+	at     map[int32][]recKey // per partition, indexed by offset
+	where  map[int][]int64    // client -> seq -> 1 + offset (0: not seen)
 	errs   []string
 	count  int
 	repeat int // records handed again at the same offset (allowed)
 }
 
 func newOffsetChecker() *offsetChecker {
-	return &offsetChecker{next: map[int32]int64{}, at: map[int32]map[int64]string{}, where: map[string]int64{}}
+	return &offsetChecker{at: map[int32][]recKey{}, where: map[int][]int64{}}
 }
+
+// next is the next offset expected in partition p. Caller holds mu.
+func (o *offsetChecker) next(p int32) int64 { return int64(len(o.at[p])) }
 
 func (o *offsetChecker) see(r *kgo.Record) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	key := recordKey(r.Value)
+	key := keyOf(r.Value)
 	fail := func(f string, args ...any) {
 		if len(o.errs) < 20 {
-			o.errs = append(o.errs, fmt.Sprintf("p%d@%d %s: ", r.Partition, r.Offset, key)+fmt.Sprintf(f, args...))
+			o.errs = append(o.errs, fmt.Sprintf("p%d@%d %v: ", r.Partition, r.Offset, key)+fmt.Sprintf(f, args...))
 		}
 	}
 	o.count++
-	if o.at[r.Partition] == nil {
-		o.at[r.Partition] = map[int64]string{}
-	}
-	if prev, ok := o.at[r.Partition][r.Offset]; ok {
-		if prev != key {
-			fail("offset held %s before", prev)
+	at := o.at[r.Partition]
+	n := int64(len(at))
+	switch {
+	case r.Offset < 0:
+		fail("negative offset")
+		return
+	case r.Offset < n:
+		if at[r.Offset] != key {
+			fail("offset held %v before", at[r.Offset])
 		}
 		o.repeat++
 		return
+	case r.Offset > n:
+		fail("expected offset %d next (gap)", n)
+		if r.Offset-n > 1<<24 {
+			return
+		}
+		for int64(len(at)) < r.Offset {
+			at = append(at, badKey)
+		}
 	}
-	if next := o.next[r.Partition]; r.Offset != next { // from the start: 0 first
-		fail("expected offset %d next (gap or jump back)", next)
+	o.at[r.Partition] = append(at, key)
+	if key == badKey {
+		return
 	}
-	o.next[r.Partition] = r.Offset + 1
-	o.at[r.Partition][r.Offset] = key
-	if off, ok := o.where[fmt.Sprint(r.Partition, "/", key)]; ok && off != r.Offset {
-		fail("seen before at offset %d", off)
+	w := o.where[key.client()]
+	for len(w) <= key.seq() {
+		w = append(w, 0)
 	}
-	o.where[fmt.Sprint(r.Partition, "/", key)] = r.Offset
+	if w[key.seq()] != 0 && w[key.seq()]-1 != r.Offset {
+		fail("seen before at offset %d", w[key.seq()]-1)
+	}
+	w[key.seq()] = r.Offset + 1
+	o.where[key.client()] = w
 }
 
 func (o *offsetChecker) errors() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.errs...)
+}
+
+// reached reports whether partitions [0, parts) were read up to end.
+func (o *offsetChecker) reached(end map[int32]int64, parts int32) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for p := int32(0); p < parts; p++ {
+		if o.next(p) < end[p] {
+			return false
+		}
+	}
+	return true
 }
 
 // consumeChecking polls cl until stop, feeding every record to chk.
@@ -211,14 +257,23 @@ func TestClusterChaos(t *testing.T) {
 		topic = "chaos"
 		parts = int32(6)
 	)
-	chaosFor, rounds := 18*time.Second, 3
+	chaosFor, rounds, outage := 18*time.Second, 3, time.Duration(0)
 	if chaosLong() {
-		chaosFor, rounds = 5*time.Minute, 1000
+		// The outage outlasts the partition groups' snapshot interval
+		// (2-4 min) plus TrailingLogs' worth of entries.
+		chaosFor, rounds, outage = 3*time.Minute, 1000, 270*time.Second
+		if s := os.Getenv("STRATA_CHAOS_OUTAGE"); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("STRATA_CHAOS_OUTAGE: %v", err)
+			}
+			outage = d
+		}
 	}
 	start := time.Now()
 	c := startChaosCluster(t, 3, 500*time.Millisecond)
 	t.Logf("cluster of 3 up after %v", time.Since(start).Round(time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), chaosFor+3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), chaosFor+outage+6*time.Minute)
 	defer cancel()
 
 	admCl := c.client()
@@ -311,19 +366,11 @@ func TestClusterChaos(t *testing.T) {
 		t.Logf("round %d done at %v: %d acknowledged, %d failed", round, time.Since(start).Round(time.Millisecond), a, f)
 	}
 
-	if chaosLong() {
+	if outage > 0 {
 		// A long outage: one broker stays down while the others take
 		// more entries than raft keeps (TrailingLogs) and snapshot, so on
 		// its return it must be sent the leaders' segments (a snapshot
 		// install).
-		outage := 270 * time.Second
-		if s := os.Getenv("STRATA_CHAOS_OUTAGE"); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil {
-				t.Fatalf("STRATA_CHAOS_OUTAGE: %v", err)
-			}
-			outage = d
-		}
 		n := c.nodes[rng.Intn(len(c.nodes))]
 		n.kill()
 		t.Logf("outage: broker %d down for %v", n.id, outage)
@@ -331,10 +378,11 @@ func TestClusterChaos(t *testing.T) {
 		n.start()
 		n.waitReady(60 * time.Second)
 		a, f := acks.total()
-		t.Logf("outage: broker %d back at %v: %d acknowledged, %d failed; its log: %d snapshot installs started, %d done",
-			n.id, time.Since(start).Round(time.Millisecond), a, f,
-			strings.Count(fileTail(n.log, 1<<30), "installing a partition snapshot"), strings.Count(fileTail(n.log, 1<<30), "partition snapshot installed"))
-		time.Sleep(5 * time.Second)
+		t.Logf("outage: broker %d back at %v: %d acknowledged, %d failed", n.id, time.Since(start).Round(time.Millisecond), a, f)
+		time.Sleep(10 * time.Second)
+		t.Logf("outage: broker %d's log: %d partition snapshot installs started, %d done; the cluster's: %d raft snapshots failed", n.id,
+			strings.Count(fileTail(n.log, 1<<30), "installing a partition snapshot"), strings.Count(fileTail(n.log, 1<<30), "partition snapshot installed"),
+			strings.Count(c.grepLogs(1<<20, "failed to take snapshot"), "\n"))
 	}
 
 	// Quiet: stop producing, let everything in flight finish.
@@ -352,9 +400,9 @@ func TestClusterChaos(t *testing.T) {
 		time.Since(start).Round(time.Millisecond), acked, failed, c.net.refused.Load(), c.net.unknown.Load())
 	if failed > 0 {
 		n := 0
-		for v, err := range acks.failed {
+		for k, err := range acks.failed {
 			if n++; n <= 5 {
-				t.Errorf("not acknowledged: %s: %v", recordKey([]byte(v)), err)
+				t.Errorf("not acknowledged: %v: %v", k, err)
 			}
 		}
 	}
@@ -377,23 +425,13 @@ func TestClusterChaos(t *testing.T) {
 	}
 	end := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
-	got := readAll(t, c, topic, parts, end)
+	got := readAll(t, c, topic, parts, end, 3*time.Minute)
 	checkReadBack(t, acks, got, end, parts)
 
 	// The consumer that read during the chaos caught up and saw no
 	// anomaly.
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		chk.mu.Lock()
-		caught := true
-		for p := int32(0); p < parts; p++ {
-			if chk.next[p] < end[p] {
-				caught = false
-			}
-		}
-		chk.mu.Unlock()
-		if caught {
-			break
-		}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !chk.reached(end, parts); {
+		time.Sleep(100 * time.Millisecond)
 	}
 	close(stopConsume)
 	<-consumed
@@ -403,8 +441,8 @@ func TestClusterChaos(t *testing.T) {
 	chk.mu.Lock()
 	t.Logf("consumer during chaos: %d records, %d handed again at the same offset", chk.count, chk.repeat)
 	for p := int32(0); p < parts; p++ {
-		if chk.next[p] < end[p] {
-			t.Errorf("consumer during chaos: p%d read to %d of %d", p, chk.next[p], end[p])
+		if chk.next(p) < end[p] {
+			t.Errorf("consumer during chaos: p%d read to %d of %d", p, chk.next(p), end[p])
 		}
 	}
 	chk.mu.Unlock()
@@ -427,8 +465,9 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("leader SIGKILL -> next acknowledged produce: %v (sorted), heartbeat timeout 500ms", failovers)
 }
 
-// readAll reads partitions [0, end) from the start with a fresh consumer.
-func readAll(t *testing.T, c *chaosCluster, topic string, parts int32, end map[int32]int64) map[int32][]*kgo.Record {
+// readAll reads partitions [0, end) from the start with a fresh
+// consumer, through an offsetChecker.
+func readAll(t *testing.T, c *chaosCluster, topic string, parts int32, end map[int32]int64, timeout time.Duration) *offsetChecker {
 	t.Helper()
 	offs := map[int32]kgo.Offset{}
 	for p := int32(0); p < parts; p++ {
@@ -436,73 +475,63 @@ func readAll(t *testing.T, c *chaosCluster, topic string, parts int32, end map[i
 	}
 	cl := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
 	defer cl.Close()
-	got := map[int32][]*kgo.Record{}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	chk := newOffsetChecker()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	done := func() bool {
-		for p := int32(0); p < parts; p++ {
-			if n := len(got[p]); end[p] > 0 && (n == 0 || got[p][n-1].Offset < end[p]-1) {
-				return false
-			}
-		}
-		return true
-	}
-	for !done() {
+	for !chk.reached(end, parts) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			t.Fatalf("read back: %v (ends %v)", ctx.Err(), end)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset < end[r.Partition] {
-				got[r.Partition] = append(got[r.Partition], r)
+				chk.see(r)
 			}
 		})
 	}
-	return got
+	return chk
 }
 
-// checkReadBack checks the records read against what was acknowledged.
-func checkReadBack(t *testing.T, acks *ackLog, got map[int32][]*kgo.Record, end map[int32]int64, parts int32) {
+// checkReadBack checks the records read against what was acknowledged:
+// each acknowledged record at its offset, each client's records of a
+// partition in the order it produced them.
+func checkReadBack(t *testing.T, acks *ackLog, got *offsetChecker, end map[int32]int64, parts int32) {
 	t.Helper()
+	for _, e := range got.errors() {
+		t.Errorf("read back: %s", e)
+	}
 	acks.mu.Lock()
 	defer acks.mu.Unlock()
+	got.mu.Lock()
+	defer got.mu.Unlock()
 	errs := 0
 	fail := func(f string, args ...any) {
 		if errs++; errs <= 20 {
 			t.Errorf(f, args...)
 		}
 	}
-	seen := map[string]int64{}
 	for p := int32(0); p < parts; p++ {
-		at := map[int64]string{}
-		lastSeq := map[int]int{}
-		for i, r := range got[p] {
-			if r.Offset != int64(i) {
-				fail("p%d: record #%d at offset %d: offsets have a gap or repeat", p, i, r.Offset)
-			}
-			key := recordKey(r.Value)
-			at[r.Offset] = key
-			k := fmt.Sprint(p, "/", key)
-			if off, ok := seen[k]; ok {
-				fail("p%d: %s at offsets %d and %d (duplicate)", p, key, off, r.Offset)
-			}
-			seen[k] = r.Offset
-			if c, s, ok := clientSeq(key); ok {
-				if prev, ok := lastSeq[c]; ok && s <= prev {
-					fail("p%d: client %d seq %d at offset %d after seq %d (out of order)", p, c, s, r.Offset, prev)
-				}
-				lastSeq[c] = s
-			}
+		at := got.at[p]
+		if int64(len(at)) != end[p] {
+			fail("p%d: read %d records, log end %d", p, len(at), end[p])
 		}
-		if int64(len(got[p])) != end[p] {
-			fail("p%d: read %d records, log end %d", p, len(got[p]), end[p])
+		lastSeq := map[int]int{}
+		for off, key := range at {
+			if key == badKey {
+				continue
+			}
+			if prev, ok := lastSeq[key.client()]; ok && key.seq() <= prev {
+				fail("p%d: %v at offset %d after seq %d (out of order)", p, key, off, prev)
+			}
+			lastSeq[key.client()] = key.seq()
 		}
 		for _, a := range acks.acks[p] {
-			key := recordKey([]byte(a.val))
-			if g, ok := at[a.off]; !ok {
-				fail("p%d: acknowledged %s at offset %d: offset not read back (lost)", p, key, a.off)
-			} else if g != key {
-				fail("p%d: acknowledged %s at offset %d, read back %s there (lost or moved)", p, key, a.off, g)
+			if a.key == badKey {
+				fail("p%d: acknowledged record at %d has no test key", p, a.off)
+			} else if a.off < 0 || a.off >= int64(len(at)) {
+				fail("p%d: acknowledged %v at offset %d: offset not read back (lost)", p, a.key, a.off)
+			} else if at[a.off] != a.key {
+				fail("p%d: acknowledged %v at offset %d, read back %v there (lost or moved)", p, a.key, a.off, at[a.off])
 			}
 		}
 	}
@@ -629,8 +658,8 @@ func TestClusterLeaderMovesWhileConsuming(t *testing.T) {
 	fcancel()
 	acked, failed := acks.total()
 	if failed > 0 {
-		for v, err := range acks.failed {
-			t.Errorf("not acknowledged: %s: %v", recordKey([]byte(v)), err)
+		for k, err := range acks.failed {
+			t.Errorf("not acknowledged: %v: %v", k, err)
 			break
 		}
 	}
@@ -641,15 +670,10 @@ func TestClusterLeaderMovesWhileConsuming(t *testing.T) {
 	end := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
 	caughtUp := false
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !caughtUp; time.Sleep(100 * time.Millisecond) {
-		chk.mu.Lock()
-		caughtUp = true
-		for p := int32(0); p < parts; p++ {
-			if chk.next[p] < end[p] {
-				caughtUp = false
-			}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !caughtUp; {
+		if caughtUp = chk.reached(end, parts); !caughtUp {
+			time.Sleep(100 * time.Millisecond)
 		}
-		chk.mu.Unlock()
 	}
 	close(stopConsume)
 	consumers.Wait()
@@ -659,14 +683,18 @@ func TestClusterLeaderMovesWhileConsuming(t *testing.T) {
 	chk.mu.Lock()
 	defer chk.mu.Unlock()
 	if !caughtUp {
-		t.Errorf("consumers did not reach the log ends %v within 30s: at %v", end, chk.next)
+		var at []int64
+		for p := int32(0); p < parts; p++ {
+			at = append(at, chk.next(p))
+		}
+		t.Errorf("consumers did not reach the log ends %v within 30s: at %v", end, at)
 	}
 	lost := 0
 	for p, rs := range acks.acks {
 		for _, a := range rs {
-			if key := recordKey([]byte(a.val)); chk.at[p][a.off] != key {
+			if at := chk.at[p]; a.off < 0 || a.off >= int64(len(at)) || at[a.off] != a.key {
 				if lost++; lost <= 10 {
-					t.Errorf("p%d: acknowledged %s at %d, consumers saw %q there", p, key, a.off, chk.at[p][a.off])
+					t.Errorf("p%d: acknowledged %v at %d, consumers did not see it there", p, a.key, a.off)
 				}
 			}
 		}
@@ -766,7 +794,7 @@ func TestClusterLeaderTailAfterRestart(t *testing.T) {
 	one := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for p := int32(0); p < 3; p++ {
 		for i := 0; i < 50; i++ {
-			one.Produce(ctx, &kgo.Record{Topic: "one", Partition: p, Value: fmt.Appendf(nil, "c9-%d-", i)}, nil)
+			one.Produce(ctx, &kgo.Record{Topic: "one", Partition: p, Value: fmt.Appendf(nil, "c%d-%d-", 10+p, i)}, nil)
 		}
 	}
 	if err := one.Flush(ctx); err != nil {
@@ -861,13 +889,24 @@ func TestClusterLeaderTailAfterRestart(t *testing.T) {
 	other.start()
 	other.waitReady(60 * time.Second)
 	c.waitLeaders(ctx, adm, "one", 3, 20*time.Second)
-	got := readAll(t, c, "one", 3, map[int32]int64{0: 50, 1: 50, 2: 50})
-	for p := int32(0); p < 3; p++ {
-		if len(got[p]) != 50 {
-			t.Errorf("RF 1 partition %d: %d records after restarts, want 50", p, len(got[p]))
-		}
+	got := readAll(t, c, "one", 3, map[int32]int64{0: 50, 1: 50, 2: 50}, 20*time.Second)
+	for _, e := range got.errors() {
+		t.Errorf("RF 1 topic: %s", e)
 	}
 	a, _ := acks.total()
 	t.Logf("old leader %d had stored up to batch %d when killed; replicas identical (%d batches, %d acknowledged records)", leader.id, tail, batches, a)
 	c.checkLogs()
+}
+
+func TestRecKey(t *testing.T) {
+	for v, want := range map[string]string{"c0-0-": "c0-0", "c1-12345-xxxx": "c1-12345", "c12-7-": "c12-7"} {
+		if k := keyOf([]byte(v)); k == badKey || k.String() != want {
+			t.Errorf("%q: %v", v, k)
+		}
+	}
+	for _, v := range []string{"", "c", "c1", "c1-", "c1-2", "x1-2-", "c-1-", "c1--", "final-0-", "c1-99999999999999-"} {
+		if k := keyOf([]byte(v)); k != badKey {
+			t.Errorf("%q: %v, want badKey", v, k)
+		}
+	}
 }
