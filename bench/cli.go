@@ -117,6 +117,7 @@ func ParseRunFlags(kind string, args []string, stderr io.Writer) (*cliRun, error
 	fs.DurationVar(&c.Every, "reporting-interval", 5*time.Second, "print a progress line this often while producing (to stderr), 0 = never")
 	fs.IntVar(&w.Partitions, "partitions", 1, "partitions of the topic")
 	fs.IntVar(&w.Topics, "topics", 1, "topics")
+	fs.IntVar(&w.ReplicationFactor, "replication-factor", 1, "replication factor of the topics the run creates")
 	fs.IntVar(&w.RecordSize, "record-size", 1024, "value bytes per record")
 	fs.Int64Var(&w.NumRecords, "num-records", 0, "records to produce (consume: to fill and read back)")
 	fs.DurationVar(&w.Duration, "duration", 0, "run for this long (with or instead of --num-records)")

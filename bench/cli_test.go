@@ -77,6 +77,17 @@ func TestParseCompareFlags(t *testing.T) {
 		c.External["x"] != "h:1" || c.Workloads[1].Kind != KindE2E {
 		t.Errorf("%+v", c)
 	}
+	c, err = ParseCompareFlags([]string{"--brokers", "strata,strata-3", "--replication-factor", "strata=1",
+		"--replication-factor", "strata-3=2", "workloads/produce-8p-1k.yaml"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.replicationFactor(BrokerStrata) != 1 || c.replicationFactor(BrokerStrata3) != 2 || c.replicationFactor(BrokerNull) != 1 {
+		t.Errorf("replication factors %v", c.ReplicationFactor)
+	}
+	if c, _ := ParseCompareFlags([]string{"--brokers", "strata-3", "workloads/produce-8p-1k.yaml"}, io.Discard); c.replicationFactor(BrokerStrata3) != 3 {
+		t.Error("strata-3 defaults to replication factor 3")
+	}
 	c, err = ParseCompareFlags([]string{"--brokers", "strata-base,strata,strata-base-fsync", "--strata-base", "/tmp/old-strata",
 		"workloads/e2e-5k.yaml"}, io.Discard)
 	if err != nil {
@@ -92,6 +103,9 @@ func TestParseCompareFlags(t *testing.T) {
 		{"--external", "bad", "workloads/e2e-5k.yaml"},
 		{"--external", "null=h:1", "workloads/e2e-5k.yaml"},
 		{"--brokers", "strata,strata-base", "workloads/e2e-5k.yaml"}, // no --strata-base
+		{"--brokers", "strata", "--replication-factor", "kfake-mem=1", "workloads/e2e-5k.yaml"},
+		{"--brokers", "strata-3", "--replication-factor", "strata-3=0", "workloads/e2e-5k.yaml"},
+		{"--brokers", "strata-3", "--replication-factor", "strata-3", "workloads/e2e-5k.yaml"},
 		{},
 	} {
 		if _, err := ParseCompareFlags(args, io.Discard); err == nil {

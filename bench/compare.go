@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +25,7 @@ import (
 const (
 	BrokerStrata      = "strata"       // strata serve, single node, default durability
 	BrokerStrataFsync = "strata-fsync" // strata serve with log.flush.interval.messages=1
-	BrokerStrata3     = "strata-3"     // three brokers on loopback (needs strata dev-cluster)
+	BrokerStrata3     = "strata-3"     // three brokers on loopback (strata dev-cluster); topics at replication factor 3
 	BrokerKfakeDisk   = "kfake-disk"   // franz-go kfake with a data dir
 	BrokerKfakeMem    = "kfake-mem"    // franz-go kfake in memory
 	BrokerNull        = "null"         // bench's null broker: the load generator's ceiling
@@ -59,11 +60,14 @@ type CompareConfig struct {
 	ProfileDir string
 	Command    string // the command line, recorded in the report
 	Note       string // free text recorded in the report (machine load, ...)
+	// ReplicationFactor per broker name, for workloads that leave it at 0:
+	// --replication-factor name=N, else 3 for strata-3 and 1 for the rest.
+	ReplicationFactor map[string]int
 }
 
 // ParseCompareFlags parses `compare [flags] WORKLOAD_FILE...`.
 func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) {
-	c := &CompareConfig{External: map[string]string{}}
+	c := &CompareConfig{External: map[string]string{}, ReplicationFactor: map[string]int{}}
 	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	brokers := fs.String("brokers", strings.Join(DefaultBrokers, ","),
@@ -74,6 +78,15 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 			return fmt.Errorf("want name=host:port")
 		}
 		c.External[k] = v
+		return nil
+	})
+	fs.Func("replication-factor", "`name=N`: replication factor of the topics created on broker name (repeatable; default 3 on strata-3, else 1; a workload's replicationFactor overrides it)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || k == "" || err != nil || n < 1 || n > maxReplication {
+			return fmt.Errorf("want name=N, N in 1..%d", maxReplication)
+		}
+		c.ReplicationFactor[k] = n
 		return nil
 	})
 	fs.IntVar(&c.Rounds, "rounds", 3, "rounds: each runs every workload once against every broker, in turn")
@@ -108,6 +121,11 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 			return nil, fmt.Errorf("%w: broker %q named twice", ErrUsage, b)
 		}
 		seen[b] = true
+	}
+	for name := range c.ReplicationFactor {
+		if _, ext := c.External[name]; !seen[name] && !ext {
+			return nil, fmt.Errorf("%w: --replication-factor names %q, which is not among the brokers", ErrUsage, name)
+		}
 	}
 	for name := range c.External {
 		if seen[name] {
@@ -153,7 +171,11 @@ type BrokerReport struct {
 	Samples    []Sample           `json:"samples"`
 	Median     map[string]float64 `json:"median"`
 	Ratio      map[string]float64 `json:"ratio_to_first"`
-	PeakRSSMiB float64            `json:"peak_rss_mib,omitempty"`
+	PeakRSSMiB float64            `json:"peak_rss_mib,omitempty"` // summed over a cluster's processes
+	// ReplicationFactor of the topics the runs created on this broker.
+	ReplicationFactor int `json:"replication_factor,omitempty"`
+	// Processes is how many broker processes the CPU and RSS figures sum.
+	Processes int `json:"processes,omitempty"`
 }
 
 // Sample is one run.
@@ -267,17 +289,57 @@ type child struct {
 	dir    string
 	logf   *os.File
 	waited chan struct{}
+	// members are the processes whose CPU time and RSS are the broker's:
+	// the child itself, or the brokers a dev-cluster child started.
+	members []int
 }
 
-func (c *child) pid() int { return c.cmd.Process.Pid }
+func (c *child) pids() []int {
+	if len(c.members) > 0 {
+		return c.members
+	}
+	return []int{c.cmd.Process.Pid}
+}
 
-// stop sends SIGTERM and waits (bounded) for exit, then SIGKILL.
+// cpu sums the members' CPU seconds.
+func (c *child) cpu() (float64, error) {
+	var sum float64
+	for _, p := range c.pids() {
+		v, err := ProcCPU(p)
+		if err != nil {
+			return sum, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// peakRSS sums the members' peak RSS in bytes.
+func (c *child) peakRSS() (int64, error) {
+	var sum int64
+	for _, p := range c.pids() {
+		v, err := ProcPeakRSS(p)
+		if err != nil {
+			return sum, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// stop sends SIGTERM and waits (bounded) for exit, then SIGKILL (to its
+// members too).
 func (c *child) stop() {
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.waited:
-	case <-time.After(20 * time.Second):
+	case <-time.After(40 * time.Second):
+		// A dev-cluster child gives its brokers 30 s; past that, they
+		// go with it.
 		c.cmd.Process.Kill()
+		for _, p := range c.members {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
 		<-c.waited
 	}
 	c.logf.Close()
@@ -350,9 +412,13 @@ func startChild(ctx context.Context, name, dir, logPath string, argv []string) (
 	return nil, fmt.Errorf("%w: %s not ready within 60s (see %s)", ErrBroker, name, logf.Name())
 }
 
-// readyAddr finds the address in a ready line.
+// readyAddr finds the address in a ready line; dev-cluster's
+// "bootstrap: A,B,C" gives the list.
 func readyAddr(line string) (string, bool) {
 	if a, ok := strings.CutPrefix(line, readyPrefix); ok {
+		return strings.TrimSpace(a), true
+	}
+	if a, ok := strings.CutPrefix(line, "bootstrap: "); ok {
 		return strings.TrimSpace(a), true
 	}
 	if strings.Contains(line, "strata ready") {
@@ -387,17 +453,25 @@ func (c *CompareConfig) startBroker(ctx context.Context, name, dir, logPath, pro
 			argv = append(argv, "--set", "log.flush.interval.messages=1")
 		}
 	case BrokerStrata3:
-		// Hook for the 3-broker cluster on loopback: it needs `strata
-		// dev-cluster` (being built with Raft). Until the binary has it,
-		// the broker is skipped with this note. Expected interface: it
-		// prints "listening ADDR" (a bootstrap address) on stdout once all
-		// three brokers are ready and runs them in its own process, so the
-		// CPU and RSS read are the cluster's.
-		out, err := exec.Command(c.StrataBin, "help").CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "dev-cluster") {
-			return nil, fmt.Errorf("%w: %s needs `strata dev-cluster`, which this strata binary does not have yet", ErrNotAvailable, name)
+		// `strata dev-cluster --brokers 3`: three `strata serve`
+		// processes, all voters of the metadata quorum, Kafka listeners
+		// on port..port+2 and replication listeners 100 up; it prints
+		// "bootstrap: A,B,C" once every broker answers. The figures are
+		// the three brokers' (their CPU and RSS summed), not dev-cluster's.
+		port, err := freePortRun(0, 1, 2, 100, 101, 102)
+		if err != nil {
+			return nil, err
 		}
-		argv = []string{c.StrataBin, "dev-cluster", "--brokers", "3", "--data-dir", data, "--listen-host", "127.0.0.1"}
+		argv = []string{c.StrataBin, "dev-cluster", "--brokers", "3", "--dir", data, "--port", strconv.Itoa(port)}
+		ch, err := startChild(ctx, name, dir, logPath, argv)
+		if err != nil {
+			return nil, err
+		}
+		if err := ch.clusterReady(ctx, 3); err != nil {
+			ch.stop()
+			return nil, err
+		}
+		return ch, nil
 	case BrokerKfakeDisk:
 		argv = []string{c.StrataBin, "bench", "kfake-server", "--data-dir", data}
 	case BrokerKfakeMem:
@@ -456,7 +530,7 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 				if ch == nil {
 					continue
 				}
-				if rss, err := ProcPeakRSS(ch.pid()); err == nil && bi < len(wr.Brokers) {
+				if rss, err := ch.peakRSS(); err == nil && bi < len(wr.Brokers) {
 					wr.Brokers[bi].PeakRSSMiB = float64(rss) / MiB
 				}
 				ch.stop()
@@ -464,7 +538,10 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 			}
 		}
 		for bi, name := range c.Brokers {
-			br := BrokerReport{Name: name}
+			br := BrokerReport{Name: name, ReplicationFactor: c.replicationFactor(name)}
+			if w.ReplicationFactor > 0 {
+				br.ReplicationFactor = w.ReplicationFactor
+			}
 			if _, ext := c.External[name]; !ext {
 				dir := filepath.Join(tmp, fmt.Sprintf("w%d-%s", wi, name))
 				if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -490,6 +567,9 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 					fmt.Fprintf(progress, "%s: %s skipped: %v\n", w.Name, name, err)
 				}
 				children[bi] = ch
+				if ch != nil {
+					br.Processes = len(ch.pids())
+				}
 			}
 			wr.Brokers = append(wr.Brokers, br)
 		}
@@ -499,7 +579,7 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 				if br.Skipped != "" {
 					continue
 				}
-				addr, pid := c.External[name], 0
+				addr, ch := c.External[name], children[bi]
 				if ch := children[bi]; ch != nil {
 					select {
 					case <-ch.waited:
@@ -511,9 +591,9 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 						continue
 					default:
 					}
-					addr, pid = ch.addr, ch.pid()
+					addr = ch.addr
 				}
-				s := runSample(ctx, w, addr, pid)
+				s := runSample(ctx, w, addr, ch, br.ReplicationFactor)
 				s.Round = round
 				br.Samples = append(br.Samples, s)
 				if s.Err != "" {
@@ -534,15 +614,16 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 	return rep, nil
 }
 
-// runSample runs the workload once against addr; pid (0 for an external
-// broker) is read for CPU time around the measured phase.
-func runSample(ctx context.Context, w Workload, addr string, pid int) Sample {
+// runSample runs the workload once against addr (a comma-separated list);
+// ch (nil for an external broker) is read for CPU time around the
+// measured phase.
+func runSample(ctx context.Context, w Workload, addr string, ch *child, rf int) Sample {
 	self := os.Getpid()
 	var b0, b1, s0, s1 float64
 	var cpuErr error
 	read := func(b, s *float64) {
-		if pid > 0 {
-			v, err := ProcCPU(pid)
+		if ch != nil {
+			v, err := ch.cpu()
 			if err != nil {
 				cpuErr = err
 			}
@@ -550,16 +631,28 @@ func runSample(ctx context.Context, w Workload, addr string, pid int) Sample {
 		}
 		*s, _ = ProcCPU(self)
 	}
-	res, err := Run(ctx, w, RunOptions{Bootstrap: []string{addr},
+	res, err := Run(ctx, w, RunOptions{Bootstrap: splitList(addr), ReplicationFactor: rf,
 		MeasureStart: func() { read(&b0, &s0) }, MeasureEnd: func() { read(&b1, &s1) }})
 	s := Sample{Result: res, BrokerCPUSeconds: b1 - b0, ClientCPUSeconds: s1 - s0}
 	if err != nil {
 		s.Err = err.Error()
 	}
 	if res != nil {
-		s.Figures = figures(res, s.BrokerCPUSeconds, s.ClientCPUSeconds, pid > 0 && cpuErr == nil)
+		s.Figures = figures(res, s.BrokerCPUSeconds, s.ClientCPUSeconds, ch != nil && cpuErr == nil)
 	}
 	return s
+}
+
+// replicationFactor is the default replication factor of broker name's
+// topics.
+func (c *CompareConfig) replicationFactor(name string) int {
+	if n := c.ReplicationFactor[name]; n > 0 {
+		return n
+	}
+	if name == BrokerStrata3 {
+		return 3
+	}
+	return 1
 }
 
 func oneLine(kind string, f map[string]float64) string {
@@ -606,7 +699,7 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("---:|\n")
 		for i, br := range wr.Brokers {
-			fmt.Fprintf(&b, "| %s |", br.Name)
+			fmt.Fprintf(&b, "| %s |", brokerLabel(br))
 			if br.Skipped != "" {
 				fmt.Fprintf(&b, " skipped: %s |\n", strings.ReplaceAll(br.Skipped, "|", "/"))
 				continue
@@ -638,6 +731,22 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// brokerLabel is a broker's table name: with its replication factor when
+// above 1 and its process count when more than one.
+func brokerLabel(br BrokerReport) string {
+	var extra []string
+	if br.ReplicationFactor > 1 {
+		extra = append(extra, fmt.Sprintf("RF %d", br.ReplicationFactor))
+	}
+	if br.Processes > 1 {
+		extra = append(extra, fmt.Sprintf("%d processes", br.Processes))
+	}
+	if len(extra) == 0 {
+		return br.Name
+	}
+	return br.Name + " (" + strings.Join(extra, ", ") + ")"
 }
 
 func firstBroker(r *Report) string {

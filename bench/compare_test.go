@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// A short compare run (seconds) against the null broker and Strata, built
-// from this module, so CI keeps the tool working end to end: children
+// A short compare run (seconds) against the null broker, Strata and a
+// 3-broker Strata cluster (topics at replication factor 3), built from
+// this module, so CI keeps the tool working end to end: children
 // started and stopped, CPU and RSS read, tables, JSON and chart written.
 // Figures are not asserted.
 func TestCompareSmoke(t *testing.T) {
@@ -62,11 +63,9 @@ func TestCompareSmoke(t *testing.T) {
 	}
 	for _, wr := range rep.Workloads {
 		for _, br := range wr.Brokers {
-			if br.Name == BrokerStrata3 {
-				if br.Skipped == "" {
-					t.Log("strata-3 ran: strata dev-cluster exists now")
-				}
-				continue
+			if br.Name == BrokerStrata3 && (br.Processes != 3 || br.ReplicationFactor != 3) {
+				t.Errorf("%s %s: %d processes, replication factor %d (skipped: %q)", wr.Workload.Name, br.Name,
+					br.Processes, br.ReplicationFactor, br.Skipped)
 			}
 			if len(br.Samples) != 2 {
 				t.Errorf("%s %s: %d samples, want 2", wr.Workload.Name, br.Name, len(br.Samples))
@@ -88,7 +87,8 @@ func TestCompareSmoke(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "compare.md"))
-	if !strings.Contains(string(md), "| strata |") || !strings.Contains(string(md), "#### smoke-e2e") {
+	if !strings.Contains(string(md), "| strata |") || !strings.Contains(string(md), "#### smoke-e2e") ||
+		!strings.Contains(string(md), "| strata-3 (RF 3, 3 processes) |") {
 		t.Errorf("markdown:\n%s", md)
 	}
 	f, err := os.Open(filepath.Join(out, "compare.png"))

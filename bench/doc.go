@@ -7,7 +7,8 @@
 //
 //	produce   kafka-producer-perf-test style: --num-records, --record-size,
 //	          --throughput (records/s, -1 = no limit), --acks, --idempotence,
-//	          --compression, --linger, --batch-size, --partitions, --keys;
+//	          --compression, --linger, --batch-size, --partitions, --keys,
+//	          --replication-factor;
 //	          prints records/s, MB/s, avg and max latency, p50/p95/p99/p99.9
 //	          (latency = Produce call to acknowledgement, as Kafka's tool),
 //	          and a progress line every --reporting-interval (stderr).
@@ -51,6 +52,7 @@
 //	batchSize: 1048576
 //	keys: 0                      # distinct keys, 0 = no keys
 //	consumerGroups: false        # true: each subscription is a consumer group
+//	replicationFactor: 0         # of the topics; 0 = the run's (--replication-factor, compare's per broker)
 //	keyDistributor, payloadFile, consumerBacklogSizeGB: accepted, ignored
 //
 // Consumer groups: by default a subscription is not a group: its consumers
@@ -72,9 +74,14 @@
 // with log.flush.interval.messages=1), kfake-disk and kfake-mem (franz-go's
 // kfake, one broker, run by `strata bench kfake-server [--data-dir]`), null
 // (`strata bench null-server`, NullBroker: answers without storing, the
-// ceiling of the load generator), and strata-3 (three brokers on loopback:
-// a hook that needs `strata dev-cluster`, skipped with a note until the
-// binary has that command). --external name=host:port adds a broker
+// ceiling of the load generator), and strata-3 (`strata dev-cluster
+// --brokers 3` on a free run of loopback ports: three `strata serve`
+// processes, all voters of the metadata quorum; compare waits until the
+// cluster lists three brokers, and sums the three processes' CPU time and
+// peak RSS, found as dev-cluster's children in /proc). Topics are created
+// at replication factor 3 on strata-3 and 1 elsewhere, unless the
+// workload sets replicationFactor or --replication-factor name=N says
+// otherwise; the table shows a broker's factor when above 1. --external name=host:port adds a broker
 // started elsewhere (no CPU or RSS figures). --strata-base BINARY adds
 // strata-base and strata-base-fsync: the same two configurations served by
 // another strata build, so a change is measured against the build before
@@ -114,5 +121,7 @@
 // per connection and one mutex (mu) over its topic table; it never holds mu
 // while copying record bytes or writing to a socket. compare has two
 // goroutines per child process draining its output into a log file (one
-// mutex around the file) and one waiting for it to exit.
+// mutex around the file) and one waiting for it to exit. A strata-3
+// child that does not stop within 40 s of SIGTERM is killed with its
+// brokers.
 package bench

@@ -67,3 +67,47 @@ func parseStatusKB(b []byte, field string) (int64, error) {
 	}
 	return 0, fmt.Errorf("%w: status: no %s", ErrBroker, field)
 }
+
+// ProcChildren returns the processes whose parent is pid (field 4 of
+// /proc/<child>/stat), at most max of them.
+func ProcChildren(pid, max int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+	}
+	var kids []int
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if ppid, err := parseStatPPID(b); err == nil && ppid == pid {
+			kids = append(kids, child)
+			if len(kids) >= max {
+				break
+			}
+		}
+	}
+	return kids, nil
+}
+
+// parseStatPPID reads field 4 (ppid) of a stat line.
+func parseStatPPID(b []byte) (int, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%w: stat: no command name", ErrBroker)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("%w: stat: %d fields", ErrBroker, len(f))
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil {
+		return 0, fmt.Errorf("%w: stat: ppid %q", ErrBroker, f[1])
+	}
+	return n, nil
+}

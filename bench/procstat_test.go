@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -43,5 +44,33 @@ func TestProcSelf(t *testing.T) {
 	rss, err := ProcPeakRSS(os.Getpid())
 	if err != nil || rss <= 0 {
 		t.Fatalf("rss %d, %v", rss, err)
+	}
+}
+
+func TestProcChildren(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	if ppid, err := parseStatPPID([]byte("12 (a) b) S 34 12 12 0")); err != nil || ppid != 34 {
+		t.Fatalf("ppid %d %v", ppid, err)
+	}
+	if _, err := parseStatPPID([]byte("12 (a")); err == nil {
+		t.Error("want an error")
+	}
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	kids, err := ProcChildren(os.Getpid(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, k := range kids {
+		found = found || k == cmd.Process.Pid
+	}
+	if !found {
+		t.Errorf("children %v, want %d among them", kids, cmd.Process.Pid)
 	}
 }

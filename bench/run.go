@@ -55,6 +55,9 @@ type RunOptions struct {
 	// Progress, if set, gets a line every ProgressEvery while producing.
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	// ReplicationFactor of the topics when the workload leaves it at 0
+	// (default 1).
+	ReplicationFactor int
 }
 
 // payload is random upper-case letters, as kafka-producer-perf-test sends.
@@ -124,7 +127,7 @@ func topicNames(prefix string, n int) []string {
 
 // createTopics creates the topics and waits (bounded) until every
 // partition has a leader.
-func createTopics(ctx context.Context, bootstrap []string, topics []string, partitions int) error {
+func createTopics(ctx context.Context, bootstrap []string, topics []string, partitions, rf int) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("strata-bench-admin"))
 	if err != nil {
 		return fmt.Errorf("%w: admin client: %v", ErrRun, err)
@@ -139,7 +142,7 @@ func createTopics(ctx context.Context, bootstrap []string, topics []string, part
 		wait = 5 * time.Minute
 	}
 	adm.SetTimeoutMillis(int32(wait.Milliseconds()))
-	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, topics...)
+	resp, err := adm.CreateTopics(ctx, int32(partitions), int16(rf), nil, topics...)
 	if err != nil {
 		return fmt.Errorf("%w: create topics: %v", ErrRun, err)
 	}
@@ -210,7 +213,14 @@ func Run(ctx context.Context, w Workload, opts RunOptions) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	topics := topicNames(opts.TopicPrefix, w.Topics)
-	if err := createTopics(ctx, opts.Bootstrap, topics, w.Partitions); err != nil {
+	rf := w.ReplicationFactor
+	if rf == 0 {
+		rf = opts.ReplicationFactor
+	}
+	if rf <= 0 {
+		rf = 1
+	}
+	if err := createTopics(ctx, opts.Bootstrap, topics, w.Partitions, rf); err != nil {
 		return nil, err
 	}
 	if !opts.KeepTopics {

@@ -68,7 +68,8 @@ func TestServerCommands(t *testing.T) {
 
 func TestReadyAddr(t *testing.T) {
 	for line, want := range map[string]string{
-		"listening 127.0.0.1:5": "127.0.0.1:5",
+		"listening 127.0.0.1:5":                                           "127.0.0.1:5",
+		"bootstrap: 127.0.0.1:1,127.0.0.1:2":                              "127.0.0.1:1,127.0.0.1:2", // dev-cluster
 		`time=x level=INFO msg="strata ready" listener=127.0.0.1:9 adv=y`: "127.0.0.1:9",
 	} {
 		if got, ok := readyAddr(line); !ok || got != want {

@@ -49,6 +49,10 @@ type Workload struct {
 	// ConsumerGroups makes each subscription a consumer group; the default
 	// (false) assigns partitions, which works on brokers without groups.
 	ConsumerGroups bool `json:"consumer_groups"`
+	// ReplicationFactor of the topics the run creates; 0 leaves it to the
+	// run (RunOptions.ReplicationFactor: compare gives 3 to the strata-3
+	// cluster and 1 to single brokers; 1 otherwise).
+	ReplicationFactor int `json:"replication_factor,omitempty"`
 }
 
 // Limits on what a workload may ask for: a typo must not try to open a
@@ -61,6 +65,7 @@ const (
 	maxKeys         = 1 << 20
 	maxBatchSize    = 64 << 20
 	maxWorkloadFile = 1 << 20
+	maxReplication  = 16
 )
 
 // DefaultWorkload is the starting point of flags and workload files.
@@ -118,6 +123,8 @@ func (w *Workload) Validate() error {
 	case w.Subscriptions < 0 || w.ConsumersPerSubscription < 1 ||
 		w.Topics*w.Subscriptions*w.ConsumersPerSubscription > maxClients:
 		return bad("subscriptions %d x consumers %d: at most %d consumers in all", w.Subscriptions, w.ConsumersPerSubscription, maxClients)
+	case w.ReplicationFactor < 0 || w.ReplicationFactor > maxReplication:
+		return bad("replication factor %d: want 1..%d (0 = the run's default)", w.ReplicationFactor, maxReplication)
 	case w.Kind != KindProduce && w.Subscriptions < 1:
 		return bad("%s needs at least one subscription", w.Kind)
 	}
@@ -171,6 +178,8 @@ var workloadKeys = map[string]func(w *Workload, v string) error{
 	"batchSize":      func(w *Workload, v string) error { return parseInt(v, &w.BatchSize) },
 	"keys":           func(w *Workload, v string) error { return parseInt(v, &w.Keys) },
 	"consumerGroups": func(w *Workload, v string) error { return parseBool(v, &w.ConsumerGroups) },
+	// OMB sets it in the driver file (replicationFactor there too).
+	"replicationFactor": func(w *Workload, v string) error { return parseInt(v, &w.ReplicationFactor) },
 	// OMB keys that do not change what this tool does; accepted so an OMB
 	// file parses. keyDistributor NO_KEY is keys: 0, anything else needs
 	// keys: N; payloadFile is replaced by random letters of messageSize.

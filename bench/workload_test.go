@@ -27,6 +27,7 @@ batchSize: 65536
 keys: 10
 producersPerTopic: 2
 consumerGroups: true
+replicationFactor: 3
 `
 	w, err := ParseWorkload(strings.NewReader(src))
 	if err != nil {
@@ -36,7 +37,7 @@ consumerGroups: true
 	want.Name, want.Kind, want.Topics, want.Partitions, want.RecordSize = "mine", KindProduce, 2, 8, 100
 	want.NumRecords, want.Rate, want.Duration, want.Acks, want.Compression = 1000000, 50000, 30*time.Second, "all", "zstd"
 	want.Linger, want.BatchSize, want.Keys, want.ProducersPerTopic = 5*time.Millisecond, 65536, 10, 2
-	want.ConsumerGroups = true
+	want.ConsumerGroups, want.ReplicationFactor = true, 3
 	if w != want {
 		t.Errorf("got  %+v\nwant %+v", w, want)
 	}
@@ -69,6 +70,7 @@ func TestParseWorkloadErrors(t *testing.T) {
 		"consume no n":    "kind: consume\nduration: 1s\n",
 		"too many":        "duration: 1s\ntopics: 100\nproducersPerTopic: 100\n",
 		"negative rate":   "duration: 1s\nproducerRate: -5\n",
+		"replication 99":  "duration: 1s\nreplicationFactor: 99\n",
 	}
 	for name, src := range cases {
 		_, err := ParseWorkload(strings.NewReader(src))
