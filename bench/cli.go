@@ -48,6 +48,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = compareCLI(ctx, c, stdout, stderr)
 		}
+	case "idle":
+		var c *IdleConfig
+		c, err = ParseIdleFlags(args[1:], stderr)
+		if err == nil {
+			err = idleCLI(ctx, c, stdout, stderr)
+		}
 	case "null-server":
 		err = nullServerMain(ctx, args[1:], stdout, stderr)
 	case "kfake-server":
@@ -79,6 +85,7 @@ Commands:
   e2e       fixed producer rate, consumer measures end-to-end latency
   workload  run a workload file (OpenMessaging-Benchmark style, see bench/doc.go)
   compare   run workload files against several brokers it starts, interleaved
+  idle      a Strata cluster's idle CPU and RSS with many partitions (dev-cluster)
 
 strata bench <command> --help lists a command's flags. MB is MiB (2^20 bytes).
 `

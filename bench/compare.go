@@ -458,20 +458,7 @@ func (c *CompareConfig) startBroker(ctx context.Context, name, dir, logPath, pro
 		// on port..port+2 and replication listeners 100 up; it prints
 		// "bootstrap: A,B,C" once every broker answers. The figures are
 		// the three brokers' (their CPU and RSS summed), not dev-cluster's.
-		port, err := freePortRun(0, 1, 2, 100, 101, 102)
-		if err != nil {
-			return nil, err
-		}
-		argv = []string{c.StrataBin, "dev-cluster", "--brokers", "3", "--dir", data, "--port", strconv.Itoa(port)}
-		ch, err := startChild(ctx, name, dir, logPath, argv)
-		if err != nil {
-			return nil, err
-		}
-		if err := ch.clusterReady(ctx, 3); err != nil {
-			ch.stop()
-			return nil, err
-		}
-		return ch, nil
+		return startDevCluster(ctx, name, dir, logPath, c.StrataBin, data, 3, nil)
 	case BrokerKfakeDisk:
 		argv = []string{c.StrataBin, "bench", "kfake-server", "--data-dir", data}
 	case BrokerKfakeMem:
@@ -534,6 +521,11 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 					wr.Brokers[bi].PeakRSSMiB = float64(rss) / MiB
 				}
 				ch.stop()
+				if c.OutDir != "" && len(ch.members) > 0 {
+					// A cluster's brokers log into its data dir, which
+					// is removed: keep the logs beside the others.
+					keepClusterLogs(filepath.Join(ch.dir, "data"), filepath.Join(c.OutDir, "logs"), fileSafe(w.Name)+"-"+ch.name)
+				}
 				children[bi] = nil
 			}
 		}
@@ -856,4 +848,25 @@ func isStrata(name string) bool {
 		return true
 	}
 	return false
+}
+
+// keepClusterLogs copies dev-cluster's broker-N.log files from data into
+// dir as prefix-broker-N.log (best effort: they only help look into a run).
+func keepClusterLogs(data, dir, prefix string) {
+	logs, _ := filepath.Glob(filepath.Join(data, "broker-*.log"))
+	if len(logs) == 0 || os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	for _, l := range logs {
+		in, err := os.Open(l)
+		if err != nil {
+			continue
+		}
+		out, err := os.Create(filepath.Join(dir, prefix+"-"+filepath.Base(l)))
+		if err == nil {
+			io.Copy(out, in)
+			out.Close()
+		}
+		in.Close()
+	}
 }

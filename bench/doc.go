@@ -21,6 +21,15 @@
 //	workload  runs a workload file (below).
 //	compare   runs workload files against several brokers it starts itself,
 //	          interleaved, and reports medians and ratios (below).
+//	idle      idle cost (idle.go): starts `strata dev-cluster --brokers N`,
+//	          creates --topics topics of --partitions partitions in all at
+//	          --replication-factor (default N), waits for their leaders and
+//	          --settle, then reads each broker's CPU time from
+//	          /proc/<pid>/stat over --duration with no traffic and its RSS
+//	          (VmRSS, VmHWM); --cpuprofile-dir then saves a CPU profile of
+//	          one broker (--profile-broker) from its /debug/pprof (the
+//	          brokers get metrics.listener=127.0.0.1:0 and
+//	          metrics.pprof.enable=true); --dir keeps data and broker logs.
 //
 // MB is MiB (2^20 bytes), as Kafka's perf tools print it; CPU per GiB
 // likewise. Every run creates fresh topics (prefix-<time>-<n>) and deletes
