@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"net"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -13,8 +15,9 @@ import (
 )
 
 // clusterReadyTimeout bounds the wait for a dev-cluster's brokers to
-// register with each other after they answer.
-const clusterReadyTimeout = 60 * time.Second
+// register with each other after they answer (seconds on an idle
+// machine; a loaded 2-core one has taken over 40 s).
+const clusterReadyTimeout = 120 * time.Second
 
 // freePortRun finds a base port such that base+off is free on 127.0.0.1
 // for every offset (dev-cluster derives every listener from one port). It
@@ -80,7 +83,11 @@ func (c *child) clusterReady(ctx context.Context, n int) error {
 		if err == nil && len(md.Brokers) == n && md.Controller >= 0 {
 			return nil
 		}
-		last = fmt.Sprintf("%d brokers, controller %d, err %v", len(md.Brokers), md.Controller, err)
+		var ids []string
+		for _, b := range md.Brokers {
+			ids = append(ids, strconv.Itoa(int(b.NodeID)))
+		}
+		last = fmt.Sprintf("brokers [%s], controller %d, err %v", strings.Join(ids, " "), md.Controller, err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %v", ErrBroker, ctx.Err())

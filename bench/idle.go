@@ -227,9 +227,42 @@ func startDevCluster(ctx context.Context, name, dir, logPath, bin, data string, 
 	}
 	if err := ch.clusterReady(ctx, n); err != nil {
 		ch.stop()
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, brokerLogTails(data, 4))
 	}
 	return ch, nil
+}
+
+// brokerLogTails is the last n lines of each dev-cluster broker log in
+// data, leaving out raft's per-group election chatter, for an error
+// message.
+func brokerLogTails(data string, n int) string {
+	logs, _ := filepath.Glob(filepath.Join(data, "broker-*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		f, err := os.Open(l)
+		if err != nil {
+			continue
+		}
+		var tail []string
+		sc := bufio.NewScanner(io.LimitReader(f, 64<<20))
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.Contains(line, "component=raft ") {
+				continue
+			}
+			if len(line) > 300 {
+				line = line[:300]
+			}
+			tail = append(tail, line)
+			if len(tail) > n {
+				tail = tail[1:]
+			}
+		}
+		f.Close()
+		fmt.Fprintf(&b, "\n%s:\n  %s", filepath.Base(l), strings.Join(tail, "\n  "))
+	}
+	return b.String()
 }
 
 // devClusterOffsets are the ports dev-cluster takes from its base: Kafka

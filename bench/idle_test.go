@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,11 +67,19 @@ func TestIdleSmoke(t *testing.T) {
 	}
 	c := &IdleConfig{Brokers: 3, Partitions: 6, Topics: 2, ReplicationFactor: 3, Settle: 100 * time.Millisecond,
 		Duration: time.Second, StrataSrc: "..", ProfileDir: t.TempDir(), ProfileBroker: 2, Dir: t.TempDir(), Command: "test"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var progress strings.Builder
 	rep, err := Idle(ctx, c, &progress)
 	if err != nil {
+		logs, _ := filepath.Glob(filepath.Join(c.Dir, "data", "broker-*.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			if len(b) > 8000 {
+				b = b[len(b)-8000:]
+			}
+			t.Logf("%s:\n%s", l, b)
+		}
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
 	if len(rep.PerBroker) != 3 {
