@@ -10,14 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // clusterReadyTimeout bounds the wait for a dev-cluster's brokers to
 // register with each other after they answer (seconds on an idle
-// machine; a loaded 2-core one has taken over 40 s).
-const clusterReadyTimeout = 120 * time.Second
+// machine).
+const clusterReadyTimeout = 60 * time.Second
 
 // freePortRun finds a base port such that base+off is free on 127.0.0.1
 // for every offset (dev-cluster derives every listener from one port). It
@@ -74,20 +74,28 @@ func (c *child) clusterReady(ctx context.Context, n int) error {
 		return fmt.Errorf("%w: %v", ErrBroker, err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	var last string
 	for time.Now().Before(deadline) {
+		// A direct request: kadm's Metadata answers from kgo's metadata
+		// cache, which a request naming no topics never refreshes, so it
+		// would keep showing the brokers registered at the first call.
 		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		md, err := adm.BrokerMetadata(mctx)
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		resp, err := req.RequestWith(mctx, cl)
 		cancel()
-		if err == nil && len(md.Brokers) == n && md.Controller >= 0 {
+		if err == nil && len(resp.Brokers) == n && resp.ControllerID >= 0 {
 			return nil
 		}
 		var ids []string
-		for _, b := range md.Brokers {
-			ids = append(ids, strconv.Itoa(int(b.NodeID)))
+		controller := int32(-1)
+		if resp != nil {
+			controller = resp.ControllerID
+			for _, b := range resp.Brokers {
+				ids = append(ids, strconv.Itoa(int(b.NodeID)))
+			}
 		}
-		last = fmt.Sprintf("brokers [%s], controller %d, err %v", strings.Join(ids, " "), md.Controller, err)
+		last = fmt.Sprintf("brokers [%s], controller %d, err %v", strings.Join(ids, " "), controller, err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %v", ErrBroker, ctx.Err())
