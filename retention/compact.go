@@ -146,9 +146,13 @@ type compactStats struct {
 // of the dirty part [firstDirty, end): a keyed record survives when it is
 // the latest of its key (no later record of the key in the map), a
 // tombstone additionally only while it is younger than
-// delete.retention.ms. Keyless records and control batches are kept.
-// Records of aborted transactions are dropped and never count as a key's
-// latest record (a later aborted write must not erase a committed one).
+// delete.retention.ms. Keyless records are kept. Records of aborted
+// transactions are dropped and never count as a key's latest record (a
+// later aborted write must not erase a committed one). A transaction
+// marker (a control batch) is kept while any record of its transaction
+// is, and then for delete.retention.ms after it was written, as Kafka's
+// cleaner does; after that it goes, so the markers of a transactional
+// writer do not pile up in a compacted topic.
 // Runs of segments up to segment.bytes are rewritten into one cleaned
 // segment each and swapped in atomically (log.SwapCleaned).
 func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, error) {
@@ -220,6 +224,9 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 		}
 		runs = append(runs, run{first: s.BaseOffset, end: next, size: s.Size})
 	}
+	// txnData: producers with a transactional record kept since their last
+	// marker (in offset order across the runs), whose next marker stays.
+	txnData := map[int64]bool{}
 	for _, r := range runs {
 		cl, err := p.NewCleaned(r.first, r.end)
 		if err != nil {
@@ -228,6 +235,10 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 		err = forEachBatch(p, max(r.first, offs.LogStart), r.end, func(b []byte, h segment.Header) error {
 			st.bytesIn += int64(len(b))
 			if isControl(&h) {
+				if !txnData[h.ProducerID] && nowMs-h.MaxTimestamp > cfg.Cleanup.DeleteRetentionMs {
+					return nil // its transaction's records are gone, and it is old
+				}
+				delete(txnData, h.ProducerID)
 				st.bytesOut += int64(len(b))
 				return cl.Append(b)
 			}
@@ -253,6 +264,9 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 				kept = append(kept, rec)
 			}
 			st.recsKept += int64(len(kept))
+			if len(kept) > 0 && h.IsTransactional() {
+				txnData[h.ProducerID] = true
+			}
 			switch {
 			case len(kept) == 0:
 				return nil
