@@ -433,6 +433,28 @@ func (c *chaosCluster) compareReplicas(topic string, parts int32) (batches int, 
 	return batches, ""
 }
 
+// dumpGoroutines makes every running broker print its goroutines into
+// its log and exit (SIGQUIT), for a failure that looks like a stall.
+func (c *chaosCluster) dumpGoroutines() {
+	for _, n := range c.nodes {
+		n.mu.Lock()
+		cmd, done := n.cmd, n.done
+		n.cmd = nil
+		n.mu.Unlock()
+		if cmd == nil {
+			continue
+		}
+		cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		c.t.Logf("broker %d: goroutines dumped into %s", n.id, n.log)
+	}
+}
+
 // checkLogs fails the test on a panic or a Go runtime fatal error in any
 // broker's output.
 func (c *chaosCluster) checkLogs() {

@@ -464,7 +464,9 @@ func TestClusterChaos(t *testing.T) {
 		}
 	}
 	if diff != "" {
-		t.Errorf("replicas differ 30s after the cluster went quiet: %s", diff)
+		ls, _ := c.partitionLeaders(ctx, adm, topic)
+		t.Errorf("replicas differ 30s after the cluster went quiet: %s (leaders: %v)", diff, ls)
+		c.dumpGoroutines()
 	} else {
 		t.Logf("replicas identical (%d batches on each of the 3): %v", batches, time.Since(start).Round(time.Millisecond))
 	}
