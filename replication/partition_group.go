@@ -271,7 +271,9 @@ func (b *Broker) restartGroup(tp log.TopicPartition) {
 	}
 	if err := b.openGroup(t, lp); err != nil {
 		b.logger.Error("partition raft group did not restart after a snapshot install", "partition", tp.String(), "err", err)
+		return
 	}
+	b.logger.Info("partition raft group restarted after a snapshot install", "partition", tp.String())
 }
 
 // closeGroup stops tp's group (before its log is closed or deleted).

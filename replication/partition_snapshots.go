@@ -70,9 +70,8 @@ type partitionSnapshots struct {
 	// store is the group's log store, set before raft starts: an install
 	// re-anchors it.
 	store *partitionStore
-	// onInstall is called after an install that cut entries raft still
-	// believes this replica has (the group restarts so raft re-reads its
-	// log); may be nil.
+	// onInstall is called after every install, completed or cancelled:
+	// the group restarts so raft re-reads its log store; may be nil.
 	onInstall func()
 	mu        sync.Mutex
 }
@@ -343,6 +342,9 @@ func (k *partitionSink) Cancel() error {
 		// leader send a snapshot again (the mark stays until one lands).
 		k.s.store.resetTo(0, k.s.lp.Offsets().LogEnd)
 		k.s.logger.Warn("partition snapshot install cancelled", "partition", k.s.lp.TopicPartition().String(), "err", k.err)
+		if k.s.onInstall != nil {
+			k.s.onInstall() // raft's view of the log is stale: restart the group
+		}
 	}
 	return err
 }
@@ -409,7 +411,15 @@ func (k *partitionSink) Close() error {
 		}
 		snapshotInstalls.Add(1)
 		s.logger.Info("partition snapshot installed", "partition", s.lp.TopicPartition().String(), "index", k.index, "end", h.end)
-		if before > k.index && s.onInstall != nil {
+		// Raft keeps its own idea of this replica's last log entry, which
+		// an install that reset the partition may have made wrong (an
+		// earlier cancelled install, or entries past the snapshot that
+		// are gone): the group restarts so raft reads the log store again.
+		// A long chaos run showed followers that stopped taking entries
+		// after installs; restarting after every install is cheap (an
+		// install is rare) and leaves no such state behind.
+		_ = before
+		if s.onInstall != nil {
 			s.onInstall()
 		}
 	}
