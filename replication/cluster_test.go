@@ -3,7 +3,9 @@ package replication
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -82,6 +84,9 @@ func (q *testQuorum) start(i int) error {
 	cfg.Voters = q.voters
 	cfg.ReplicationListener = ln
 	cfg.StartTimeout = 30 * time.Second
+	if os.Getenv("DEBUGLOG") != "" { // DEBUGLOG=1 go test -v: the brokers log to stderr
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", i+1)
+	}
 	b, err := NewBroker(cfg, m)
 	if err != nil {
 		m.Close()

@@ -147,7 +147,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		}
 	}()
 	snaps.store = store
-	snaps.onInstall = func() { go b.restartGroup(tp) }
+	snaps.onInstall = func(index uint64) { go b.restartAfterInstall(tp, index) }
 	trans, err := b.mux.Group(partitionGroupID(t.ID, tp.Partition))
 	if err != nil {
 		return err
@@ -253,6 +253,30 @@ func raftErr(g *partitionGroup, err error) error {
 		return ErrShuttingDown
 	}
 	return fmt.Errorf("%w: %s: %v", log.ErrStorage, g.tp, err)
+}
+
+// restartAfterInstall restarts tp's group once raft has finished
+// installing the snapshot at index (applied it and answered the leader):
+// restarting before that fails the install, the leader sends it again, and
+// the replica never catches up.
+func (b *Broker) restartAfterInstall(tp log.TopicPartition, index uint64) {
+	g := b.group(tp)
+	if g == nil {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for g.raft.AppliedIndex() < index && time.Now().Before(deadline) {
+		if b.closed.Load() || g.raft.State() == raft.Shutdown {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The answer to the leader follows right after the apply.
+	time.Sleep(100 * time.Millisecond)
+	if b.group(tp) != g {
+		return // restarted or closed meanwhile
+	}
+	b.restartGroup(tp)
 }
 
 // restartGroup stops and reopens tp's group, so raft re-reads a log store

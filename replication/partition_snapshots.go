@@ -70,9 +70,10 @@ type partitionSnapshots struct {
 	// store is the group's log store, set before raft starts: an install
 	// re-anchors it.
 	store *partitionStore
-	// onInstall is called after every install, completed or cancelled:
-	// the group restarts so raft re-reads its log store; may be nil.
-	onInstall func()
+	// onInstall is called after every completed install, with its index:
+	// once raft has finished the install, the group restarts so raft
+	// re-reads its log store; may be nil.
+	onInstall func(index uint64)
 	mu        sync.Mutex
 }
 
@@ -342,9 +343,6 @@ func (k *partitionSink) Cancel() error {
 		// leader send a snapshot again (the mark stays until one lands).
 		k.s.store.resetTo(0, k.s.lp.Offsets().LogEnd)
 		k.s.logger.Warn("partition snapshot install cancelled", "partition", k.s.lp.TopicPartition().String(), "err", k.err)
-		if k.s.onInstall != nil {
-			k.s.onInstall() // raft's view of the log is stale: restart the group
-		}
 	}
 	return err
 }
@@ -420,7 +418,7 @@ func (k *partitionSink) Close() error {
 		// install is rare) and leaves no such state behind.
 		_ = before
 		if s.onInstall != nil {
-			s.onInstall()
+			s.onInstall(k.index)
 		}
 	}
 	return nil
