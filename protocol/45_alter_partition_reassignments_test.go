@@ -51,6 +51,21 @@ func TestPartitionReassignmentsKadm(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Bad replica lists: Kafka's INVALID_REPLICA_ASSIGNMENT, nothing recorded.
+	for _, bad := range [][]int32{{1, 1}, {-1}, {1, 7}} {
+		var r kadm.AlterPartitionAssignmentsReq
+		r.Assign("ra", 1, bad)
+		resp, err := adm.AlterPartitionAssignments(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resp["ra"][1].Err; !errors.Is(err, kerr.InvalidReplicaAssignment) {
+			t.Errorf("replicas %v: %v, want INVALID_REPLICA_ASSIGNMENT", bad, err)
+		}
+	}
+	if ls, _ := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"ra": {1: {}}}); len(ls["ra"]) != 0 {
+		t.Fatalf("a refused reassignment is listed: %+v", ls)
+	}
 	var grow kadm.AlterPartitionAssignmentsReq
 	grow.Assign("ra", 0, []int32{1, 2})
 	resp, err = adm.AlterPartitionAssignments(kadm.ForbidAlterRf(ctx), grow)

@@ -74,21 +74,35 @@ func withRegions(resp *kmsg.FetchResponse, parts []*fetchPart) kmsg.Response {
 	return &fetchResponse{FetchResponse: resp, regions: regions}
 }
 
-// readRegion reads fp's record set as a region when it is large enough
-// to be worth sendfile; ok false means the caller reads it the usual way
-// (nothing is held then). n is the record bytes taken.
+// readRegion reads fp's record set from one located region: held for
+// sendfile when large enough, copied into RecordBatches otherwise; ok
+// false means the caller reads it the usual way (nothing is held then). n
+// is the record bytes taken.
 func (s *Server) readRegion(fp *fetchPart, limit int64, first bool) (n int64, ok bool) {
 	rg, offs, err := fp.part.ReadRegion(fp.target.fetchOffset, int32(max(limit, 1)))
 	if err != nil {
 		return 0, false // the copy path reads again and sets the error
 	}
-	if rg.Len < inlineRecordBytes || (!first && rg.Len > limit) {
+	if !first && rg.Len > limit {
 		rg.Release()
-		return 0, false
+		return 0, false // the copy path trims to whole batches within limit
 	}
 	sp := fp.resp
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = offs.HighWatermark, offs.LastStable, offs.LogStart
 	sp.RecordBatches = []byte{}
+	if rg.Len < inlineRecordBytes {
+		// Small: copied into the response (a syscall costs more), from the
+		// region already found -- not located and read a second time.
+		if rg.Len > 0 {
+			b, err := rg.Bytes()
+			rg.Release()
+			if err != nil {
+				return 0, false
+			}
+			sp.RecordBatches = b
+		}
+		return rg.Len, true
+	}
 	fp.region = rg
 	return rg.Len, true
 }

@@ -186,24 +186,9 @@ func (b *Broker) commitCmdLocked(c Command) (Command, *image, error) {
 		img, _, err := b.proposeLocked(c)
 		return c, img, err
 	}
-	addr, id := b.raft.LeaderWithID()
-	if id == "" {
-		return c, nil, fmt.Errorf("%w: no metadata leader", ErrNotController)
-	}
-	req, err := json.Marshal(forwardRequest{Command: c})
+	resp, err := b.forwardToController(c)
 	if err != nil {
 		return c, nil, err
-	}
-	out, err := b.mux.Forward(addr, req, metadataApplyTimeout)
-	if err != nil {
-		return c, nil, fmt.Errorf("%w: forward to controller %s: %v", ErrNotController, id, err)
-	}
-	var resp forwardResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		return c, nil, fmt.Errorf("%w: controller answer: %v", ErrNotController, err)
-	}
-	if resp.Err != "" {
-		return c, nil, sentinelError(resp.Err, resp.Msg)
 	}
 	c.ProducerIDStart = resp.PIDStart
 	// Read your writes: the caller looks the result up in this broker's
@@ -244,6 +229,31 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		return nil, 0, fmt.Errorf("replication: metadata entry applied without a result")
 	}
 	return res.img, f.Index(), res.err
+}
+
+// forwardToController sends c to the metadata leader over the Mux and
+// returns its answer; a refusal comes back as the controller's sentinel.
+func (b *Broker) forwardToController(c Command) (forwardResponse, error) {
+	var resp forwardResponse
+	addr, id := b.raft.LeaderWithID()
+	if id == "" {
+		return resp, fmt.Errorf("%w: no metadata leader", ErrNotController)
+	}
+	req, err := json.Marshal(forwardRequest{Command: c})
+	if err != nil {
+		return resp, err
+	}
+	out, err := b.mux.Forward(addr, req, metadataApplyTimeout)
+	if err != nil {
+		return resp, fmt.Errorf("%w: forward to controller %s: %v", ErrNotController, id, err)
+	}
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return resp, fmt.Errorf("%w: controller answer: %v", ErrNotController, err)
+	}
+	if resp.Err != "" {
+		return resp, sentinelError(resp.Err, resp.Msg)
+	}
+	return resp, nil
 }
 
 // forwardRequest is a metadata write a broker sends to the controller

@@ -2,9 +2,7 @@ package replication
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
@@ -241,26 +239,8 @@ func (b *Broker) commitUnlocked(c Command) error {
 		_, _, err := b.proposeLocked(c)
 		return err
 	}
-	addr, id := b.raft.LeaderWithID()
-	if id == "" {
-		return fmt.Errorf("%w: no metadata leader", ErrNotController)
-	}
-	req, err := json.Marshal(forwardRequest{Command: c})
-	if err != nil {
-		return err
-	}
-	out, err := b.mux.Forward(addr, req, metadataApplyTimeout)
-	if err != nil {
-		return fmt.Errorf("%w: forward to controller %s: %v", ErrNotController, id, err)
-	}
-	var resp forwardResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		return fmt.Errorf("%w: controller answer: %v", ErrNotController, err)
-	}
-	if resp.Err != "" {
-		return sentinelError(resp.Err, resp.Msg)
-	}
-	return nil
+	_, err := b.forwardToController(c)
+	return err
 }
 
 // waitLeaders waits (bounded) until every partition of topic from first
