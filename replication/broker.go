@@ -179,9 +179,16 @@ func (b *Broker) closeRaft() error {
 	if b.rlog != nil {
 		errs = append(errs, b.rlog.Close())
 	}
-	<-b.observerDone
-	<-b.reporterDone
-	<-b.reassignDone
+	// Bounded: a report proposed just as raft shut down may wait on a
+	// future raft never answers (an entry left in its apply queue); its
+	// goroutine must not hold Close forever.
+	for _, done := range []chan struct{}{b.observerDone, b.reporterDone, b.reassignDone} {
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			b.logger.Warn("a broker goroutine did not stop within 2s of raft shutting down; left behind")
+		}
+	}
 	return errors.Join(errs...)
 }
 
