@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -38,12 +37,12 @@ const (
 )
 
 // singleVoterPartitionTiming is for a partition group whose only voter is
-// this broker. It elects itself when opened (openGroup lowers the
-// heartbeat timeout at once, which starts the election); after that the
-// leader's lease check is its only timer, every Lease (at most
-// Heartbeat): 5 s is 0.2 wake-ups a second per idle group (500 ms cost
-// 1,000 idle partitions 3.6-7% of a core, 100 ms 14%).
-var singleVoterPartitionTiming = raftTiming{Heartbeat: 5 * time.Second, Election: 5 * time.Second, Commit: 5 * time.Second, Lease: 5 * time.Second}
+// this broker. A follower waits Heartbeat..2x before its election and the
+// leader's lease check (its only idle timer) runs every Lease, which
+// cannot exceed Heartbeat: 500 ms is an election 0.5-1 s after the group
+// opens (Produce waits for it) and 2 wake-ups a second per idle group
+// (with 100 ms, 1,000 idle partitions cost 14% of a core).
+var singleVoterPartitionTiming = raftTiming{Heartbeat: 500 * time.Millisecond, Election: 500 * time.Millisecond, Commit: 500 * time.Millisecond, Lease: 500 * time.Millisecond}
 
 // partitionGroup is one running partition group.
 type partitionGroup struct {
@@ -53,8 +52,6 @@ type partitionGroup struct {
 	raft    *raft.Raft
 	store   *partitionStore
 	voters  []int32 // the replicas when the group was opened
-	timing  raftTiming
-	single  bool // this broker is the only voter
 
 	mu     sync.Mutex
 	failed map[raft.ServerID]bool // protected by mu; followers whose heartbeats fail (leader only)
@@ -184,7 +181,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		trans.Close()
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
-	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, voters: replicas, timing: timing, single: single, failed: map[raft.ServerID]bool{}}
+	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, voters: replicas, failed: map[raft.ServerID]bool{}}
 	b.groupsMu.Lock()
 	b.groups[tp] = g
 	b.byRaft[r] = g
@@ -201,31 +198,8 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		}); err != nil {
 			b.logger.Warn("partition raft: could not start the first election early", "partition", tp.String(), "err", err)
 		}
-		g.fitTiming(b.logger) // elected already: the reload above set a follower's timing
 	}
 	return nil
-}
-
-// fitTiming gives g's raft the heartbeat timeout of its role: a leader
-// runs with leaderHeartbeatFactor times its followers' (raft_config.go).
-// Called on every change of role (the observer) and after open.
-func (g *partitionGroup) fitTiming(logger *slog.Logger) {
-	if g.single {
-		return // no followers to heartbeat, no leader to wait for
-	}
-	hb, election := g.timing.Heartbeat, g.timing.Election
-	if g.raft.State() == raft.Leader {
-		hb *= leaderHeartbeatFactor
-		election = max(election, hb)
-	}
-	cur := g.raft.ReloadableConfig()
-	if cur.HeartbeatTimeout == hb && cur.ElectionTimeout == election {
-		return
-	}
-	cur.HeartbeatTimeout, cur.ElectionTimeout = hb, election
-	if err := g.raft.ReloadConfig(cur); err != nil {
-		logger.Warn("partition raft: heartbeat timeout not changed for the new role", "partition", g.tp.String(), "err", err)
-	}
 }
 
 // groupAnchor finds where the group's raft log begins in the segments:

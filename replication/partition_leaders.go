@@ -119,8 +119,6 @@ func (b *Broker) observe() {
 				continue
 			}
 			switch d := o.Data.(type) {
-			case raft.RaftState:
-				g.fitTiming(b.logger)
 			case raft.FailedHeartbeatObservation:
 				g.setFailed(d.PeerID, true)
 			case raft.ResumedHeartbeatObservation:

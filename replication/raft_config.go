@@ -20,50 +20,24 @@ type raftTiming struct {
 	// Election is raft.Config.ElectionTimeout: a candidate's wait for votes.
 	Election time.Duration
 	// Commit is raft.Config.CommitTimeout: an idle leader tells followers
-	// the commit index every this long to twice it, one AppendEntries per
-	// follower that goes through the follower's raft loop.
+	// the commit index at least this often (to twice), one AppendEntries
+	// per follower that goes through the follower's raft loop.
 	Commit time.Duration
 	// Lease is raft.Config.LeaderLeaseTimeout: a leader that has not heard
-	// from a quorum for this long steps down. At most Heartbeat, and a
-	// few of the leader's heartbeat intervals.
+	// from a quorum for this long steps down. At most Heartbeat.
 	Lease time.Duration
 }
 
 var (
 	// partitionTiming is for partition groups, of which a broker runs
-	// thousands. A follower starts an election after 2-4 s without its
-	// leader; a leader heartbeats every 400-800 ms (it runs with
-	// leaderHeartbeatFactor times this HeartbeatTimeout) and sends an idle
-	// follower the commit index every 2.5-5 s: about 1.7 heartbeats a
-	// second per follower, carried with other groups' in one frame per
-	// peer (transport_heartbeats.go). A leader that hears from no follower
-	// for 2 s steps down, before any follower can have elected another.
-	// CommitTimeout is not longer because hashicorp/raft also uses it to
-	// resume a pipeline that stopped short of the leader's last entry
-	// (MaxAppendEntries per trigger): entries left behind at the end of a
-	// burst wait that long (docs/PERFORMANCE.md). An idle commit-index
-	// update costs as much as 3 heartbeats; 10 s saved 3 points of a core
-	// at 1,000 idle partitions.
-	partitionTiming = partitionTimingFor(2 * time.Second)
+	// thousands: about 3.5 RPCs a second per follower when idle (a
+	// heartbeat every 200-400 ms, a commit-index update every 2.5-5 s); a
+	// leader SIGKILL is noticed in 2-4 s. Idle followers learn the commit
+	// index late, which costs nothing: consumers read from the leader.
+	partitionTiming = raftTiming{Heartbeat: 2 * time.Second, Election: 2 * time.Second, Commit: 2500 * time.Millisecond, Lease: time.Second}
 	// metadataTiming is for the one metadata group: fail over faster.
 	metadataTiming = raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 100 * time.Millisecond, Lease: 500 * time.Millisecond}
 )
-
-// leaderHeartbeatFactor: hashicorp/raft takes two things from one
-// HeartbeatTimeout -- how long a follower waits for its leader (that
-// timeout to twice it) and how often a leader heartbeats (a tenth of it to
-// a fifth). Ten heartbeats per timeout is more than a partition group
-// needs, so a partition group that leads runs with this many times its
-// followers' HeartbeatTimeout (raft.ReloadConfig on each change of role:
-// partitionGroup.fitTiming): at least 2.5 heartbeats per follower timeout,
-// half the idle cost.
-const leaderHeartbeatFactor = 2
-
-// partitionTimingFor derives a partition group's timing from the
-// heartbeat timeout strata.partition.heartbeat.timeout.ms sets.
-func partitionTimingFor(hb time.Duration) raftTiming {
-	return raftTiming{Heartbeat: hb, Election: hb, Commit: hb * 5 / 4, Lease: hb}
-}
 
 // newRaftConfig returns a raft.Config with every field set explicitly:
 // hashicorp's DefaultConfig is tuned for one group per process.

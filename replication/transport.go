@@ -48,9 +48,6 @@ const (
 	// kindForward carries a broker-level request (not raft's) to the
 	// Mux's forward handler: metadata writes sent to the controller.
 	kindForward = 8
-	// kindHeartbeats carries many groups' heartbeats to one peer
-	// (transport_heartbeats.go).
-	kindHeartbeats = 9
 
 	// maxFrameBytes bounds one frame: MaxAppendEntries batches of at most
 	// max.message.bytes each, with room to spare.
@@ -117,16 +114,11 @@ type Mux struct {
 	groups  map[string]*GroupTransport // protected by mu
 	peers   map[raft.ServerAddress]*muxPeer
 	inbound map[net.Conn]struct{} // accepted connections, closed by Close
-	beaters map[raft.ServerAddress]*beater
 	closed  bool
 
 	shutdown chan struct{} // closed by Close
 	wg       sync.WaitGroup
 	nextReq  atomic.Uint64
-
-	// beatsSent and beatFrames count the heartbeats sent and the frames
-	// that carried them (metrics.go).
-	beatsSent, beatFrames atomic.Uint64
 
 	fwdMu sync.Mutex
 	fwd   func([]byte) ([]byte, error) // protected by fwdMu
@@ -234,7 +226,6 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		groups:   map[string]*GroupTransport{},
 		peers:    map[raft.ServerAddress]*muxPeer{},
 		inbound:  map[net.Conn]struct{}{},
-		beaters:  map[raft.ServerAddress]*beater{},
 		shutdown: make(chan struct{}),
 		fwdSem:   make(chan struct{}, maxForwardsInFlight),
 	}
@@ -400,8 +391,6 @@ func (m *Mux) handle(f frame, w *frameWriter) error {
 	switch f.kind {
 	case kindForward:
 		return m.handleForward(f, w)
-	case kindHeartbeats:
-		return m.handleHeartbeats(f, w)
 	case kindAppendEntries:
 		cmd = new(raft.AppendEntriesRequest)
 	case kindRequestVote:
@@ -744,10 +733,10 @@ func readFrame(r *bufio.Reader, buf []byte) (frame, []byte, error) {
 
 // frameWriter serializes frames onto a connection. Writers queue on wmu;
 // the last one in the queue flushes, so frames from many groups written
-// at once leave in one syscall. AppendEntries without entries (an idle
-// leader's commit-index updates; heartbeats travel coalesced,
-// transport_heartbeats.go), and their answers, are written lazily: they
-// wait up to heartbeatFlushDelay for other frames to share their syscall
+// at once leave in one syscall. Heartbeats and other AppendEntries
+// without entries (an idle leader's commit-index updates), and their
+// answers, are written lazily: they wait up to heartbeatFlushDelay for other frames to
+// share their syscall, which is what keeps a thousand idle groups cheap
 // (doc.go, "Raft timing"); any eager frame flushes them along.
 type frameWriter struct {
 	c       net.Conn
@@ -759,11 +748,9 @@ type frameWriter struct {
 	werr    error         // protected by wmu; a failed write sticks
 }
 
-// heartbeatFlushDelay is how long a lazy frame may wait in the buffer for
-// company. Far below any raft timeout; at 1,000 idle partitions on RF 3,
-// 2 ms cost four points of a core more than 20 ms (a write syscall per
-// 2 ms per connection), 20 ms two more than 50 ms (with heartbeatCoalesce).
-const heartbeatFlushDelay = 50 * time.Millisecond
+// heartbeatFlushDelay is how long a heartbeat frame may wait in the
+// buffer for company. Far below any raft timeout.
+const heartbeatFlushDelay = 2 * time.Millisecond
 
 func (fw *frameWriter) writeMsg(kind byte, reqID uint64, group []byte, msg any) error {
 	return fw.writeMsgLazy(kind, reqID, group, msg, false)
@@ -923,9 +910,6 @@ func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any
 }
 
 func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	if isHeartbeat(args) {
-		return g.heartbeat(target, args, resp)
-	}
 	return g.rpc(target, kindAppendEntries, args, resp)
 }
 

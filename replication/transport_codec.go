@@ -171,10 +171,6 @@ func encodeRPC(e *enc, v any) bool {
 	switch m := v.(type) {
 	case *rawMsg:
 		e.bytes(m.b)
-	case *beatRequests:
-		encodeBeats(e, m)
-	case *beatAnswers:
-		encodeBeatAnswers(e, m)
 	case *raft.AppendEntriesRequest:
 		e.header(m.RPCHeader)
 		e.u64(m.Term)
@@ -244,10 +240,6 @@ func decodeRPC(body []byte, v any) error {
 	switch m := v.(type) {
 	case *rawMsg:
 		m.b = d.bytes()
-	case *beatRequests:
-		decodeBeats(d, m)
-	case *beatAnswers:
-		decodeBeatAnswers(d, m)
 	case *raft.AppendEntriesRequest:
 		m.RPCHeader = d.header()
 		m.Term = d.u64()

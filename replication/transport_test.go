@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"reflect"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,14 +29,6 @@ func sampleRPCs() []any {
 				{Index: 43, Term: 7, Type: raft.LogNoop},
 			}, LeaderCommitIndex: 40},
 		&raft.AppendEntriesResponse{RPCHeader: h, Term: 7, LastLog: 43, Success: true, NoRetryBackoff: true},
-		&beatRequests{beats: []beat{
-			{group: "t-0", req: &raft.AppendEntriesRequest{RPCHeader: h, Term: 7, Leader: []byte("127.0.0.1:1")}},
-			{group: "t-1", req: &raft.AppendEntriesRequest{RPCHeader: h, Term: 3}},
-		}},
-		&beatAnswers{results: []beatResult{
-			{resp: raft.AppendEntriesResponse{RPCHeader: h, Term: 7, LastLog: 43, Success: true}},
-			{err: &remoteBeatError{msg: "unknown raft group t-1"}},
-		}},
 		&raft.RequestVoteRequest{RPCHeader: h, Term: 8, Candidate: []byte("c"), LastLogIndex: 43, LastLogTerm: 7, LeadershipTransfer: true},
 		&raft.RequestVoteResponse{RPCHeader: h, Term: 8, Peers: []byte("p"), Granted: true},
 		&raft.RequestPreVoteRequest{RPCHeader: h, Term: 9, LastLogIndex: 43, LastLogTerm: 7},
@@ -331,87 +321,4 @@ func errTimeout(err error) error {
 		return err
 	}
 	return nil
-}
-
-// Heartbeats of many groups to one peer travel together: one frame per
-// round, every heartbeat answered by its own group's handler; a group the
-// peer does not have, or one without a handler, is answered on its own.
-func TestMuxCoalescesHeartbeats(t *testing.T) {
-	a, b := newTestMux(t), newTestMux(t)
-	const groups = 200
-	var senders []*GroupTransport
-	var mu sync.Mutex
-	beats := map[string]int{}
-	for i := 0; i < groups; i++ {
-		id := "p-" + strconv.Itoa(i)
-		senders = append(senders, newTestGroup(t, a, id))
-		gb := newTestGroup(t, b, id)
-		gb.SetHeartbeatHandler(func(rpc raft.RPC) {
-			req := rpc.Command.(*raft.AppendEntriesRequest)
-			mu.Lock()
-			beats[id]++
-			mu.Unlock()
-			// Odd terms stand for a follower at a newer term, which refuses.
-			rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term + 1, Success: req.Term%2 == 0}, nil)
-		})
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, groups)
-	for i, g := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			term := uint64(i + 1)
-			var resp raft.AppendEntriesResponse
-			err := g.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: term, Leader: []byte(a.Addr())}, &resp)
-			switch {
-			case err != nil:
-				errs <- fmt.Errorf("group %d: %w", i, err)
-			case resp.Term != term+1 || resp.Success != (term%2 == 0):
-				errs <- fmt.Errorf("group %d got the answer %+v", i, resp)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if len(beats) != groups {
-		t.Fatalf("%d groups heard a heartbeat, want %d", len(beats), groups)
-	}
-	for id, n := range beats {
-		if n != 1 {
-			t.Fatalf("group %s heard %d heartbeats, want 1", id, n)
-		}
-	}
-	if sent, frames := a.beatsSent.Load(), a.beatFrames.Load(); sent != groups || frames > groups/10 {
-		t.Fatalf("%d heartbeats in %d frames: not coalesced", sent, frames)
-	}
-
-	// A group the peer does not run is refused alone.
-	lone := newTestGroup(t, a, "absent")
-	var resp raft.AppendEntriesResponse
-	err := lone.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 2}, &resp)
-	if !errors.Is(err, ErrRemote) {
-		t.Fatalf("heartbeat to a group the peer lacks: %v", err)
-	}
-	// A group without a heartbeat handler answers through its raft loop.
-	ga := newTestGroup(t, a, "loop")
-	gb := newTestGroup(t, b, "loop")
-	stop := make(chan struct{})
-	defer close(stop)
-	go serveEcho(gb, stop, nil)
-	if err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp); err != nil || !resp.Success || resp.Term != 4 {
-		t.Fatalf("heartbeat through the raft loop: %+v %v", resp, err)
-	}
-	// A peer that is gone fails the heartbeat within the RPC timeout.
-	b.Close()
-	start := time.Now()
-	if err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp); err == nil {
-		t.Fatal("heartbeat to a closed peer succeeded")
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("heartbeat to a closed peer took %v", d)
-	}
 }
