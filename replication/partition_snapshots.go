@@ -402,7 +402,6 @@ func (k *partitionSink) Close() error {
 	// The snapshot is durable: what it covers may now be removed.
 	s.lp.SetRemovalLimit(h.end)
 	if h.kind == snapKindTransfer {
-		before, _ := s.store.LastIndex()
 		s.store.resetTo(k.index, h.end)
 		if err := s.stable.SetUint64([]byte(installKey), 0); err != nil {
 			return err
@@ -416,7 +415,6 @@ func (k *partitionSink) Close() error {
 		// A long chaos run showed followers that stopped taking entries
 		// after installs; restarting after every install is cheap (an
 		// install is rare) and leaves no such state behind.
-		_ = before
 		if s.onInstall != nil {
 			s.onInstall(k.index)
 		}
