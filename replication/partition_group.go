@@ -156,7 +156,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	if single {
 		timing = singleVoterPartitionTiming
 	}
-	conf := newRaftConfig(serverID(b.cfg.NodeID), timing, b.cfg.Logger)
+	conf := newRaftConfig(serverID(b.cfg.NodeID), timing, b.cfg.Logger.With("partition", tp.String()))
 	if preferred {
 		// Started a hair longer so that lowering it below (ReloadConfig)
 		// wakes the follower loop, which finds no leader contact and

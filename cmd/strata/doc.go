@@ -50,6 +50,8 @@
 // the broker (metadata log, partitions flushed and closed) and exits 0; a
 // second signal during shutdown kills the process. Exit status 1 is a
 // runtime failure (storage, listener).
+// SIGUSR1 logs the state of every raft group (replication.Broker.
+// LogRaftState) and changes nothing.
 //
 // # Monitoring
 //

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -159,6 +161,20 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	if ready != nil {
 		ready <- ln.Addr()
 	}
+	// SIGUSR1 logs every raft group's state (replication/raft_state.go).
+	usr1, usr1Done := make(chan os.Signal, 1), make(chan struct{})
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer func() { signal.Stop(usr1); close(usr1Done) }()
+	go func() {
+		for {
+			select {
+			case <-usr1:
+				broker.LogRaftState()
+			case <-usr1Done:
+				return
+			}
+		}
+	}()
 
 	var runErr error
 	select {

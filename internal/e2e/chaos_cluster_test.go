@@ -436,6 +436,15 @@ func (c *chaosCluster) compareReplicas(topic string, parts int32) (batches int, 
 // dumpGoroutines makes every running broker print its goroutines into
 // its log and exit (SIGQUIT), for a failure that looks like a stall.
 func (c *chaosCluster) dumpGoroutines() {
+	// Each broker's raft groups first (SIGUSR1: one line per group).
+	for _, n := range c.nodes {
+		n.mu.Lock()
+		if n.cmd != nil {
+			n.cmd.Process.Signal(syscall.SIGUSR1)
+		}
+		n.mu.Unlock()
+	}
+	time.Sleep(500 * time.Millisecond)
 	for _, n := range c.nodes {
 		n.mu.Lock()
 		cmd, done := n.cmd, n.done
