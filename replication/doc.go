@@ -120,6 +120,14 @@
 // 1,000 partitions at RF 3 on a loaded 2-core machine, in-memory stores.
 // Next lever: one frame per peer carrying every group's heartbeat.
 //
+// Catch-up (transport_catchup.go): hashicorp/raft's pipeline sends a
+// follower at most MaxAppendEntries entries per new entry on the leader,
+// else one AppendEntries per CommitTimeout, so the end of a burst (or a
+// follower back from an outage once producers pause) waited seconds per
+// 64 entries. A pipeline whose follower acknowledges the last entry sent
+// while the leader's log goes further appends a barrier entry, which
+// makes raft send the rest at once.
+//
 // Metadata group (the controller quorum, as KRaft). Voters are
 // controller.quorum.voters (Kafka syntax id@host:port,...; the port is the
 // replication listener); empty = this broker alone, one voter, the same

@@ -278,6 +278,7 @@ func (h *harness) startGroup(i, g int, fsm raft.FSM) error {
 	if err != nil {
 		return err
 	}
+	trans.SetCatchUp(r)
 	n.rafts = append(n.rafts, r)
 	n.fsms = append(n.fsms, fsm)
 	return nil

@@ -176,3 +176,53 @@ func TestHarnessManyGroupsOverOneMux(t *testing.T) {
 		waitApplied(t, h, g, 2, 0, 1, 2)
 	}
 }
+
+// A burst of entries larger than one AppendEntries (MaxAppendEntries)
+// reaches every follower without waiting for raft's idle CommitTimeout:
+// hashicorp/raft's pipeline sends at most MaxAppendEntries per trigger
+// (a new entry) and otherwise only every CommitTimeout, so a backlog left
+// at the end of a burst drained one AppendEntries per 2.5-5 s (a follower
+// back from an outage took minutes; acks=all produce stalled). The Mux
+// asks raft for another round while a follower is behind
+// (transport_catchup.go).
+func TestHarnessBurstReachesFollowersPromptly(t *testing.T) {
+	h := newTestHarness(t, harnessConfig{Nodes: 3, Timing: partitionTiming})
+	leader, err := h.Leader(0, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.Raft(leader, 0)
+	const n = 64 * 40
+	start := time.Now()
+	futures := make([]raft.ApplyFuture, 0, n)
+	for i := 0; i < n; i++ {
+		futures = append(futures, r.Apply([]byte("burst-"+strconv.Itoa(i)), 30*time.Second))
+	}
+	for _, f := range futures {
+		if err := f.Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committed := time.Since(start)
+	want := r.LastIndex()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		behind := 0
+		for i := range h.nodes {
+			if h.Raft(i, 0).LastIndex() < want {
+				behind++
+			}
+		}
+		if behind == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d followers still behind index %d 30 s after the burst", behind, want)
+		}
+	}
+	// Far below CommitTimeout per MaxAppendEntries (40 rounds of
+	// 2.5-5 s); generous for a loaded machine.
+	if all := time.Since(start); all > 8*time.Second {
+		t.Fatalf("%d entries committed after %v, on every follower after %v (%d catch-up barriers)", n, committed, all, h.nodes[leader].mux.catchUpPokes.Load())
+	}
+	t.Logf("%d entries committed after %v, on every follower after %v (%d catch-up barriers)", n, committed, time.Since(start), h.nodes[leader].mux.catchUpPokes.Load())
+}

@@ -20,6 +20,7 @@ var (
 	descUnderRep  = prometheus.NewDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica list.", nil, nil)
 	descActiveCtl = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 when this broker leads the metadata quorum.", nil, nil)
 	descInstalls  = prometheus.NewDesc("strata_partition_snapshot_installs_total", "Partition snapshot installs this broker received (segments streamed from a leader).", nil, nil)
+	descCatchUp   = prometheus.NewDesc("strata_raft_catchup_barriers_total", "Barrier entries this broker's partition leaders appended so that raft sends a follower the rest of a backlog at once instead of after CommitTimeout.", nil, nil)
 )
 
 // RegisterMetrics registers the broker's replication collector on reg.
@@ -30,7 +31,7 @@ func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
 type brokerCollector struct{ b *Broker }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls} {
+	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descCatchUp} {
 		ch <- d
 	}
 }
@@ -62,4 +63,7 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUnderRep, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descActiveCtl, prometheus.GaugeValue, active)
 	ch <- prometheus.MustNewConstMetric(descInstalls, prometheus.CounterValue, float64(snapshotInstalls.Load()))
+	if b.mux != nil {
+		ch <- prometheus.MustNewConstMetric(descCatchUp, prometheus.CounterValue, float64(b.mux.catchUpPokes.Load()))
+	}
 }

@@ -181,6 +181,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		trans.Close()
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
+	trans.SetCatchUp(r)
 	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, voters: replicas, failed: map[raft.ServerID]bool{}}
 	b.groupsMu.Lock()
 	b.groups[tp] = g

@@ -120,6 +120,10 @@ type Mux struct {
 	wg       sync.WaitGroup
 	nextReq  atomic.Uint64
 
+	// catchUpPokes counts the barriers pipelines asked for to send a
+	// follower the rest of a backlog (transport_catchup.go).
+	catchUpPokes atomic.Uint64
+
 	fwdMu sync.Mutex
 	fwd   func([]byte) ([]byte, error) // protected by fwdMu
 	// fwdSem bounds the forwarded requests handled at once.
@@ -840,6 +844,8 @@ type GroupTransport struct {
 
 	hbMu sync.Mutex
 	hb   func(raft.RPC) // protected by hbMu
+
+	catchUp atomic.Pointer[catchUp] // transport_catchup.go
 }
 
 var (
@@ -997,6 +1003,7 @@ type muxPipeline struct {
 	stop      chan struct{}
 	done      chan struct{} // closed when decode returns
 	closeOnce sync.Once
+	sentLast  atomic.Uint64 // index of the last entry sent (transport_catchup.go)
 }
 
 func (p *muxPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
@@ -1006,6 +1013,9 @@ func (p *muxPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.
 		return nil, err
 	}
 	f.call = cl
+	if n := len(args.Entries); n > 0 {
+		p.sentLast.Store(args.Entries[n-1].Index)
+	}
 	select {
 	case p.inflight <- f:
 		return f, nil
@@ -1031,6 +1041,7 @@ func (p *muxPipeline) decode() {
 		select {
 		case f := <-p.inflight:
 			f.finish(p.cc.wait(f.call, p.g.m.cfg.RPCTimeout))
+			p.caughtUp(f)
 			select {
 			case p.consumer <- f:
 			case <-p.stop:
