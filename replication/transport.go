@@ -1004,6 +1004,8 @@ type muxPipeline struct {
 	done      chan struct{} // closed when decode returns
 	closeOnce sync.Once
 	sentLast  atomic.Uint64 // index of the last entry sent (transport_catchup.go)
+	ackLast   atomic.Uint64 // index of the last entry acknowledged (transport_catchup.go)
+	lookArmed atomic.Bool   // a catch-up look is pending (transport_catchup.go)
 }
 
 func (p *muxPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {

@@ -17,12 +17,20 @@ import (
 // outage took minutes to catch up once producers paused, and acks=all
 // produce stalled behind it. raft offers no way to trigger a send, but a
 // barrier is a new entry: the pipeline asks for one whenever a follower
-// acknowledges the last entry sent to it and the leader's log goes
-// further (one barrier being queued at a time per group), so a backlog
-// drains at the pace of round trips.
+// acknowledges the last entry sent to it, the leader's log goes further
+// and raft has sent nothing more 10 ms later (under load it sends again at
+// once, and no barrier is needed), one barrier being queued at a time per
+// group, so a backlog drains at the pace of round trips.
 
-// catchUpBarrierTimeout bounds one catch-up barrier's wait to be queued.
-const catchUpBarrierTimeout = 5 * time.Second
+const (
+	// catchUpBarrierTimeout bounds one catch-up barrier's wait to be
+	// queued.
+	catchUpBarrierTimeout = 5 * time.Second
+	// catchUpLook is how long a pipeline waits for raft to send again on
+	// its own before it appends a barrier: far above the leader loop's
+	// reaction to a new entry, far below CommitTimeout.
+	catchUpLook = 10 * time.Millisecond
+)
 
 // catchUp is a group's way to make its raft send again (SetCatchUp).
 type catchUp struct {
@@ -66,10 +74,27 @@ func (p *muxPipeline) caughtUp(f *appendFuture) {
 		return
 	}
 	last := f.req.Entries[n-1].Index
-	if last != p.sentLast.Load() {
-		return // more is on its way already
+	p.ackLast.Store(last)
+	if last != p.sentLast.Load() || c.last() <= last {
+		return // more is on its way already, or nothing more to send
 	}
-	if c.last() > last {
-		c.poke()
+	// Under load raft sends again within a millisecond (each new entry
+	// triggers it): look again a little later, and append a barrier only
+	// if everything sent is acknowledged and the log still goes further.
+	// One look pending per pipeline; it reads the state when it runs.
+	if !p.lookArmed.CompareAndSwap(false, true) {
+		return
 	}
+	time.AfterFunc(catchUpLook, func() {
+		p.lookArmed.Store(false)
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		sent := p.sentLast.Load()
+		if p.ackLast.Load() == sent && c.last() > sent {
+			c.poke()
+		}
+	})
 }
