@@ -65,6 +65,10 @@ const (
 	maxPendingCalls = 1 << 16
 	// bigFrameBytes: a read buffer grown past this is dropped after use.
 	bigFrameBytes = 1 << 20
+	// unknownGroupWait is how long a request for a group this broker has
+	// not opened (yet) waits for it; maxGroupWaits bounds such requests.
+	unknownGroupWait = 2 * time.Second
+	maxGroupWaits    = 1024
 )
 
 var (
@@ -114,7 +118,9 @@ type Mux struct {
 	groups  map[string]*GroupTransport // protected by mu
 	peers   map[raft.ServerAddress]*muxPeer
 	inbound map[net.Conn]struct{} // accepted connections, closed by Close
-	closed  bool
+	// groupAdded is closed (and replaced) when a group registers.
+	groupAdded chan struct{}
+	closed     bool
 
 	shutdown chan struct{} // closed by Close
 	wg       sync.WaitGroup
@@ -123,6 +129,9 @@ type Mux struct {
 	// catchUpPokes counts the barriers pipelines asked for to send a
 	// follower the rest of a backlog (transport_catchup.go).
 	catchUpPokes atomic.Uint64
+
+	// waitSem bounds the requests waiting for their group (waitGroup).
+	waitSem chan struct{}
 
 	fwdMu sync.Mutex
 	fwd   func([]byte) ([]byte, error) // protected by fwdMu
@@ -223,15 +232,17 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 	// Without a listener the Mux only dials: a single voter, whose groups
 	// never send an RPC, needs no port.
 	m := &Mux{
-		cfg:      cfg,
-		logger:   cfg.Logger.With("component", "raft-transport"),
-		ln:       cfg.Listener,
-		addr:     raft.ServerAddress(addr),
-		groups:   map[string]*GroupTransport{},
-		peers:    map[raft.ServerAddress]*muxPeer{},
-		inbound:  map[net.Conn]struct{}{},
-		shutdown: make(chan struct{}),
-		fwdSem:   make(chan struct{}, maxForwardsInFlight),
+		cfg:        cfg,
+		logger:     cfg.Logger.With("component", "raft-transport"),
+		ln:         cfg.Listener,
+		addr:       raft.ServerAddress(addr),
+		groups:     map[string]*GroupTransport{},
+		peers:      map[raft.ServerAddress]*muxPeer{},
+		inbound:    map[net.Conn]struct{}{},
+		groupAdded: make(chan struct{}),
+		waitSem:    make(chan struct{}, maxGroupWaits),
+		shutdown:   make(chan struct{}),
+		fwdSem:     make(chan struct{}, maxForwardsInFlight),
 	}
 	if m.ln != nil {
 		m.wg.Add(1)
@@ -259,6 +270,8 @@ func (m *Mux) Group(id string) (*GroupTransport, error) {
 	}
 	g := &GroupTransport{m: m, id: id, consumeCh: make(chan raft.RPC, groupInboxSize), shutdown: make(chan struct{})}
 	m.groups[id] = g
+	close(m.groupAdded) // wakes requests waiting for a group (waitGroup)
+	m.groupAdded = make(chan struct{})
 	return g, nil
 }
 
@@ -411,8 +424,38 @@ func (m *Mux) handle(f frame, w *frameWriter) error {
 	}
 	g := m.group(f.group)
 	if g == nil {
-		return w.writeError(f.reqID, f.group, "unknown raft group "+string(f.group))
+		// A group is opened on each replica when that broker applies the
+		// metadata naming it, so a new partition's first election (its
+		// preferred replica starts it at once) and first entries can reach
+		// a replica a moment before it has the group. Refused, the
+		// candidate would wait an election timeout (and the leader back
+		// off) while the partition has no leader; so wait for the group a
+		// little, on a goroutine of its own.
+		select {
+		case m.waitSem <- struct{}{}:
+		default:
+			return w.writeError(f.reqID, f.group, "unknown raft group "+string(f.group))
+		}
+		reqID, group := f.reqID, string(f.group)
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			defer func() { <-m.waitSem }()
+			g := m.waitGroup(group, unknownGroupWait)
+			if g == nil {
+				w.writeError(reqID, []byte(group), "unknown raft group "+group)
+				return
+			}
+			m.deliver(g, reqID, []byte(group), cmd, w)
+		}()
+		return nil
 	}
+	return m.deliver(g, f.reqID, f.group, cmd, w)
+}
+
+// deliver hands one request to g's raft and has the answer written back.
+// group may alias the read buffer: it is copied before deliver returns.
+func (m *Mux) deliver(g *GroupTransport, reqID uint64, group []byte, cmd any, w *frameWriter) error {
 	respCh := make(chan raft.RPCResponse, 1)
 	rpc := raft.RPC{Command: cmd, RespChan: respCh}
 	if ae, ok := cmd.(*raft.AppendEntriesRequest); ok && isHeartbeat(ae) {
@@ -420,20 +463,41 @@ func (m *Mux) handle(f frame, w *frameWriter) error {
 			// The fast path: answered on this goroutine without waiting
 			// behind the group's raft loop (which may be doing disk I/O).
 			fn(rpc)
-			return g.respond(w, f.reqID, f.group, respCh, true)
+			return g.respond(w, reqID, group, respCh, true)
 		}
 	}
 	select {
 	case g.consumeCh <- rpc:
 	case <-g.shutdown:
-		return w.writeError(f.reqID, f.group, "raft group closed")
+		return w.writeError(reqID, group, "raft group closed")
 	default:
-		return w.writeError(f.reqID, f.group, "raft group busy")
+		return w.writeError(reqID, group, "raft group busy")
 	}
-	reqID, group := f.reqID, string(f.group)
 	ae, _ := cmd.(*raft.AppendEntriesRequest)
-	go g.respond(w, reqID, []byte(group), respCh, ae != nil && len(ae.Entries) == 0)
+	go g.respond(w, reqID, []byte(string(group)), respCh, ae != nil && len(ae.Entries) == 0)
 	return nil
+}
+
+// waitGroup returns the group id once it is registered, or nil after
+// timeout or when the Mux closes.
+func (m *Mux) waitGroup(id string, timeout time.Duration) *GroupTransport {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		m.mu.Lock()
+		g, added, closed := m.groups[id], m.groupAdded, m.closed
+		m.mu.Unlock()
+		if g != nil || closed {
+			return g
+		}
+		select {
+		case <-added:
+		case <-t.C:
+			return nil
+		case <-m.shutdown:
+			return nil
+		}
+	}
 }
 
 // isHeartbeat is hashicorp's test for an AppendEntries that only asserts

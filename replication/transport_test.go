@@ -104,11 +104,16 @@ func FuzzDecodeRPC(f *testing.F) {
 // newTestMux starts a Mux on 127.0.0.1 closed at the end of the test.
 func newTestMux(t *testing.T) *Mux {
 	t.Helper()
+	return newTestMuxTimeout(t, 2*time.Second)
+}
+
+func newTestMuxTimeout(t *testing.T, rpcTimeout time.Duration) *Mux {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMux(MuxConfig{Listener: ln, Logger: slog.New(slog.DiscardHandler), RPCTimeout: 2 * time.Second})
+	m, err := NewMux(MuxConfig{Listener: ln, Logger: slog.New(slog.DiscardHandler), RPCTimeout: rpcTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +160,7 @@ func serveEcho(g *GroupTransport, stop chan struct{}, snap chan<- []byte) {
 }
 
 func TestMuxCarriesEveryRPCToItsGroup(t *testing.T) {
-	a, b := newTestMux(t), newTestMux(t)
+	a, b := newTestMuxTimeout(t, 5*time.Second), newTestMux(t)
 	ga := newTestGroup(t, a, "topic-0")
 	gb := newTestGroup(t, b, "topic-0")
 	newTestGroup(t, b, "topic-1") // a second group must not see topic-0's RPCs
@@ -194,7 +199,8 @@ func TestMuxCarriesEveryRPCToItsGroup(t *testing.T) {
 		t.Fatal("snapshot not delivered intact")
 	}
 
-	// An RPC for a group the peer does not run is refused, not lost.
+	// An RPC for a group the peer does not run is refused (after
+	// unknownGroupWait), not lost.
 	gx := newTestGroup(t, a, "no-such-group")
 	err := gx.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{Term: 1}, &aeResp)
 	if !errors.Is(err, ErrRemote) {
@@ -321,4 +327,41 @@ func errTimeout(err error) error {
 		return err
 	}
 	return nil
+}
+
+// A request for a group the peer opens a moment later (a new partition's
+// first election reaching a replica that has not applied the metadata
+// yet) waits for it instead of failing.
+func TestMuxWaitsForAGroupAboutToOpen(t *testing.T) {
+	a, b := newTestMuxTimeout(t, 5*time.Second), newTestMux(t)
+	ga := newTestGroup(t, a, "new-0")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		gb, err := b.Group("new-0")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		serveEcho(gb, stop, nil)
+	}()
+	var rv raft.RequestVoteResponse
+	start := time.Now()
+	if err := ga.RequestVote("b", b.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("a"), Term: 3}, &rv); err != nil || !rv.Granted {
+		t.Fatalf("vote for a group opened 200 ms later: %+v %v", rv, err)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("answered after %v, before the group existed", d)
+	}
+	// A group that never opens is refused after unknownGroupWait.
+	gx := newTestGroup(t, a, "never")
+	start = time.Now()
+	err := gx.RequestVote("b", b.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("a"), Term: 3}, &rv)
+	if !errors.Is(err, ErrRemote) {
+		t.Fatalf("vote for a group that never opens: %v", err)
+	}
+	if d := time.Since(start); d < unknownGroupWait-100*time.Millisecond || d > unknownGroupWait+time.Second {
+		t.Fatalf("refused after %v, want about %v", d, unknownGroupWait)
+	}
 }
