@@ -41,6 +41,20 @@ type IdleConfig struct {
 	Dir               string // keep the cluster's data and logs here ("" = a temporary dir, removed)
 	JSON              bool
 	Command           string
+	// Sets are name=value settings passed to every broker (dev-cluster --set).
+	Sets []string
+}
+
+// setFlags collects repeated name=value flags.
+type setFlags []string
+
+func (s *setFlags) String() string { return strings.Join(*s, ",") }
+func (s *setFlags) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("%q is not name=value", v)
+	}
+	*s = append(*s, v)
+	return nil
 }
 
 // IdleBroker is one broker's figures.
@@ -87,6 +101,7 @@ func ParseIdleFlags(args []string, stderr io.Writer) (*IdleConfig, error) {
 	fs.IntVar(&c.ProfileBroker, "profile-broker", 1, "node id of the broker --cpuprofile-dir profiles")
 	fs.StringVar(&c.Dir, "dir", "", "keep the cluster's data and broker logs in this `dir` (default: a temporary one, removed)")
 	fs.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	fs.Var((*setFlags)(&c.Sets), "set", "name=value setting for every broker, e.g. strata.partition.heartbeat.timeout.ms=4000 (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -140,6 +155,7 @@ func Idle(ctx context.Context, c *IdleConfig, progress io.Writer) (*IdleReport, 
 	if c.ProfileDir != "" {
 		extra = []string{"metrics.listener=127.0.0.1:0", "metrics.pprof.enable=true"}
 	}
+	extra = append(extra, c.Sets...)
 	fmt.Fprintf(progress, "starting %d brokers (data and logs in %s)\n", c.Brokers, data)
 	ch, err := startDevCluster(ctx, "strata-"+strconv.Itoa(c.Brokers), dir, filepath.Join(dir, "dev-cluster.log"),
 		cc.StrataBin, data, c.Brokers, extra)

@@ -142,8 +142,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
 		observerDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{})}
 	if cfg.PartitionHeartbeat > 0 {
-		b.partitionTiming = raftTiming{Heartbeat: cfg.PartitionHeartbeat, Election: cfg.PartitionHeartbeat,
-			Commit: cfg.PartitionHeartbeat * 5 / 4, Lease: cfg.PartitionHeartbeat / 2}
+		b.partitionTiming = partitionTimingFor(cfg.PartitionHeartbeat)
 	}
 	go b.observe()
 	go b.reportLeaders()

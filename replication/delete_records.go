@@ -60,6 +60,12 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 		return -1, r.err
 	}
 	start := r.res.LogStartOffset
+	// Followers apply the entry when they learn it is committed, with the
+	// leader's next AppendEntries -- on an idle partition only after
+	// CommitTimeout (2.5-5 s, raft_config.go). A barrier is such an entry
+	// now: every replica moves its log start within a round trip. Not
+	// waited for: the leader has applied it, which is what is answered.
+	g.raft.Barrier(produceApplyTimeout)
 	// Segments wholly below the new start go at once here (Kafka does),
 	// once a snapshot covers them (log/removal.go); followers remove
 	// theirs at their cleaner's next check.

@@ -107,18 +107,27 @@
 //	        InstallSnapshot (own connection, body then len bytes of data),
 //	        Response (body = encoded response), Error (body = message)
 //
-// Raft timing (raftConfig in raft_config.go sets every raft.Config field
-// explicitly). hashicorp/raft costs each leader, per follower, one
+// Raft timing (newRaftConfig in raft_config.go sets every raft.Config
+// field explicitly). hashicorp/raft costs each leader, per follower, one
 // heartbeat every HeartbeatTimeout/10..2/10 and one commit-index
 // AppendEntries every CommitTimeout..2x; each follower arms a timer every
-// HeartbeatTimeout. Partition groups use HeartbeatTimeout 2s, CommitTimeout
-// 2.5s, LeaderLeaseTimeout 1s, ElectionTimeout 2s (so ~3.5 RPCs/s per
-// follower per group; a leader failure is noticed in 2-4s); the metadata
-// group has faster values. Frames without entries are flushed lazily
-// (2 ms) so heartbeats to one peer share syscalls. Measured with
-// idle_test.go (STRATA_IDLE_GROUPS=1000): 9-13% of a core per broker for
-// 1,000 partitions at RF 3 on a loaded 2-core machine, in-memory stores.
-// Next lever: one frame per peer carrying every group's heartbeat.
+// HeartbeatTimeout, each leader one every LeaderLeaseTimeout. Partition
+// groups (partitionTimingFor; strata.partition.heartbeat.timeout.ms, 2 s
+// by default): followers wait 2-4 s for their leader, a leader heartbeats
+// each follower every 200-400 ms, the lease is 1 s, idle followers get
+// the commit index every 2.5-5 s (a DeleteRecords sends a barrier entry
+// so that every replica applies it at once); the metadata group has
+// faster values. Heartbeats to one peer are coalesced
+// (transport_heartbeats.go): the Mux holds them up to 50 ms and sends one
+// frame per peer; the peer hands each to its group's raft heartbeat
+// handler and answers all in one frame. An idle commit-index update that
+// repeats what the follower acknowledged is answered by the pipeline
+// itself while the follower's broker is heard from
+// (transport_commit.go). Other frames without entries are flushed lazily
+// (2 ms) so they share syscalls. Measured: `strata bench
+// idle` (1,000 partitions at RF 3 on 3 brokers) and idle_test.go
+// (STRATA_IDLE_GROUPS=1000, raft and the Mux alone); figures in
+// docs/PERFORMANCE.md.
 //
 // Catch-up (transport_catchup.go): hashicorp/raft's pipeline sends a
 // follower at most MaxAppendEntries entries per new entry on the leader,

@@ -14,13 +14,21 @@ import (
 //
 //	STRATA_IDLE_GROUPS=1000 go test ./replication/ -run IdleCost -v
 //
+// STRATA_IDLE_HEARTBEAT=4s sets the heartbeat timeout as the broker
+// setting strata.partition.heartbeat.timeout.ms does.
+//
 // The figure per broker is the process's CPU divided by 3.
 func TestIdleCostOfManyGroups(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("STRATA_IDLE_GROUPS"))
 	if n <= 0 {
 		t.Skip("set STRATA_IDLE_GROUPS=1000 to measure")
 	}
-	h := newTestHarness(t, harnessConfig{Nodes: 3, Groups: n, Timing: partitionTiming})
+	timing := partitionTiming
+	if hb, err := time.ParseDuration(os.Getenv("STRATA_IDLE_HEARTBEAT")); err == nil {
+		// As strata.partition.heartbeat.timeout.ms sets it (broker.go).
+		timing = partitionTimingFor(hb)
+	}
+	h := newTestHarness(t, harnessConfig{Nodes: 3, Groups: n, Timing: timing})
 	for g := 0; g < n; g++ {
 		if _, err := h.Leader(g, 60*time.Second); err != nil {
 			t.Fatal(err)

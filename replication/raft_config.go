@@ -34,10 +34,16 @@ var (
 	// heartbeat every 200-400 ms, a commit-index update every 2.5-5 s); a
 	// leader SIGKILL is noticed in 2-4 s. Idle followers learn the commit
 	// index late, which costs nothing: consumers read from the leader.
-	partitionTiming = raftTiming{Heartbeat: 2 * time.Second, Election: 2 * time.Second, Commit: 2500 * time.Millisecond, Lease: time.Second}
+	partitionTiming = partitionTimingFor(2 * time.Second)
 	// metadataTiming is for the one metadata group: fail over faster.
 	metadataTiming = raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 100 * time.Millisecond, Lease: 500 * time.Millisecond}
 )
+
+// partitionTimingFor derives a partition group's timing from the
+// heartbeat timeout strata.partition.heartbeat.timeout.ms sets.
+func partitionTimingFor(hb time.Duration) raftTiming {
+	return raftTiming{Heartbeat: hb, Election: hb, Commit: hb * 5 / 4, Lease: hb / 2}
+}
 
 // newRaftConfig returns a raft.Config with every field set explicitly:
 // hashicorp's DefaultConfig is tuned for one group per process.

@@ -171,6 +171,10 @@ func encodeRPC(e *enc, v any) bool {
 	switch m := v.(type) {
 	case *rawMsg:
 		e.bytes(m.b)
+	case *beatRequests:
+		encodeBeats(e, m)
+	case *beatAnswers:
+		encodeBeatAnswers(e, m)
 	case *raft.AppendEntriesRequest:
 		e.header(m.RPCHeader)
 		e.u64(m.Term)
@@ -240,6 +244,10 @@ func decodeRPC(body []byte, v any) error {
 	switch m := v.(type) {
 	case *rawMsg:
 		m.b = d.bytes()
+	case *beatRequests:
+		decodeBeats(d, m)
+	case *beatAnswers:
+		decodeBeatAnswers(d, m)
 	case *raft.AppendEntriesRequest:
 		m.RPCHeader = d.header()
 		m.Term = d.u64()

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"reflect"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,5 +366,194 @@ func TestMuxWaitsForAGroupAboutToOpen(t *testing.T) {
 	}
 	if d := time.Since(start); d < unknownGroupWait-100*time.Millisecond || d > unknownGroupWait+time.Second {
 		t.Fatalf("refused after %v, want about %v", d, unknownGroupWait)
+	}
+}
+
+// Heartbeats of many groups to one peer travel together: one frame per
+// round, every heartbeat answered by its own group's handler; a group the
+// peer does not have, or one without a handler, is answered on its own.
+func TestMuxCoalescesHeartbeats(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	const groups = 200
+	var senders []*GroupTransport
+	var mu sync.Mutex
+	beats := map[string]int{}
+	for i := 0; i < groups; i++ {
+		id := "p-" + strconv.Itoa(i)
+		senders = append(senders, newTestGroup(t, a, id))
+		gb := newTestGroup(t, b, id)
+		gb.SetHeartbeatHandler(func(rpc raft.RPC) {
+			req := rpc.Command.(*raft.AppendEntriesRequest)
+			mu.Lock()
+			beats[id]++
+			mu.Unlock()
+			// Odd terms stand for a follower at a newer term, which refuses.
+			rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term + 1, Success: req.Term%2 == 0}, nil)
+		})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, groups)
+	for i, g := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			term := uint64(i + 1)
+			var resp raft.AppendEntriesResponse
+			err := g.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: term, Leader: []byte(a.Addr())}, &resp)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("group %d: %w", i, err)
+			case resp.Term != term+1 || resp.Success != (term%2 == 0):
+				errs <- fmt.Errorf("group %d got the answer %+v", i, resp)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(beats) != groups {
+		t.Fatalf("%d groups heard a heartbeat, want %d", len(beats), groups)
+	}
+	for id, n := range beats {
+		if n != 1 {
+			t.Fatalf("group %s heard %d heartbeats, want 1", id, n)
+		}
+	}
+	if sent, frames := a.beatsSent.Load(), a.beatFrames.Load(); sent != groups || frames > groups/10 {
+		t.Fatalf("%d heartbeats in %d frames: not coalesced", sent, frames)
+	}
+
+	// A group the peer does not run is refused alone.
+	lone := newTestGroup(t, a, "absent")
+	var resp raft.AppendEntriesResponse
+	err := lone.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 2}, &resp)
+	if !errors.Is(err, ErrRemote) {
+		t.Fatalf("heartbeat to a group the peer lacks: %v", err)
+	}
+	// A group without a heartbeat handler answers through its raft loop.
+	ga := newTestGroup(t, a, "loop")
+	gb := newTestGroup(t, b, "loop")
+	stop := make(chan struct{})
+	defer close(stop)
+	go serveEcho(gb, stop, nil)
+	if err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp); err != nil || !resp.Success || resp.Term != 4 {
+		t.Fatalf("heartbeat through the raft loop: %+v %v", resp, err)
+	}
+	// A peer that is gone fails the heartbeat within the RPC timeout.
+	b.Close()
+	start := time.Now()
+	if err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp); err == nil {
+		t.Fatal("heartbeat to a closed peer succeeded")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("heartbeat to a closed peer took %v", d)
+	}
+}
+
+// An idle leader's commit-index update that repeats what the follower
+// acknowledged is answered by the pipeline (transport_commit.go); one
+// that says anything new reaches the follower.
+func TestMuxPipelineAnswersRepeatedCommitUpdates(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	ga := newTestGroup(t, a, "g")
+	gb := newTestGroup(t, b, "g")
+	stop := make(chan struct{})
+	defer close(stop)
+	var seen atomic.Int32
+	go func() {
+		for {
+			select {
+			case rpc := <-gb.Consumer():
+				cmd := rpc.Command.(*raft.AppendEntriesRequest)
+				if !isHeartbeat(cmd) {
+					seen.Add(1)
+				}
+				rpc.Respond(&raft.AppendEntriesResponse{Term: cmd.Term, LastLog: cmd.PrevLogEntry + uint64(len(cmd.Entries)), Success: cmd.Term < 9}, nil)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	p, err := ga.AppendEntriesPipeline("b", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	send := func(req *raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		t.Helper()
+		if _, err := p.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case f := <-p.Consumer():
+			if err := f.Error(); err != nil {
+				t.Fatal(err)
+			}
+			if f.Request() != req {
+				t.Fatal("futures out of order")
+			}
+			return f.Response()
+		case <-time.After(5 * time.Second):
+			t.Fatal("no answer")
+		}
+		return nil
+	}
+	// Repeats are answered here only while b answers heartbeat rounds.
+	beat := func() {
+		t.Helper()
+		if err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{Term: 2, Leader: []byte("a")}, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat()
+	entries := &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 4, PrevLogTerm: 1, LeaderCommitIndex: 4,
+		Entries: []*raft.Log{{Index: 5, Term: 2, Data: []byte("x")}, {Index: 6, Term: 2, Data: []byte("y")}}}
+	steps := []struct {
+		req  *raft.AppendEntriesRequest
+		sent bool // reaches the follower
+	}{
+		{entries, true},
+		// The commit index moved: news.
+		{&raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 6, PrevLogTerm: 2, LeaderCommitIndex: 6}, true},
+		// Repeats of it: answered here.
+		{&raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 6, PrevLogTerm: 2, LeaderCommitIndex: 6}, false},
+		{&raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 6, PrevLogTerm: 2, LeaderCommitIndex: 6}, false},
+		// Another previous entry, term or commit index: sent.
+		{&raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 5, PrevLogTerm: 2, LeaderCommitIndex: 6}, true},
+		{&raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 5, PrevLogTerm: 2, LeaderCommitIndex: 6}, true},
+		{&raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 5, PrevLogTerm: 2, LeaderCommitIndex: 6}, false},
+		// Silence from b's broker: sent.
+		{nil, true},
+		{&raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 5, PrevLogTerm: 2, LeaderCommitIndex: 6}, false},
+		// A refused request forgets what was known: its repeat is sent.
+		{&raft.AppendEntriesRequest{Term: 9, PrevLogEntry: 5, PrevLogTerm: 2, LeaderCommitIndex: 6}, true},
+		{&raft.AppendEntriesRequest{Term: 9, PrevLogEntry: 5, PrevLogTerm: 2, LeaderCommitIndex: 6}, true},
+	}
+	for i, s := range steps {
+		if s.req == nil {
+			a.mu.Lock()
+			a.peers[b.Addr()].heard.Store(0)
+			a.mu.Unlock()
+			before := seen.Load()
+			resp := send(&raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 5, PrevLogTerm: 2, LeaderCommitIndex: 6})
+			if !resp.Success || seen.Load() == before {
+				t.Fatalf("step %d: answer %+v", i, resp)
+			}
+			beat()
+			continue
+		}
+		before := seen.Load()
+		resp := send(s.req)
+		if sent := seen.Load() > before; sent != s.sent {
+			t.Fatalf("step %d: reached the follower %v, want %v", i, sent, s.sent)
+		}
+		if want := s.req.Term < 9; resp.Success != want || resp.Term != s.req.Term {
+			t.Fatalf("step %d: answer %+v", i, resp)
+		}
+	}
+	if got := a.commitRepeats.Load(); got != 4 {
+		t.Fatalf("commitRepeats = %d, want 4", got)
 	}
 }
