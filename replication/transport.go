@@ -1109,8 +1109,9 @@ type muxPipeline struct {
 	ackLast   atomic.Uint64 // index of the last entry acknowledged (transport_catchup.go)
 	lookArmed atomic.Bool   // a catch-up look is pending (transport_catchup.go)
 
-	mu    sync.Mutex
-	known *followerState // protected by mu; transport_commit.go
+	mu      sync.Mutex
+	known   followerState // protected by mu; transport_commit.go
+	knownOK bool          // protected by mu; known holds an acknowledged state
 }
 
 func (p *muxPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {

@@ -32,6 +32,14 @@ func sampleRPCs() []any {
 				{Index: 43, Term: 7, Type: raft.LogNoop},
 			}, LeaderCommitIndex: 40},
 		&raft.AppendEntriesResponse{RPCHeader: h, Term: 7, LastLog: 43, Success: true, NoRetryBackoff: true},
+		&beatRequests{beats: []beat{
+			{group: "t-0", req: &raft.AppendEntriesRequest{RPCHeader: h, Term: 7, Leader: []byte("127.0.0.1:1")}},
+			{group: "t-1", req: &raft.AppendEntriesRequest{RPCHeader: h, Term: 3}},
+		}},
+		&beatAnswers{results: []beatResult{
+			{resp: raft.AppendEntriesResponse{RPCHeader: h, Term: 7, LastLog: 43, Success: true}},
+			{err: &remoteBeatError{msg: "unknown raft group t-1"}},
+		}},
 		&raft.RequestVoteRequest{RPCHeader: h, Term: 8, Candidate: []byte("c"), LastLogIndex: 43, LastLogTerm: 7, LeadershipTransfer: true},
 		&raft.RequestVoteResponse{RPCHeader: h, Term: 8, Peers: []byte("p"), Granted: true},
 		&raft.RequestPreVoteRequest{RPCHeader: h, Term: 9, LastLogIndex: 43, LastLogTerm: 7},
