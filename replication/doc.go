@@ -113,21 +113,28 @@
 // AppendEntries every CommitTimeout..2x; each follower arms a timer every
 // HeartbeatTimeout, each leader one every LeaderLeaseTimeout. Partition
 // groups (partitionTimingFor; strata.partition.heartbeat.timeout.ms, 2 s
-// by default): followers wait 2-4 s for their leader, a leader heartbeats
-// each follower every 200-400 ms, the lease is 1 s, idle followers get
-// the commit index every 2.5-5 s (a DeleteRecords sends a barrier entry
-// so that every replica applies it at once); the metadata group has
-// faster values. Heartbeats to one peer are coalesced
-// (transport_heartbeats.go): the Mux holds them up to 50 ms and sends one
-// frame per peer; the peer hands each to its group's raft heartbeat
-// handler and answers all in one frame. An idle commit-index update that
-// repeats what the follower acknowledged is answered by the pipeline
-// itself while the follower's broker is heard from
-// (transport_commit.go). Other frames without entries are flushed lazily
-// (2 ms) so they share syscalls. Measured: `strata bench
-// idle` (1,000 partitions at RF 3 on 3 brokers) and idle_test.go
+// by default): followers wait 2-4 s for their leader; a leader runs with
+// twice that heartbeat timeout (partitionGroup.fitTiming reloads raft's
+// config on each change of role), so it heartbeats each follower every
+// 400-800 ms; the lease is 2 s; idle followers get the commit index every
+// 6-12 s (a DeleteRecords sends a barrier entry so that every replica
+// applies it at once; a follower whose heartbeats resume after an outage
+// is sent what it missed at once, as raft alone would retry it only on
+// the next entry or CommitTimeout). The metadata group has faster values.
+// Heartbeats to one peer are coalesced (transport_heartbeats.go): the Mux
+// holds them up to 50 ms and sends one frame per peer; the peer hands
+// each to its group's raft heartbeat handler and answers all in one
+// frame; a steady group's heartbeat is answered at once with the peer's
+// last answer while it travels (same term, a success from a round sent
+// within a second, the peer heard from within a second). An idle
+// commit-index update that repeats what the follower acknowledged is
+// answered by the pipeline itself while the follower's broker is heard
+// from (transport_commit.go). Other frames without entries are flushed
+// lazily (2 ms) so they share syscalls. Measured: `strata bench idle`
+// (1,000 partitions at RF 3 on 3 brokers) and idle_test.go
 // (STRATA_IDLE_GROUPS=1000, raft and the Mux alone); figures in
-// docs/PERFORMANCE.md.
+// docs/PERFORMANCE.md. What is left is mostly the kernel's: every raft
+// timer fires at an instant of its own, and each wakes a thread.
 //
 // Catch-up (transport_catchup.go): hashicorp/raft's pipeline sends a
 // follower at most MaxAppendEntries entries per new entry on the leader,

@@ -17,15 +17,16 @@ import (
 //	strata_raft_heartbeats_total                       raft heartbeats this broker sent (all groups)
 //	strata_raft_heartbeat_frames_total                 frames that carried them (one per peer per round)
 var (
-	descLeaders    = prometheus.NewDesc("kafka_server_replicamanager_leadercount", "Partitions whose Raft group this broker leads.", nil, nil)
-	descHosted     = prometheus.NewDesc("kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker.", nil, nil)
-	descUnderRep   = prometheus.NewDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica list.", nil, nil)
-	descActiveCtl  = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 when this broker leads the metadata quorum.", nil, nil)
-	descInstalls   = prometheus.NewDesc("strata_partition_snapshot_installs_total", "Partition snapshot installs this broker received (segments streamed from a leader).", nil, nil)
-	descBeats      = prometheus.NewDesc("strata_raft_heartbeats_total", "Raft heartbeats this broker sent as a leader, all groups together.", nil, nil)
-	descBeatFrames = prometheus.NewDesc("strata_raft_heartbeat_frames_total", "Frames that carried this broker's raft heartbeats: one per peer per round.", nil, nil)
-	descRepeats    = prometheus.NewDesc("strata_raft_commit_repeats_total", "Idle commit-index updates this broker's pipelines answered themselves: the follower had acknowledged the same state already.", nil, nil)
-	descCatchUp    = prometheus.NewDesc("strata_raft_catchup_barriers_total", "Barrier entries this broker's partition leaders appended so that raft sends a follower the rest of a backlog at once instead of after CommitTimeout.", nil, nil)
+	descLeaders      = prometheus.NewDesc("kafka_server_replicamanager_leadercount", "Partitions whose Raft group this broker leads.", nil, nil)
+	descHosted       = prometheus.NewDesc("kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker.", nil, nil)
+	descUnderRep     = prometheus.NewDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica list.", nil, nil)
+	descActiveCtl    = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 when this broker leads the metadata quorum.", nil, nil)
+	descInstalls     = prometheus.NewDesc("strata_partition_snapshot_installs_total", "Partition snapshot installs this broker received (segments streamed from a leader).", nil, nil)
+	descBeats        = prometheus.NewDesc("strata_raft_heartbeats_total", "Raft heartbeats this broker sent as a leader, all groups together.", nil, nil)
+	descBeatsVouched = prometheus.NewDesc("strata_raft_heartbeats_vouched_total", "Raft heartbeats of steady groups answered at once with the follower's last answer while they travel.", nil, nil)
+	descBeatFrames   = prometheus.NewDesc("strata_raft_heartbeat_frames_total", "Frames that carried this broker's raft heartbeats: one per peer per round.", nil, nil)
+	descRepeats      = prometheus.NewDesc("strata_raft_commit_repeats_total", "Idle commit-index updates this broker's pipelines answered themselves: the follower had acknowledged the same state already.", nil, nil)
+	descCatchUp      = prometheus.NewDesc("strata_raft_catchup_barriers_total", "Barrier entries this broker's partition leaders appended so that raft sends a follower the rest of a backlog at once instead of after CommitTimeout.", nil, nil)
 )
 
 // RegisterMetrics registers the broker's replication collector on reg.
@@ -36,7 +37,7 @@ func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
 type brokerCollector struct{ b *Broker }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatFrames, descRepeats, descCatchUp} {
+	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp} {
 		ch <- d
 	}
 }
@@ -71,6 +72,7 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	if b.mux != nil {
 		ch <- prometheus.MustNewConstMetric(descCatchUp, prometheus.CounterValue, float64(b.mux.catchUpPokes.Load()))
 		ch <- prometheus.MustNewConstMetric(descBeats, prometheus.CounterValue, float64(b.mux.beatsSent.Load()))
+		ch <- prometheus.MustNewConstMetric(descBeatsVouched, prometheus.CounterValue, float64(b.mux.beatsVouched.Load()))
 		ch <- prometheus.MustNewConstMetric(descBeatFrames, prometheus.CounterValue, float64(b.mux.beatFrames.Load()))
 		ch <- prometheus.MustNewConstMetric(descRepeats, prometheus.CounterValue, float64(b.mux.commitRepeats.Load()))
 	}

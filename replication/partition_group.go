@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -51,7 +52,10 @@ type partitionGroup struct {
 	lp      *log.Partition
 	raft    *raft.Raft
 	store   *partitionStore
+	trans   *GroupTransport
 	voters  []int32 // the replicas when the group was opened
+	timing  raftTiming
+	single  bool // this broker is the only voter
 
 	mu     sync.Mutex
 	failed map[raft.ServerID]bool // protected by mu; followers whose heartbeats fail (leader only)
@@ -182,7 +186,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
 	trans.SetCatchUp(r)
-	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, voters: replicas, failed: map[raft.ServerID]bool{}}
+	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, trans: trans, voters: replicas, timing: timing, single: single, failed: map[raft.ServerID]bool{}}
 	b.groupsMu.Lock()
 	b.groups[tp] = g
 	b.byRaft[r] = g
@@ -199,8 +203,31 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		}); err != nil {
 			b.logger.Warn("partition raft: could not start the first election early", "partition", tp.String(), "err", err)
 		}
+		g.fitTiming(b.logger) // elected already: the reload above set a follower's timing
 	}
 	return nil
+}
+
+// fitTiming gives g's raft the heartbeat timeout of its role: a leader
+// runs with leaderHeartbeatFactor times its followers' (raft_config.go).
+// Called on every change of role (the observer) and after open.
+func (g *partitionGroup) fitTiming(logger *slog.Logger) {
+	if g.single {
+		return // no followers to heartbeat, no leader to wait for
+	}
+	hb, election := g.timing.Heartbeat, g.timing.Election
+	if g.raft.State() == raft.Leader {
+		hb *= leaderHeartbeatFactor
+		election = max(election, hb)
+	}
+	cur := g.raft.ReloadableConfig()
+	if cur.HeartbeatTimeout == hb && cur.ElectionTimeout == election {
+		return
+	}
+	cur.HeartbeatTimeout, cur.ElectionTimeout = hb, election
+	if err := g.raft.ReloadConfig(cur); err != nil {
+		logger.Warn("partition raft: heartbeat timeout not changed for the new role", "partition", g.tp.String(), "err", err)
+	}
 }
 
 // groupAnchor finds where the group's raft log begins in the segments:

@@ -119,10 +119,15 @@ func (b *Broker) observe() {
 				continue
 			}
 			switch d := o.Data.(type) {
+			case raft.RaftState:
+				g.fitTiming(b.logger)
 			case raft.FailedHeartbeatObservation:
 				g.setFailed(d.PeerID, true)
 			case raft.ResumedHeartbeatObservation:
 				g.setFailed(d.PeerID, false)
+				// raft retries a follower it lost only on a new entry or
+				// after CommitTimeout: send what it missed now.
+				g.trans.Poke()
 			}
 			if o.Raft.State() == raft.Leader {
 				b.queueReport(g)

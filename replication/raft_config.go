@@ -30,10 +30,15 @@ type raftTiming struct {
 
 var (
 	// partitionTiming is for partition groups, of which a broker runs
-	// thousands: about 3.5 RPCs a second per follower when idle (a
-	// heartbeat every 200-400 ms, a commit-index update every 2.5-5 s); a
-	// leader SIGKILL is noticed in 2-4 s. Idle followers learn the commit
+	// thousands: about two heartbeats a second per follower when idle
+	// (every 400-800 ms: leaders run with leaderHeartbeatFactor times the
+	// heartbeat timeout) and a commit-index update every 6-12 s (answered
+	// by the pipeline itself while nothing changed, transport_commit.go);
+	// a leader SIGKILL is noticed in 2-4 s. Idle followers learn the commit
 	// index late, which costs nothing: consumers read from the leader.
+	// CommitTimeout is also when raft retries a follower it lost while no
+	// entries come: a follower whose heartbeats resume is caught up at once
+	// instead (Broker.observe pokes the group's transport).
 	partitionTiming = partitionTimingFor(2 * time.Second)
 	// metadataTiming is for the one metadata group: fail over faster.
 	metadataTiming = raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 100 * time.Millisecond, Lease: 500 * time.Millisecond}
@@ -42,8 +47,12 @@ var (
 // partitionTimingFor derives a partition group's timing from the
 // heartbeat timeout strata.partition.heartbeat.timeout.ms sets.
 func partitionTimingFor(hb time.Duration) raftTiming {
-	return raftTiming{Heartbeat: hb, Election: hb, Commit: hb * 5 / 4, Lease: hb / 2}
+	return raftTiming{Heartbeat: hb, Election: hb, Commit: hb * 3, Lease: hb}
 }
+
+// leaderHeartbeatFactor: partition leaders run with this many times their
+// followers' HeartbeatTimeout (partitionGroup.fitTiming).
+const leaderHeartbeatFactor = 2
 
 // newRaftConfig returns a raft.Config with every field set explicitly:
 // hashicorp's DefaultConfig is tuned for one group per process.

@@ -139,6 +139,9 @@ type Mux struct {
 	// beatsSent and beatFrames count the heartbeats sent and the frames
 	// that carried them (metrics.go).
 	beatsSent, beatFrames atomic.Uint64
+	// beatsVouched counts heartbeats answered at once with the peer's last
+	// answer while they travel (transport_heartbeats.go).
+	beatsVouched atomic.Uint64
 	// commitRepeats counts idle commit-index updates a pipeline answered
 	// itself (transport_commit.go).
 	commitRepeats atomic.Uint64
@@ -709,6 +712,11 @@ func (cc *clientConn) fail(err error) {
 	pending := cc.pending
 	cc.pending = nil
 	cc.mu.Unlock()
+	if cc.peer != nil {
+		// A connection to the peer broke: nothing is answered on its
+		// behalf (repeats, steady heartbeats) until a frame arrives again.
+		cc.peer.heard.Store(0)
+	}
 	cc.c.Close()
 	for _, cl := range pending {
 		cl.done <- err

@@ -61,6 +61,16 @@ func (g *GroupTransport) SetCatchUp(r *raft.Raft) {
 	g.catchUp.Store(c)
 }
 
+// Poke makes the group's raft send to its followers now, when it leads
+// (a barrier entry, as a catch-up): for a follower raft lost and that is
+// back, which raft would otherwise retry only on the next entry or after
+// CommitTimeout. No-op before SetCatchUp.
+func (g *GroupTransport) Poke() {
+	if c := g.catchUp.Load(); c != nil {
+		c.poke()
+	}
+}
+
 // caughtUp is called by a pipeline, in order, for each successful answer:
 // when it acknowledges the last entry sent and the log goes further, the
 // rest is asked for.

@@ -35,9 +35,10 @@ const (
 	// commitRefresh is the longest a pipeline answers repeats itself.
 	commitRefresh = 30 * time.Second
 	// repeatLiveness is how recently a frame from the follower's broker
-	// must have arrived for a repeat to be answered here: above a
-	// partition leader's heartbeat interval (200-400 ms, plus
-	// heartbeatCoalesce), at most its lease (raft_config.go).
+	// must have arrived for a repeat (or a steady heartbeat,
+	// transport_heartbeats.go) to be answered here: above the interval
+	// of frames from a peer leading or following many groups, well inside
+	// the 2 s lease (raft_config.go).
 	repeatLiveness = time.Second
 )
 

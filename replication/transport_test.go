@@ -223,9 +223,9 @@ func TestMuxHeartbeatTakesTheFastPath(t *testing.T) {
 	a, b := newTestMux(t), newTestMux(t)
 	ga := newTestGroup(t, a, "g")
 	gb := newTestGroup(t, b, "g")
-	beats := 0
+	var beats atomic.Int32
 	gb.SetHeartbeatHandler(func(rpc raft.RPC) {
-		beats++
+		beats.Add(1)
 		rpc.Respond(&raft.AppendEntriesResponse{Term: rpc.Command.(*raft.AppendEntriesRequest).Term, Success: true}, nil)
 	})
 	hb := &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 2}
@@ -235,8 +235,13 @@ func TestMuxHeartbeatTakesTheFastPath(t *testing.T) {
 			t.Fatalf("heartbeat %d: %+v %v", i, resp, err)
 		}
 	}
-	if beats != 10 {
-		t.Fatalf("%d heartbeats on the fast path, want 10", beats)
+	// All ten reach the handler; once the group is steady they are
+	// answered at once and travel in the next round
+	// (TestMuxVouchesForSteadyHeartbeats), so wait for that round.
+	for deadline := time.Now().Add(2 * time.Second); beats.Load() != 10; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d heartbeats on the fast path, want 10", beats.Load())
+		}
 	}
 	if n := len(gb.Consumer()); n != 0 {
 		t.Fatalf("%d heartbeats queued for the raft loop", n)
@@ -449,14 +454,19 @@ func TestMuxCoalescesHeartbeats(t *testing.T) {
 	if err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp); err != nil || !resp.Success || resp.Term != 4 {
 		t.Fatalf("heartbeat through the raft loop: %+v %v", resp, err)
 	}
-	// A peer that is gone fails the heartbeat within the RPC timeout.
+	// A peer that is gone fails the heartbeat within the RPC timeout (the
+	// group being steady, the first may be answered with the last answer
+	// while the connection's end is noticed: TestMuxVouchesForSteadyHeartbeats).
 	b.Close()
 	start := time.Now()
-	if err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp); err == nil {
-		t.Fatal("heartbeat to a closed peer succeeded")
+	for ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp) == nil {
+		if time.Since(start) > repeatLiveness {
+			t.Fatal("heartbeats to a closed peer still succeed")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("heartbeat to a closed peer took %v", d)
+		t.Fatalf("heartbeat to a closed peer failed only after %v", d)
 	}
 }
 
@@ -563,5 +573,66 @@ func TestMuxPipelineAnswersRepeatedCommitUpdates(t *testing.T) {
 	}
 	if got := a.commitRepeats.Load(); got != 4 {
 		t.Fatalf("commitRepeats = %d, want 4", got)
+	}
+}
+
+// A steady group's heartbeat is answered at once with the peer's last
+// answer while it still travels (transport_heartbeats.go); a new term, a
+// refusal or a broken connection makes the next one wait for its round.
+func TestMuxVouchesForSteadyHeartbeats(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	ga := newTestGroup(t, a, "g")
+	gb := newTestGroup(t, b, "g")
+	var heard atomic.Int32
+	var refuse atomic.Bool
+	gb.SetHeartbeatHandler(func(rpc raft.RPC) {
+		req := rpc.Command.(*raft.AppendEntriesRequest)
+		heard.Add(1)
+		rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, Success: !refuse.Load()}, nil)
+	})
+	beat := func(term uint64) (raft.AppendEntriesResponse, time.Duration, error) {
+		var resp raft.AppendEntriesResponse
+		start := time.Now()
+		err := ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: term, Leader: []byte(a.Addr())}, &resp)
+		return resp, time.Since(start), err
+	}
+	// The first heartbeat of a term waits for its round.
+	if resp, d, err := beat(3); err != nil || !resp.Success || d < heartbeatCoalesce/2 {
+		t.Fatalf("first heartbeat: %+v after %v, %v; want a success after its round", resp, d, err)
+	}
+	// The next is vouched for at once, and still reaches the follower.
+	if resp, d, err := beat(3); err != nil || !resp.Success || d > heartbeatCoalesce/2 {
+		t.Fatalf("steady heartbeat: %+v after %v, %v; want the last answer at once", resp, d, err)
+	}
+	if a.beatsVouched.Load() != 1 {
+		t.Fatalf("%d heartbeats vouched for, want 1", a.beatsVouched.Load())
+	}
+	for deadline := time.Now().Add(2 * time.Second); heard.Load() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the vouched heartbeat never reached the follower (%d heard)", heard.Load())
+		}
+	}
+	// A new term waits.
+	if _, d, err := beat(4); err != nil || d < heartbeatCoalesce/2 {
+		t.Fatalf("heartbeat of a new term answered after %v (%v); want its round", d, err)
+	}
+	// A refusal is not vouched for: after it travels, the next one waits
+	// and sees the refusal itself.
+	refuse.Store(true)
+	beat(4) // vouched: the refusal travels in its round
+	time.Sleep(3 * heartbeatCoalesce)
+	if resp, _, err := beat(4); err != nil || resp.Success {
+		t.Fatalf("heartbeat after a refusal: %+v, %v; want the refusal", resp, err)
+	}
+	// A broken connection ends vouching: a peer that is gone fails.
+	refuse.Store(false)
+	beat(4)
+	if resp, _, err := beat(4); err != nil || !resp.Success {
+		t.Fatalf("steady again: %+v, %v", resp, err)
+	}
+	b.Close()
+	time.Sleep(100 * time.Millisecond)
+	if _, _, err := beat(4); err == nil {
+		t.Fatal("heartbeat to a closed peer succeeded")
 	}
 }
