@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
@@ -167,6 +170,7 @@ func TestReplicatedPartition(t *testing.T) {
 		acked++
 	}
 	q.waitSameReplicas("rep", 0, acked)
+	q.checkRoleTiming("rep", 0)
 	for _, b := range q.localBatches(li, "rep", 0) {
 		h, _ := segment.ParseHeader(b)
 		if h.LeaderEpoch != q.brokers[li].img.Load().topics["rep"].Partitions[0].LeaderEpoch {
@@ -193,6 +197,7 @@ func TestReplicatedPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.waitSameReplicas("rep", 0, acked)
+	q.checkRoleTiming("rep", 0) // the new leader took a leader's timing, the old one a follower's
 
 	// Preferred leader election: leadership goes back to the first
 	// replica once it is in the ISR.
@@ -468,4 +473,37 @@ func TestReassignPartition(t *testing.T) {
 	waitReplicas([]int32{1, 2, 3})
 	q.produceTo("mv", 0, batch(1, -1, -1, -1))
 	q.waitSameReplicas("mv", 0, 36)
+}
+
+// checkRoleTiming waits until every running replica of the partition
+// runs with its role's heartbeat timeout: the leader with
+// leaderHeartbeatFactor times the followers' (partitionGroup.fitTiming).
+func (q *testQuorum) checkRoleTiming(topic string, part int32) {
+	q.t.Helper()
+	tp := log.TopicPartition{Topic: topic, Partition: part}
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		last = ""
+		for i, b := range q.brokers {
+			if b == nil {
+				continue
+			}
+			g := b.group(tp)
+			if g == nil {
+				last += fmt.Sprintf("broker %d has no group; ", i+1)
+				continue
+			}
+			want := g.timing.Heartbeat
+			if g.raft.State() == raft.Leader {
+				want *= leaderHeartbeatFactor
+			}
+			if got := g.raft.ReloadableConfig().HeartbeatTimeout; got != want {
+				last += fmt.Sprintf("broker %d (%v) heartbeat timeout %v, want %v; ", i+1, g.raft.State(), got, want)
+			}
+		}
+		if last == "" {
+			return
+		}
+	}
+	q.t.Fatalf("role timing: %s", last)
 }
