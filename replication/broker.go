@@ -87,6 +87,7 @@ type Broker struct {
 	stop         chan struct{}
 	stopOnce     sync.Once
 	observerDone chan struct{}
+	memoDone     chan struct{}
 	reporterDone chan struct{}
 	reassignDone chan struct{}
 
@@ -140,11 +141,12 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		partitionTiming: partitionTiming,
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
-		observerDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{})}
+		observerDone: make(chan struct{}), memoDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{})}
 	if cfg.PartitionHeartbeat > 0 {
 		b.partitionTiming = partitionTimingFor(cfg.PartitionHeartbeat)
 	}
 	go b.observe()
+	go b.sweepMemos()
 	go b.reportLeaders()
 	go b.reassignLoop()
 	if err := b.openRaft(); err != nil {
@@ -181,7 +183,7 @@ func (b *Broker) closeRaft() error {
 	// Bounded: a report proposed just as raft shut down may wait on a
 	// future raft never answers (an entry left in its apply queue); its
 	// goroutine must not hold Close forever.
-	for _, done := range []chan struct{}{b.observerDone, b.reporterDone, b.reassignDone} {
+	for _, done := range []chan struct{}{b.observerDone, b.memoDone, b.reporterDone, b.reassignDone} {
 		select {
 		case <-done:
 		case <-time.After(2 * time.Second):

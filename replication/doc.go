@@ -194,7 +194,13 @@
 //     index sequence stays dense and every replica applies the same thing.
 //     Followers store what GetLog returned: already stamped batches, written
 //     as they are (log.Partition.AppendReplica: the stamped offset,
-//     producer state updated, nothing refused).
+//     producer state updated, nothing refused). raft reads each batch back
+//     several times within milliseconds (once per follower to send it, once
+//     more for the term of the entry before a send, once on each follower
+//     to apply it): a small memo per partition (partition_memo.go) keeps
+//     the last batches appended or read, in memory only, so those reads
+//     are not preads; a follower decodes a lone entry without copying it
+//     out of its frame (transport_codec.go).
 //   - Commit index -> high watermark: FSM.Apply of a command entry calls
 //     Partition.Commit(last+1) and returns the offsets; the producer is
 //     answered from the ApplyFuture (acks=1 and acks=all alike). FSM.Apply

@@ -131,6 +131,10 @@ type partitionStore struct {
 	base       uint64     // protected by mu; the anchor's index
 	baseOffset int64      // protected by mu; the log offset at the anchor
 	locs       []entryLoc // protected by mu; locs[i] is index base+1+i
+
+	// memo keeps the batches raft is about to read back for followers
+	// (partition_memo.go).
+	memo batchMemo
 }
 
 var _ raft.LogStore = (*partitionStore)(nil)
@@ -266,6 +270,10 @@ func (s *partitionStore) GetLog(index uint64, out *raft.Log) error {
 	if l.last < 0 {
 		return s.side.GetLog(index, out)
 	}
+	if b := s.memo.get(index); b != nil {
+		*out = raft.Log{Index: index, Term: l.term, Type: raft.LogCommand, Data: b}
+		return nil
+	}
 	b, err := s.p.BatchAt(l.offset)
 	if err == nil {
 		if h, herr := segment.ParseHeader(b); herr != nil || h.LastOffset() != l.last {
@@ -289,6 +297,9 @@ func (s *partitionStore) GetLog(index uint64, out *raft.Log) error {
 	if err != nil {
 		return fmt.Errorf("%w: index %d: %w", errPartitionStore, index, err)
 	}
+	if !s.single {
+		s.memo.put(index, b) // a fresh read: nobody else holds it
+	}
 	*out = raft.Log{Index: index, Term: l.term, Type: raft.LogCommand, Data: b}
 	return nil
 }
@@ -299,6 +310,7 @@ func (s *partitionStore) resetTo(index uint64, offset int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.base, s.baseOffset, s.locs = index, offset, nil
+	s.memo.drop(func(uint64) bool { return true })
 	s.applied.Store(index)
 	if err := s.side.DeleteRange(0, ^uint64(0)); err != nil {
 		s.logger.Warn("partition raft side log not cut after a snapshot install", "err", err)
@@ -343,6 +355,11 @@ func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
 				continue
 			}
 			s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset, appendTime: res.LogAppendTime})
+			// Append stamped e.Data in place; the producer's buffer is
+			// reused once Produce returns, so the memo keeps a copy.
+			if !s.single {
+				s.memo.put(e.Index, append([]byte(nil), e.Data...))
+			}
 			continue
 		}
 		h, err := segment.ParseHeader(e.Data)
@@ -353,6 +370,10 @@ func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
 		if err != nil {
 			return fmt.Errorf("%w: entry %d: %w", errPartitionStore, e.Index, err)
 		}
+		// raft reads it back to apply it. e.Data is the follower's own
+		// (the transport decodes a frame of one entry without copying
+		// it, of several entries into a copy each), read-only from here.
+		s.memo.put(e.Index, e.Data)
 		s.locs = append(s.locs, entryLoc{term: e.Term, offset: res.BaseOffset, last: res.LastOffset, appendTime: -1})
 	}
 	return nil
@@ -404,6 +425,7 @@ func (s *partitionStore) DeleteRange(min, max uint64) error {
 			return err
 		}
 		s.locs = s.locs[:i]
+		s.memo.drop(func(i uint64) bool { return i >= min })
 		return nil
 	}
 	if min == s.base+1 { // prefix

@@ -405,27 +405,35 @@ func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter) {
 			}
 			return
 		}
-		if err := m.handle(f, w); err != nil {
+		kept, err := m.handle(f, w)
+		if err != nil {
 			m.logger.Warn("raft transport: bad request; closing connection", "remote", c.RemoteAddr().String(), "err", err)
 			return
 		}
-		if cap(buf) > bigFrameBytes {
-			buf = nil
+		if kept || cap(buf) > bigFrameBytes {
+			buf = nil // the next frame gets a buffer of its own
 		}
 	}
 }
 
 // handle dispatches one request frame. An error closes the connection
-// (the frame did not decode); refusals are answered with kindError.
-func (m *Mux) handle(f frame, w *frameWriter) error {
+// (the frame did not decode); refusals are answered with kindError. kept
+// reports that the request holds on to f's buffer (an AppendEntries'
+// entries alias it rather than copy each batch once more), so the reader
+// must not reuse it.
+func (m *Mux) handle(f frame, w *frameWriter) (kept bool, err error) {
 	var cmd any
 	switch f.kind {
 	case kindForward:
-		return m.handleForward(f, w)
+		return false, m.handleForward(f, w)
 	case kindHeartbeats:
-		return m.handleHeartbeats(f, w)
+		return false, m.handleHeartbeats(f, w)
 	case kindAppendEntries:
-		cmd = new(raft.AppendEntriesRequest)
+		ae := new(raft.AppendEntriesRequest)
+		if err := decodeAppendEntriesOwned(f.body, ae); err != nil {
+			return false, err
+		}
+		return len(ae.Entries) > 0, m.dispatch(f, w, ae)
 	case kindRequestVote:
 		cmd = new(raft.RequestVoteRequest)
 	case kindRequestPreVote:
@@ -433,11 +441,16 @@ func (m *Mux) handle(f frame, w *frameWriter) error {
 	case kindTimeoutNow:
 		cmd = new(raft.TimeoutNowRequest)
 	default:
-		return fmt.Errorf("%w: request kind %d on an rpc connection", ErrTransportCodec, f.kind)
+		return false, fmt.Errorf("%w: request kind %d on an rpc connection", ErrTransportCodec, f.kind)
 	}
 	if err := decodeRPC(f.body, cmd); err != nil {
-		return err
+		return false, err
 	}
+	return false, m.dispatch(f, w, cmd)
+}
+
+// dispatch hands a decoded request to its group.
+func (m *Mux) dispatch(f frame, w *frameWriter, cmd any) error {
 	g := m.group(f.group)
 	if g == nil {
 		// A group is opened on each replica when that broker applies the
@@ -866,7 +879,7 @@ func (fw *frameWriter) writeMsg(kind byte, reqID uint64, group []byte, msg any) 
 }
 
 func (fw *frameWriter) writeMsgLazy(kind byte, reqID uint64, group []byte, msg any, lazy bool) error {
-	e := &enc{b: make([]byte, frameHeaderBytes, 64+len(group))}
+	e := &enc{b: make([]byte, frameHeaderBytes, frameHeaderBytes+64+len(group)+encodedSizeHint(msg))}
 	e.u64(uint64(len(group)))
 	e.b = append(e.b, group...)
 	if !encodeRPC(e, msg) {

@@ -50,6 +50,9 @@ func (e *enc) header(h raft.RPCHeader) {
 type dec struct {
 	b   []byte
 	err error
+	// owned: the body is not reused after decoding, so entries' data may
+	// alias it (dataBytes).
+	owned bool
 }
 
 func (d *dec) fail(what string) {
@@ -105,6 +108,28 @@ func (d *dec) bytes() []byte {
 	return out
 }
 
+// dataBytes is bytes for an entry's data: aliased (capacity cut to its
+// length) when the body is owned, else a copy.
+func (d *dec) dataBytes() []byte {
+	if !d.owned {
+		return d.bytes()
+	}
+	n := d.u64()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("byte string runs past the frame")
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	out := d.b[:n:n]
+	d.b = d.b[n:]
+	return out
+}
+
 func (d *dec) bool() bool {
 	if d.err != nil {
 		return false
@@ -154,12 +179,29 @@ func decodeLog(d *dec) *raft.Log {
 		d.fail("bad log type")
 	}
 	l.Type = raft.LogType(t)
-	l.Data = d.bytes()
+	l.Data = d.dataBytes()
 	l.Extensions = d.bytes()
 	if ns := d.i64(); ns != 0 {
 		l.AppendedAt = time.Unix(0, ns)
 	}
 	return l
+}
+
+// encodedSizeHint is about how many bytes encodeRPC appends for v: an
+// AppendEntries' entries are most of a replication frame, and growing the
+// buffer by appends copied each batch twice more on average.
+func encodedSizeHint(v any) int {
+	switch m := v.(type) {
+	case *raft.AppendEntriesRequest:
+		n := 64 + len(m.ID) + len(m.Addr) + len(m.Leader)
+		for _, l := range m.Entries {
+			n += 48 + len(l.Data) + len(l.Extensions)
+		}
+		return n
+	case *rawMsg:
+		return 16 + len(m.b)
+	}
+	return 64
 }
 
 // rawMsg is an opaque body (forwarded broker requests, transport.go).
@@ -240,7 +282,18 @@ func encodeRPC(e *enc, v any) bool {
 
 // decodeRPC fills v (a pointer to one of raft's structs) from body.
 func decodeRPC(body []byte, v any) error {
-	d := &dec{b: body}
+	return decodeRPCFrom(&dec{b: body}, v)
+}
+
+// decodeAppendEntriesOwned is decodeRPC for a body the caller never reuses:
+// the data of a lone entry aliases it instead of being copied (a follower
+// receives most batches this way under load); several entries are copied
+// each, so that each is a buffer of its own.
+func decodeAppendEntriesOwned(body []byte, m *raft.AppendEntriesRequest) error {
+	return decodeRPCFrom(&dec{b: body, owned: true}, m)
+}
+
+func decodeRPCFrom(d *dec, v any) error {
 	switch m := v.(type) {
 	case *rawMsg:
 		m.b = d.bytes()
@@ -261,6 +314,11 @@ func decodeRPC(body []byte, v any) error {
 		}
 		if n > 0 {
 			m.Entries = make([]*raft.Log, 0, n)
+		}
+		if n != 1 {
+			// Aliasing one of several entries would keep the whole frame
+			// alive as long as that entry (partition_memo.go keeps some).
+			d.owned = false
 		}
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			m.Entries = append(m.Entries, decodeLog(d))

@@ -97,6 +97,14 @@ func FuzzDecodeRPC(f *testing.F) {
 		f.Add(e.b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// A follower decodes AppendEntries without copying the entries'
+		// data out of the frame: the result must be the same.
+		var copied, owned raft.AppendEntriesRequest
+		errCopied := decodeRPC(b, &copied)
+		errOwned := decodeAppendEntriesOwned(append([]byte(nil), b...), &owned)
+		if (errCopied == nil) != (errOwned == nil) || (errCopied == nil && !reflect.DeepEqual(copied, owned)) {
+			t.Fatalf("owned decoding differs: %v / %v", errCopied, errOwned)
+		}
 		for _, v := range sampleRPCs() {
 			target := reflect.New(reflect.TypeOf(v).Elem()).Interface()
 			if err := decodeRPC(b, target); err == nil {
