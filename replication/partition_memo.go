@@ -17,9 +17,10 @@ import (
 // producer's buffer is reused once Produce returns), a follower's
 // (its own already: transport_codec.go's owned decoding) and batches read
 // back from the segments. Entries are
-// read-only once put. They leave when their slot is reused, when the log
-// is truncated under them, after memoMaxAge (sweepMemos), or are not kept
-// at all past memoBudget bytes for the whole process.
+// read-only once put. They leave once applied but for the last
+// memoKeepApplied, when their slot is reused, when the log is truncated
+// under them, after memoMaxAge (sweepMemos), or are not kept at all past
+// memoBudget bytes for the whole process.
 
 const (
 	// memoSlots is how many batches one partition keeps: a producer has
@@ -29,6 +30,9 @@ const (
 	// memoMaxAge is how long a batch stays: raft reads a batch back for
 	// its followers within milliseconds of the append under load.
 	memoMaxAge = time.Second
+	// memoKeepApplied is how many applied batches stay (the rest are
+	// dropped as they are applied): a memo holds what is in flight.
+	memoKeepApplied = 2
 	// memoBudget bounds all partitions' memos together.
 	memoBudget = 64 << 20
 )

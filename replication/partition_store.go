@@ -484,6 +484,12 @@ func (f *partitionFSM) Apply(l *raft.Log) any {
 	}
 	f.store.p.Commit(loc.last + 1)
 	f.store.applied.Store(l.Index)
+	// Applied: a follower is done with its batch; a leader may still send
+	// it to its slower follower or ask for its term (the entry before a
+	// send), so it keeps the last two.
+	if l.Index > memoKeepApplied {
+		f.store.memo.drop(func(i uint64) bool { return i <= l.Index-memoKeepApplied })
+	}
 	return partitionResult{res: log.AppendResult{BaseOffset: loc.offset, LastOffset: loc.last, LogAppendTime: loc.appendTime, LogStartOffset: f.store.p.LogStartOffset()}}
 }
 
