@@ -879,13 +879,16 @@ func (fw *frameWriter) writeMsg(kind byte, reqID uint64, group []byte, msg any) 
 }
 
 func (fw *frameWriter) writeMsgLazy(kind byte, reqID uint64, group []byte, msg any, lazy bool) error {
-	e := &enc{b: make([]byte, frameHeaderBytes, frameHeaderBytes+64+len(group)+encodedSizeHint(msg))}
+	e := &enc{b: make([]byte, frameHeaderBytes, frameHeaderBytes+64+len(group)+encodedSizeHint(msg)), vec: true}
 	e.u64(uint64(len(group)))
 	e.b = append(e.b, group...)
 	if !encodeRPC(e, msg) {
 		return fmt.Errorf("%w: cannot encode %T", ErrTransportCodec, msg)
 	}
-	return fw.write(kind, reqID, e.b, lazy)
+	if len(e.parts) == 0 {
+		return fw.write(kind, reqID, e.b, lazy)
+	}
+	return fw.writeParts(kind, reqID, append(e.parts, e.b), lazy)
 }
 
 func (fw *frameWriter) writeError(reqID uint64, group []byte, msg string) error {
@@ -899,10 +902,23 @@ func (fw *frameWriter) writeError(reqID uint64, group []byte, msg string) error 
 // write fills in the header of b (frameHeaderBytes reserved at its start)
 // and writes it.
 func (fw *frameWriter) write(kind byte, reqID uint64, b []byte, lazy bool) error {
-	if len(b)-4 > maxFrameBytes {
-		return fmt.Errorf("replication: frame of %d bytes exceeds %d", len(b)-4, maxFrameBytes)
+	return fw.writeParts(kind, reqID, [][]byte{b}, lazy)
+}
+
+// writeParts writes one frame made of parts, in order; the first has
+// frameHeaderBytes reserved at its start for the header. Parts larger than
+// the buffer's room go to the connection without being copied (bufio
+// writes them directly once the buffer is flushed).
+func (fw *frameWriter) writeParts(kind byte, reqID uint64, parts [][]byte, lazy bool) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
 	}
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	if n-4 > maxFrameBytes {
+		return fmt.Errorf("replication: frame of %d bytes exceeds %d", n-4, maxFrameBytes)
+	}
+	b := parts[0]
+	binary.BigEndian.PutUint32(b[0:4], uint32(n-4))
 	b[4] = kind
 	binary.BigEndian.PutUint64(b[5:13], reqID)
 	fw.waiting.Add(1)
@@ -912,7 +928,17 @@ func (fw *frameWriter) write(kind byte, reqID uint64, b []byte, lazy bool) error
 		fw.waiting.Add(-1)
 		return fw.werr
 	}
-	_, err := fw.w.Write(b)
+	var err error
+	for _, p := range parts {
+		if len(p) > fw.w.Available() {
+			// bufio flushes (or writes p itself) here, not only in
+			// flushLocked: the deadline must cover these writes too.
+			fw.c.SetWriteDeadline(time.Now().Add(fw.timeout))
+		}
+		if _, err = fw.w.Write(p); err != nil {
+			break
+		}
+	}
 	if fw.waiting.Add(-1) == 0 && err == nil {
 		if lazy {
 			if !fw.armed {

@@ -22,14 +22,35 @@ import (
 // carried it is closed.
 var ErrTransportCodec = errors.New("replication: bad transport frame")
 
-// enc appends fields to a buffer.
-type enc struct{ b []byte }
+// enc appends fields to a buffer. With vec set, an entry's data of at
+// least vecMinBytes is not copied: what b holds so far and the data are
+// moved to parts, and the frame is written from parts then b
+// (frameWriter.writeParts), the data straight from where raft keeps it.
+type enc struct {
+	b     []byte
+	vec   bool
+	parts [][]byte
+}
+
+// vecMinBytes: smaller data is copied (a separate write costs more).
+const vecMinBytes = 4 << 10
 
 func (e *enc) u64(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) i64(v int64)  { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) bytes(v []byte) {
 	e.u64(uint64(len(v)))
 	e.b = append(e.b, v...)
+}
+
+// data is bytes for an entry's data (see vec).
+func (e *enc) data(v []byte) {
+	if !e.vec || len(v) < vecMinBytes {
+		e.bytes(v)
+		return
+	}
+	e.u64(uint64(len(v)))
+	e.parts = append(e.parts, e.b, v)
+	e.b = make([]byte, 0, 64)
 }
 func (e *enc) bool(v bool) {
 	if v {
@@ -163,7 +184,7 @@ func encodeLog(e *enc, l *raft.Log) {
 	e.u64(l.Index)
 	e.u64(l.Term)
 	e.u64(uint64(l.Type))
-	e.bytes(l.Data)
+	e.data(l.Data)
 	e.bytes(l.Extensions)
 	if l.AppendedAt.IsZero() {
 		e.i64(0)
@@ -187,15 +208,17 @@ func decodeLog(d *dec) *raft.Log {
 	return l
 }
 
-// encodedSizeHint is about how many bytes encodeRPC appends for v: an
-// AppendEntries' entries are most of a replication frame, and growing the
-// buffer by appends copied each batch twice more on average.
+// encodedSizeHint is about how many bytes encodeRPC appends to e.b for v
+// in vec mode: growing the buffer by appends copied it again and again.
 func encodedSizeHint(v any) int {
 	switch m := v.(type) {
 	case *raft.AppendEntriesRequest:
 		n := 64 + len(m.ID) + len(m.Addr) + len(m.Leader)
 		for _, l := range m.Entries {
-			n += 48 + len(l.Data) + len(l.Extensions)
+			n += 48 + len(l.Extensions)
+			if len(l.Data) < vecMinBytes {
+				n += len(l.Data)
+			}
 		}
 		return n
 	case *rawMsg:
