@@ -10,7 +10,7 @@ import (
 // Catching a follower up (doc.go, "Raft timing"). hashicorp/raft's
 // pipeline sends a follower at most MaxAppendEntries entries per trigger,
 // and a trigger is a new entry on the leader -- or, when none comes, its
-// CommitTimeout (2.5-5 s for partition groups). Triggers coalesce, so a
+// CommitTimeout (6-12 s for partition groups; 2.5-5 s when this was written). Triggers coalesce, so a
 // burst of entries outruns the sends and what is left behind waits: a
 // burst of 2,560 entries took 38-83 s to commit in the harness
 // (TestHarnessBurstReachesFollowersPromptly), a follower back from an

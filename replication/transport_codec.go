@@ -112,29 +112,25 @@ func (d *dec) i64() int64 {
 // bytes returns a copy: frames are read into reused buffers, and raft
 // keeps entries (their Data) after the RPC returns.
 func (d *dec) bytes() []byte {
-	n := d.u64()
-	if d.err != nil {
+	b := d.span()
+	if b == nil {
 		return nil
 	}
-	if n > uint64(len(d.b)) {
-		d.fail("byte string runs past the frame")
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]byte, n)
-	copy(out, d.b[:n])
-	d.b = d.b[n:]
-	return out
+	return append(make([]byte, 0, len(b)), b...)
 }
 
-// dataBytes is bytes for an entry's data: aliased (capacity cut to its
-// length) when the body is owned, else a copy.
+// dataBytes is bytes for an entry's data: aliased when the body is owned,
+// else a copy.
 func (d *dec) dataBytes() []byte {
 	if !d.owned {
 		return d.bytes()
 	}
+	return d.span()
+}
+
+// span reads a length-prefixed byte string and returns it as it lies in
+// the body (capacity cut to its length), nil when empty or on an error.
+func (d *dec) span() []byte {
 	n := d.u64()
 	if d.err != nil {
 		return nil

@@ -121,6 +121,13 @@ func FuzzDecodeRPC(f *testing.F) {
 	})
 }
 
+// newTestPair starts two Muxes, a and b, each with the group "g".
+func newTestPair(t *testing.T) (a, b *Mux, ga, gb *GroupTransport) {
+	t.Helper()
+	a, b = newTestMux(t), newTestMux(t)
+	return a, b, newTestGroup(t, a, "g"), newTestGroup(t, b, "g")
+}
+
 // newTestMux starts a Mux on 127.0.0.1 closed at the end of the test.
 func newTestMux(t *testing.T) *Mux {
 	t.Helper()
@@ -229,9 +236,7 @@ func TestMuxCarriesEveryRPCToItsGroup(t *testing.T) {
 }
 
 func TestMuxHeartbeatTakesTheFastPath(t *testing.T) {
-	a, b := newTestMux(t), newTestMux(t)
-	ga := newTestGroup(t, a, "g")
-	gb := newTestGroup(t, b, "g")
+	_, b, ga, gb := newTestPair(t)
 	var beats atomic.Int32
 	gb.SetHeartbeatHandler(func(rpc raft.RPC) {
 		beats.Add(1)
@@ -258,9 +263,7 @@ func TestMuxHeartbeatTakesTheFastPath(t *testing.T) {
 }
 
 func TestMuxPipelineKeepsOrder(t *testing.T) {
-	a, b := newTestMux(t), newTestMux(t)
-	ga := newTestGroup(t, a, "g")
-	gb := newTestGroup(t, b, "g")
+	_, b, ga, gb := newTestPair(t)
 	stop := make(chan struct{})
 	defer close(stop)
 	go serveEcho(gb, stop, nil)
@@ -483,9 +486,7 @@ func TestMuxCoalescesHeartbeats(t *testing.T) {
 // acknowledged is answered by the pipeline (transport_commit.go); one
 // that says anything new reaches the follower.
 func TestMuxPipelineAnswersRepeatedCommitUpdates(t *testing.T) {
-	a, b := newTestMux(t), newTestMux(t)
-	ga := newTestGroup(t, a, "g")
-	gb := newTestGroup(t, b, "g")
+	a, b, ga, gb := newTestPair(t)
 	stop := make(chan struct{})
 	defer close(stop)
 	var seen atomic.Int32
@@ -589,9 +590,7 @@ func TestMuxPipelineAnswersRepeatedCommitUpdates(t *testing.T) {
 // answer while it still travels (transport_heartbeats.go); a new term, a
 // refusal or a broken connection makes the next one wait for its round.
 func TestMuxVouchesForSteadyHeartbeats(t *testing.T) {
-	a, b := newTestMux(t), newTestMux(t)
-	ga := newTestGroup(t, a, "g")
-	gb := newTestGroup(t, b, "g")
+	a, b, ga, gb := newTestPair(t)
 	var heard atomic.Int32
 	var refuse atomic.Bool
 	gb.SetHeartbeatHandler(func(rpc raft.RPC) {
