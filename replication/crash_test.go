@@ -62,8 +62,11 @@ func TestCrashKeepsAcknowledgedMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mem.ResetToSyncedState() // crash: no Close
-	b2, _ := startMem(t, mem)
+	// Crash: the restarted broker sees only what was durable. The old
+	// broker is not closed first (that would flush); its raft goroutines
+	// keep running against the old FS until the end of the test.
+	b2, _ := startMem(t, mem.Crash())
+	defer b.Close()
 	defer b2.Close()
 	if b2.ClusterID() != cluster {
 		t.Fatalf("cluster id %q after crash, was %q", b2.ClusterID(), cluster)
@@ -104,8 +107,8 @@ func TestMetadataSyncFailure(t *testing.T) {
 	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "y", NumPartitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrMetadataStorage) {
 		t.Fatalf("write after failed fsync: %v", err)
 	}
-	mem.ResetToSyncedState()
-	b2, _ := startMem(t, mem)
+	b2, _ := startMem(t, mem.Crash()) // see TestCrashKeepsAcknowledgedMetadata
+	defer b.Close()
 	defer b2.Close()
 	if len(b2.Topics()) != 0 {
 		t.Fatalf("topics after crash: %v", b2.Topics())

@@ -161,3 +161,44 @@ func TestSegmentFailedSyncSticks(t *testing.T) {
 	}
 	s.Close()
 }
+
+// Crash leaves the original MemFS alone: a writer still running against it
+// cannot disturb what the restarted program finds.
+func TestMemFSCrashForks(t *testing.T) {
+	m := NewMemFS()
+	if err := m.MkdirAll("/d"); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncDir("/")
+	f, _ := m.Create("/d/a")
+	f.Append([]byte("kept"))
+	f.Sync()
+	m.SyncDir("/d")
+	f.Append([]byte("lost"))
+	tmp, _ := m.Create("/d/a.tmp")
+	tmp.Append([]byte("x"))
+
+	after := m.Crash()
+	// The zombie keeps writing to m.
+	f.Append([]byte("more"))
+	f.Sync()
+	tmp.Sync()
+	if err := m.Rename("/d/a.tmp", "/d/b"); err != nil {
+		t.Fatalf("zombie rename in the old FS: %v", err)
+	}
+	if _, err := after.Stat("/d/b"); err == nil {
+		t.Fatal("zombie's rename reached the crashed copy")
+	}
+	if _, err := after.Stat("/d/a.tmp"); err == nil {
+		t.Fatal("unsynced entry survived the crash")
+	}
+	g, err := after.Open("/d/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	n, _ := g.ReadAt(buf, 0)
+	if string(buf[:n]) != "kept" {
+		t.Fatalf("after crash: %q", buf[:n])
+	}
+}

@@ -88,7 +88,27 @@ func (m *MemFS) shouldFail(op Op) bool {
 func (m *MemFS) ResetToSyncedState() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cur := map[string]*memInode{}
+	m.cur, m.synced = m.survivors()
+	m.fail = map[Op]int{}
+}
+
+// Crash returns what a restarted program would find after a crash: a new
+// MemFS holding only the durable state. m itself is left as it was, so a
+// "crashed" component whose goroutines are still running (a test cannot
+// kill them the way a SIGKILL would) goes on writing to m, where nobody
+// looks, instead of racing the restarted one over the same files.
+func (m *MemFS) Crash() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, synced := m.survivors()
+	return &MemFS{cur: cur, synced: synced, fail: map[Op]int{}}
+}
+
+// survivors builds the namespace a crash would leave, with fresh inodes
+// (so handles opened before it cannot touch it), and its synced twin.
+// Caller holds mu.
+func (m *MemFS) survivors() (cur, synced map[string]*memInode) {
+	cur = map[string]*memInode{}
 	// An entry survives only if its parent directory survives too.
 	names := make([]string, 0, len(m.synced))
 	for n := range m.synced {
@@ -110,12 +130,11 @@ func (m *MemFS) ResetToSyncedState() {
 			cur[n] = nil
 		}
 	}
-	m.cur = cur
-	m.synced = map[string]*memInode{}
+	synced = make(map[string]*memInode, len(cur))
 	for n, ino := range cur {
-		m.synced[n] = ino
+		synced[n] = ino
 	}
-	m.fail = map[Op]int{}
+	return cur, synced
 }
 
 func isRoot(p string) bool { return p == "/" || p == "." }
