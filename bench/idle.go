@@ -93,7 +93,7 @@ func ParseIdleFlags(args []string, stderr io.Writer) (*IdleConfig, error) {
 	fs.IntVar(&c.Partitions, "partitions", 1000, "partitions in all, spread evenly over --topics")
 	fs.IntVar(&c.Topics, "topics", 10, "topics")
 	fs.IntVar(&c.ReplicationFactor, "replication-factor", 0, "replication factor of the topics (default: --brokers)")
-	fs.DurationVar(&c.Settle, "settle", 10*time.Second, "wait this long after every partition has a leader before measuring")
+	fs.DurationVar(&c.Settle, "settle", 20*time.Second, "wait this long after every partition has a leader before measuring (longer than the brokers' strata.idle.after.ms, 10 s by default, so that they measure idle)")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "measure CPU time over this long")
 	fs.StringVar(&c.StrataBin, "strata", "", "the strata binary (default: this executable)")
 	fs.StringVar(&c.StrataSrc, "build", "", "build the strata binary from this module `dir` first (go build ./cmd/strata)")

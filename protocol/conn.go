@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/procs"
 )
 
 // Limits of the request header (on the wire).
@@ -315,6 +317,7 @@ func flexibleRequest(key, version int16) bool {
 // when the connection must close (the reason is queued behind the earlier
 // responses).
 func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
+	procs.Touch() // a request: an idle-shrunk scheduler grows back first
 	size := int64(len(frame))
 	started := false
 	defer func() {

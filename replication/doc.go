@@ -134,7 +134,11 @@
 // (1,000 partitions at RF 3 on 3 brokers) and idle_test.go
 // (STRATA_IDLE_GROUPS=1000, raft and the Mux alone); figures in
 // docs/PERFORMANCE.md. What is left is mostly the kernel's: every raft
-// timer fires at an instant of its own, and each wakes a thread.
+// timer fires at an instant of its own, and each wakes a thread. Hence the
+// broker's idle mode (internal/procs): with no client request and no
+// batch stored for 10 s, one scheduler P and 5 ms of timer slack, so the
+// kernel batches those wakes; partitionStore.StoreLogs and every Kafka
+// request call procs.Touch, which ends it.
 //
 // Catch-up (transport_catchup.go): hashicorp/raft's pipeline sends a
 // follower at most MaxAppendEntries entries per new entry on the leader,

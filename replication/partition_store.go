@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-io/strata/internal/procs"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/segment"
 )
@@ -323,6 +324,7 @@ func (s *partitionStore) StoreLog(e *raft.Log) error { return s.StoreLogs([]*raf
 // leader's own via Append, followers' as stamped via AppendReplica),
 // everything else into the side log.
 func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
+	procs.Touch() // replicated data: work, not idle heartbeats
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range logs {

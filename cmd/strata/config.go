@@ -49,6 +49,9 @@ type Config struct {
 	SocketRequestMaxBytes    int32
 	Rack                     string
 	LogLevel                 slog.Level
+	// IdleAfter and IdleTimerSlack are strata.idle.after.ms and
+	// strata.idle.timer.slack.ms (internal/procs).
+	IdleAfter, IdleTimerSlack time.Duration
 	// BrokerProps holds every setting given explicitly (not defaulted), by
 	// name: the topic-default synonyms retention understands, and the rest
 	// for DescribeConfigs.
@@ -90,6 +93,8 @@ var settings = []setting{
 	{"socket.request.max.bytes", "104857600", "Largest request frame accepted; larger frames close the connection."},
 	{"broker.rack", "", "This broker's rack."},
 	{"log.level", "info", "Log level: debug, info, warn or error (Strata-specific)."},
+	{"strata.idle.after.ms", "10000", "After this long without client requests or replicated data the broker goes idle: its goroutines run on one scheduler P (GOMAXPROCS=1) and its threads get strata.idle.timer.slack.ms of kernel timer slack, which makes an idle broker with many partitions much cheaper; the next request restores both first (Strata-specific). 0 disables idle mode; so does the GOMAXPROCS environment variable. 0..3600000."},
+	{"strata.idle.timer.slack.ms", "5", "Kernel timer slack of an idle broker's threads (Linux; needs CAP_SYS_NICE, without it idle mode uses one P only; Strata-specific). 0..100."},
 }
 
 // ignoredSettings are Kafka broker settings that a stock server.properties
@@ -325,6 +330,14 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	cfg.Rack = merged["broker.rack"].value
+	if n, err = intIn("strata.idle.after.ms", 0, 3600000); err != nil {
+		return nil, err
+	}
+	cfg.IdleAfter = time.Duration(n) * time.Millisecond
+	if n, err = intIn("strata.idle.timer.slack.ms", 0, 100); err != nil {
+		return nil, err
+	}
+	cfg.IdleTimerSlack = time.Duration(n) * time.Millisecond
 	if err := parseTxnSettings(merged, cfg); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -209,6 +210,28 @@ func TestEverySettingHasADefaultOrIsOptional(t *testing.T) {
 		"log.flush.interval.messages", "log.flush.interval.ms", "socket.request.max.bytes", "log.retention.hours"} {
 		if !knownSetting(n) {
 			t.Errorf("%s not accepted", n)
+		}
+	}
+}
+
+func TestIdleSettings(t *testing.T) {
+	cfg, _, err := loadConfig(nil, nil, nil, nil)
+	if err != nil || cfg.IdleAfter != 10*time.Second || cfg.IdleTimerSlack != 5*time.Millisecond {
+		t.Fatalf("defaults: %v %v %v", cfg.IdleAfter, cfg.IdleTimerSlack, err)
+	}
+	cfg, _, err = loadConfig([]string{"--set", "strata.idle.after.ms=0", "--set", "strata.idle.timer.slack.ms=0"}, nil, nil, nil)
+	if err != nil || cfg.IdleAfter != 0 || cfg.IdleTimerSlack != 0 {
+		t.Fatalf("off: %v %v %v", cfg.IdleAfter, cfg.IdleTimerSlack, err)
+	}
+	cfg, _, err = loadConfig(nil, []string{"STRATA_STRATA_IDLE_AFTER_MS=60000"}, nil, nil)
+	if err != nil || cfg.IdleAfter != time.Minute {
+		t.Fatalf("from the environment: %v %v", cfg.IdleAfter, err)
+	}
+	for _, bad := range []string{"strata.idle.after.ms=-1", "strata.idle.after.ms=3600001", "strata.idle.timer.slack.ms=101", "strata.idle.timer.slack.ms=x"} {
+		_, _, err := loadConfig([]string{"--set", bad}, nil, nil, nil)
+		name, _, _ := strings.Cut(bad, "=")
+		if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-io/strata/internal/procs"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/replication"
@@ -144,6 +145,19 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		return fmt.Errorf("start broker: %w", err)
 	}
 	log.RegisterMetrics(reg, logs)
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_idle",
+			Help: "1 while the broker, idle for strata.idle.after.ms, runs on one scheduler P (GOMAXPROCS=1) with timer slack."},
+			func() float64 {
+				if procs.Shrunk() {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "strata_idle_entered_total",
+			Help: "Times the broker went idle (strata_idle)."},
+			func() float64 { s, _ := procs.Transitions(); return float64(s) }),
+	)
 	broker.RegisterMetrics(reg)
 	cleanerOpts.Logs = logs
 	cleanerOpts.Registerer = reg
@@ -161,6 +175,14 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	if ready != nil {
 		ready <- ln.Addr()
 	}
+	// An idle broker runs on one scheduler P with timer slack (internal/procs).
+	procsCtx, procsStop := context.WithCancel(context.Background())
+	procsDone := make(chan struct{})
+	go func() {
+		defer close(procsDone)
+		procs.Run(procsCtx, procs.Config{After: cfg.IdleAfter, Slack: cfg.IdleTimerSlack, Environ: os.Environ(), Logger: logger})
+	}()
+	defer func() { procsStop(); <-procsDone }()
 	// SIGUSR1 logs every raft group's state (replication/raft_state.go).
 	usr1, usr1Done := make(chan os.Signal, 1), make(chan struct{})
 	signal.Notify(usr1, syscall.SIGUSR1)
