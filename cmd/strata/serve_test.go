@@ -6,11 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-io/strata/internal/procs"
 	"github.com/strata-io/strata/log"
 )
 
@@ -149,5 +152,77 @@ func TestServeNodeIDMismatchIsConfigError(t *testing.T) {
 	err = serve(context.Background(), nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if exitCodeFor(err) != exitConfig {
 		t.Fatalf("err = %v (exit %d)", err, exitCodeFor(err))
+	}
+}
+
+// Idle mode end to end: a broker with no requests for strata.idle.after.ms
+// goes down to one scheduler P; the next client's produce is answered and
+// ends idle mode, and a consumer of the idle broker reads every record.
+func TestServeIdleModeEndsOnFirstRequest(t *testing.T) {
+	requireStorage(t)
+	full := runtime.GOMAXPROCS(0)
+	if full == 1 {
+		t.Skip("one CPU: idle mode has nothing to shrink")
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Skip("GOMAXPROCS set: idle mode is off by design")
+	}
+	addr, stop := startServe(t, t.TempDir(), "--set", "strata.idle.after.ms=200", "--set", "num.partitions=2")
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if runtime.GOMAXPROCS(0) != full {
+			t.Errorf("GOMAXPROCS %d after shutdown, want %d", runtime.GOMAXPROCS(0), full)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	produce := func(from, n int) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("idle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		for i := from; i < from+n; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+	}
+	produce(0, 10)
+
+	waitIdle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !procs.Shrunk(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the broker did not go idle within 10 s of its last request")
+			}
+		}
+		if got := runtime.GOMAXPROCS(0); got != 1 {
+			t.Fatalf("idle with GOMAXPROCS %d", got)
+		}
+	}
+	waitIdle()
+	_, grew := procs.Transitions()
+	produce(10, 10)
+	if _, g := procs.Transitions(); g == grew {
+		t.Fatal("a produce on an idle broker did not end idle mode")
+	}
+
+	waitIdle()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("idle"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[string]bool{}
+	for len(seen) < 20 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read back %d of 20 records", len(seen))
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
 	}
 }
