@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -31,6 +32,19 @@ func (r *Region) Release() {
 // false means it cannot (then nothing was written: use Bytes).
 func (r *Region) SendTo(rc syscall.RawConn) (int64, bool, error) {
 	return r.seg.SendTo(rc, r.Pos, r.Len)
+}
+
+// AppendTo appends the region's bytes to dst, read from the segment file
+// straight into dst's spare capacity (grown if short): Fetch frames small
+// record sets this way, one copy from the page cache into the buffer the
+// response is written from.
+func (r *Region) AppendTo(dst []byte) ([]byte, error) {
+	n := len(dst)
+	dst = slices.Grow(dst, int(r.Len))[:n+int(r.Len)]
+	if _, err := r.seg.ReadAt(dst[n:], r.Pos); err != nil {
+		return dst[:n], fmt.Errorf("%w: read segment %d: %v", ErrStorage, r.seg.Base(), err)
+	}
+	return dst, nil
 }
 
 // Bytes copies the region into memory.

@@ -332,19 +332,23 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 		c.enqueueErr(err)
 		return false
 	}
-	log := c.log.With("key", h.key, "version", h.version, "correlation_id", h.corr)
+	// Only the failure paths below log: the request's attributes are
+	// added there, not to a logger made for every request.
+	warn := func(msg string, err error) {
+		c.log.Warn(msg, "key", h.key, "version", h.version, "correlation_id", h.corr, "err", err)
+	}
 
 	kreq := kmsg.RequestForKey(h.key)
 	if kreq == nil || !apis[h.key].ok {
 		err := fmt.Errorf("%w: %d", ErrUnknownKey, h.key)
-		log.Warn("closing connection", "err", err)
+		warn("closing connection", err)
 		c.enqueueErr(err)
 		return false
 	}
 	supported := versionSupported(h.key, h.version)
 	if !supported && h.key != 18 {
 		err := fmt.Errorf("%w: %s v%d", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version)
-		log.Warn("closing connection", "err", err)
+		warn("closing connection", err)
 		c.enqueueErr(err)
 		return false
 	}
@@ -353,7 +357,7 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 	// the body is not parsed.
 	if flexibleRequest(h.key, h.version) {
 		if body, err = skipTags(body); err != nil {
-			log.Warn("closing connection: bad request header tags", "err", err)
+			warn("closing connection: bad request header tags", err)
 			c.enqueueErr(err)
 			return false
 		}
@@ -362,7 +366,7 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 	if supported {
 		if err := decodeBody(kreq, body); err != nil {
 			err = fmt.Errorf("%w: %s v%d: %v", ErrDecode, kmsg.NameForKey(h.key), h.version, err)
-			log.Warn("closing connection", "err", err)
+			warn("closing connection", err)
 			c.enqueueErr(err)
 			return false
 		}
@@ -489,7 +493,13 @@ func (c *conn) writeLoop() {
 			if err == nil && p.err == nil {
 				c.s.metrics.countErrors(p.key, fr.FetchResponse)
 				var n int64
-				n, err = writeFetch(c.nc, encodeFetchPieces(p.corr, fr.FetchResponse, fr.regions))
+				var fw *pieceWriter
+				if fw, err = encodeFetchPieces(p.corr, fr.FetchResponse, fr.regions); err == nil {
+					n, err = writeFetch(c.nc, fw)
+				} else {
+					c.log.Error("closing connection: fetch response", "err", err)
+				}
+				fw.free()
 				if err == nil {
 					c.s.metrics.written(p.key, p.start, int(n))
 				}
@@ -519,8 +529,10 @@ func (c *conn) writeLoop() {
 				return
 			}
 			c.s.metrics.countErrors(p.key, fr)
-			bufs := encodeFetch(p.corr, fr)
+			fw, _ := encodeFetchPieces(p.corr, fr, nil) // no regions: no reads, no error
+			bufs := fw.bufs
 			n, err := bufs.WriteTo(c.nc)
+			fw.free()
 			if err != nil {
 				return
 			}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"net"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,6 +30,36 @@ type pieceWriter struct {
 	cur     []byte
 	total   int
 	regions []regionAt
+	pooled  *[]byte // the first piece's buffer, from piecePool
+	first   []byte  // that piece as framed (writing consumes bufs' elements)
+}
+
+// piecePool holds the buffers responses are framed in (the first piece:
+// headers and small record sets). A tailing consumer's fetch is a few
+// hundred bytes to a few KiB, once per batch produced: without the pool
+// each was a fresh allocation, most of the broker's garbage in e2e runs.
+var piecePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// maxPooledPiece: a buffer grown beyond this by one large response is
+// left to the GC rather than pinned in the pool.
+const maxPooledPiece = 256 << 10
+
+func newPieceWriter() *pieceWriter {
+	p := piecePool.Get().(*[]byte)
+	return &pieceWriter{cur: (*p)[:0], pooled: p}
+}
+
+// free returns the first piece's buffer to the pool; w is unusable after.
+// Call it once the pieces are written.
+func (w *pieceWriter) free() {
+	if w.pooled == nil {
+		return
+	}
+	if w.first != nil && cap(w.first) <= maxPooledPiece {
+		*w.pooled = w.first[:0]
+		piecePool.Put(w.pooled)
+	}
+	w.pooled, w.first, w.bufs, w.cur = nil, nil, nil, nil
 }
 
 // regionAt is a region to send after bufs[:at].
@@ -137,16 +168,20 @@ func fetchEncodable(r *kmsg.FetchResponse) bool {
 // encodeFetch frames r (size prefix, correlation ID, header tags when
 // flexible, body) as pieces for writev.
 func encodeFetch(corr int32, r *kmsg.FetchResponse) net.Buffers {
-	return encodeFetchPieces(corr, r, nil).bufs
+	w, _ := encodeFetchPieces(corr, r, nil) // no regions: no reads, no error
+	return w.bufs
 }
 
 // encodeFetchPieces is encodeFetch where the record sets named in regions
-// are sent from segment files: a partition with a region is framed with
-// the region's length, and the region follows the bytes before it.
-func encodeFetchPieces(corr int32, r *kmsg.FetchResponse, regions map[regionKey]*log.Region) *pieceWriter {
+// come from segment files: a partition with a region is framed with the
+// region's length; a small region is read into the current piece here, a
+// large one follows the bytes before it (sendfile). The error is a failed
+// segment read (the connection closes, as when a sendfile fails). The
+// caller frees the writer once its pieces are written.
+func encodeFetchPieces(corr int32, r *kmsg.FetchResponse, regions map[regionKey]*log.Region) (*pieceWriter, error) {
 	v := r.Version
 	flexible := v >= 12
-	w := &pieceWriter{cur: make([]byte, 0, 4096)}
+	w := newPieceWriter()
 	w.put(0, 0, 0, 0) // size, patched below; not counted
 	w.total = 0
 	w.i32(corr)
@@ -205,7 +240,15 @@ func encodeFetchPieces(corr int32, r *kmsg.FetchResponse, regions map[regionKey]
 				} else {
 					w.i32(int32(rg.Len))
 				}
-				w.region(rg)
+				if rg.Len < inlineRecordBytes {
+					var err error
+					if w.cur, err = rg.AppendTo(w.cur); err != nil {
+						return w, err
+					}
+					w.total += int(rg.Len)
+				} else {
+					w.region(rg)
+				}
 			} else {
 				w.nullableBytes(p.RecordBatches, flexible)
 			}
@@ -222,5 +265,6 @@ func encodeFetchPieces(corr int32, r *kmsg.FetchResponse, regions map[regionKey]
 	}
 	w.bufs = append(w.bufs, w.cur)
 	binary.BigEndian.PutUint32(w.bufs[0], uint32(w.total))
-	return w
+	w.first = w.bufs[0]
+	return w, nil
 }

@@ -19,8 +19,10 @@ import (
 // connection's writer sends the framing bytes with writev and each region
 // with sendfile, then releases the regions -- also when the connection
 // dies first (writeLoop drains its queue). Small record sets
-// (< inlineRecordBytes) are copied as before: a syscall costs more than
-// the copy. read_committed fetches (which need the aborted transactions
+// (< inlineRecordBytes) are read by the encoder straight into the
+// response buffer (a syscall costs more than the copy; reading them there
+// rather than in the handler copies them once, into a pooled buffer).
+// read_committed fetches (which need the aborted transactions
 // of the range) and non-OS files (tests' MemFS) use the copy path.
 
 // sentByFile counts record bytes sent with sendfile in this process
@@ -74,10 +76,11 @@ func withRegions(resp *kmsg.FetchResponse, parts []*fetchPart) kmsg.Response {
 	return &fetchResponse{FetchResponse: resp, regions: regions}
 }
 
-// readRegion reads fp's record set from one located region: held for
-// sendfile when large enough, copied into RecordBatches otherwise; ok
-// false means the caller reads it the usual way (nothing is held then). n
-// is the record bytes taken.
+// readRegion reads fp's record set from one located region, held until
+// the response is written: sent with sendfile when large enough, read
+// into the response buffer by the encoder otherwise (encodeFetchPieces);
+// ok false means the caller reads it the usual way (nothing is held
+// then). n is the record bytes taken.
 func (s *Server) readRegion(fp *fetchPart, limit int64, first bool) (n int64, ok bool) {
 	rg, offs, err := fp.part.ReadRegion(fp.target.fetchOffset, int32(max(limit, 1)))
 	if err != nil {
@@ -90,18 +93,8 @@ func (s *Server) readRegion(fp *fetchPart, limit int64, first bool) (n int64, ok
 	sp := fp.resp
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = offs.HighWatermark, offs.LastStable, offs.LogStart
 	sp.RecordBatches = []byte{}
-	if rg.Len < inlineRecordBytes {
-		// Small: copied into the response (a syscall costs more), from the
-		// region already found -- not located and read a second time.
-		if rg.Len > 0 {
-			b, err := rg.Bytes()
-			rg.Release()
-			if err != nil {
-				return 0, false
-			}
-			sp.RecordBatches = b
-		}
-		return rg.Len, true
+	if rg.Len == 0 {
+		return 0, true
 	}
 	fp.region = rg
 	return rg.Len, true
