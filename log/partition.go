@@ -956,6 +956,18 @@ func (p *Partition) MaxTimestamp() (timestamp, offset int64) {
 // their own timeout.
 func (p *Partition) Wait(offset int64) <-chan struct{} { return p.waiters.wait(offset) }
 
+// Notify is Wait for a caller watching many partitions with one channel:
+// once the high watermark is above offset (or the partition is closed or
+// deleted) a send on ch is attempted without blocking (give ch a buffer of
+// one). It reports false, registering nothing, when that is already so.
+// The caller must Unnotify(ch) when it stops waiting.
+func (p *Partition) Notify(offset int64, ch chan<- struct{}) bool {
+	return p.waiters.notify(offset, ch)
+}
+
+// Unnotify drops ch's registrations that have not fired.
+func (p *Partition) Unnotify(ch chan<- struct{}) { p.waiters.unnotify(ch) }
+
 // Producers lists the idempotent producers known to this partition.
 func (p *Partition) Producers() []ProducerInfo {
 	p.mu.RLock()

@@ -1,6 +1,9 @@
 package log
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // maxWaitKeys bounds the distinct offsets with their own channel; past
 // it, waiters share one channel closed on every advance (they then wake
@@ -20,6 +23,49 @@ type waiters struct {
 	closed   bool                    // protected by mu
 	byOffset map[int64]chan struct{} // protected by mu; keys >= hw
 	overflow chan struct{}           // protected by mu; nil when unused
+	notifies []notifyEntry           // protected by mu; offsets >= hw
+}
+
+// notifyEntry is one registered Notify: a send on ch once the high
+// watermark passes off.
+type notifyEntry struct {
+	off int64
+	ch  chan<- struct{}
+}
+
+// notify registers ch (buffered) for a non-blocking send once the high
+// watermark passes offset, and reports true; false, registering nothing,
+// when it already has (or the waiters are closed).
+func (w *waiters) notify(offset int64, ch chan<- struct{}) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.hw > offset {
+		return false
+	}
+	w.notifies = append(w.notifies, notifyEntry{off: offset, ch: ch})
+	return true
+}
+
+// unnotify removes ch's registrations (those not yet fired).
+func (w *waiters) unnotify(ch chan<- struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.notifies = slices.DeleteFunc(w.notifies, func(e notifyEntry) bool { return e.ch == ch })
+}
+
+// fireLocked sends (without blocking) to the registrations below hw, or
+// to all when all is set, and drops them.
+func (w *waiters) fireLocked(hw int64, all bool) {
+	w.notifies = slices.DeleteFunc(w.notifies, func(e notifyEntry) bool {
+		if !all && e.off >= hw {
+			return false
+		}
+		select {
+		case e.ch <- struct{}{}:
+		default:
+		}
+		return true
+	})
 }
 
 func (w *waiters) wait(offset int64) <-chan struct{} {
@@ -63,6 +109,7 @@ func (w *waiters) advance(hw int64) {
 		close(w.overflow)
 		w.overflow = nil
 	}
+	w.fireLocked(hw, false)
 }
 
 // close wakes everyone for good (partition closed or deleted).
@@ -81,4 +128,5 @@ func (w *waiters) close() {
 		close(w.overflow)
 		w.overflow = nil
 	}
+	w.fireLocked(0, true)
 }

@@ -54,3 +54,54 @@ func TestWaitersBoundedAndShared(t *testing.T) {
 		t.Fatal("entries left after close")
 	}
 }
+
+// notify: one channel for many partitions' waits, a non-blocking send once
+// the high watermark passes the offset, nothing left behind by unnotify
+// or after firing, and a send to everyone at close.
+func TestWaitersNotify(t *testing.T) {
+	var w waiters
+	w.hw = 10
+	ch := make(chan struct{}, 1)
+	if w.notify(9, ch) {
+		t.Fatal("offset below hw must not register")
+	}
+	if !w.notify(10, ch) || !w.notify(12, ch) {
+		t.Fatal("offsets at or above hw must register")
+	}
+	w.advance(11)
+	if !isClosed(ch) {
+		t.Fatal("no send when hw passed 10")
+	}
+	if len(w.notifies) != 1 || w.notifies[0].off != 12 {
+		t.Fatalf("registrations after the first fired: %+v", w.notifies)
+	}
+	// The buffer is full: a second firing must not block.
+	ch <- struct{}{}
+	w.advance(13)
+	if len(w.notifies) != 0 {
+		t.Fatalf("registrations left after firing: %+v", w.notifies)
+	}
+	<-ch
+	// A waiter that gives up leaves nothing behind.
+	other := make(chan struct{}, 1)
+	for i := 0; i < 100; i++ {
+		w.notify(20, ch)
+		w.notify(20, other)
+		w.unnotify(ch)
+	}
+	if len(w.notifies) != 100 {
+		t.Fatalf("%d registrations, want other's 100", len(w.notifies))
+	}
+	w.unnotify(other)
+	if len(w.notifies) != 0 || isClosed(ch) || isClosed(other) {
+		t.Fatal("unnotify left registrations or sent")
+	}
+	w.notify(1<<40, ch)
+	w.close()
+	if !isClosed(ch) || len(w.notifies) != 0 {
+		t.Fatal("close must send to every registration")
+	}
+	if w.notify(1<<40, ch) {
+		t.Fatal("registered after close")
+	}
+}

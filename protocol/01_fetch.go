@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -201,77 +200,64 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []*fetchPart, maxBytes int32, deadline <-chan time.Time) error {
 	// Bounded: each pass either answers or waits for a high watermark
 	// to move, the deadline, or the connection to close.
+	var wake chan struct{}
+	var registered []*log.Partition
 	for {
 		total, anyErr := s.fetchRead(parts, maxBytes)
 		if anyErr || total >= int64(req.MinBytes) || deadline == nil {
 			return nil
 		}
-		var chs []<-chan struct{}
-		for _, fp := range parts {
-			if fp.part != nil {
-				chs = append(chs, fp.part.Wait(fp.target.fetchOffset))
-			}
+		// One channel for every partition: the first high watermark to
+		// pass its fetch offset sends on it (from the goroutine that
+		// commits, no helper goroutine in between).
+		if wake == nil {
+			wake = make(chan struct{}, 1)
 		}
-		if len(chs) == 0 {
+		registered = registered[:0]
+		passed := false
+		for _, fp := range parts {
+			if fp.part == nil {
+				continue
+			}
+			if !fp.part.Notify(fp.target.fetchOffset, wake) {
+				passed = true // moved since the read: read again
+				break
+			}
+			registered = append(registered, fp.part)
+		}
+		if passed || len(registered) == 0 {
+			unnotify(registered, wake)
+			if passed {
+				continue
+			}
 			return nil
 		}
-		wake := make(chan struct{}, 1)
-		stop := make(chan struct{})
-		notifyAny(chs, stop, wake)
 		select {
 		case <-wake:
-			close(stop)
+			unnotify(registered, wake)
 		case <-deadline:
-			close(stop)
+			unnotify(registered, wake)
 			s.fetchRead(parts, maxBytes)
 			return nil
 		case <-s.draining:
-			close(stop)
+			unnotify(registered, wake)
 			s.fetchRead(parts, maxBytes)
 			return nil
 		case <-ctx.Done():
-			close(stop)
+			unnotify(registered, wake)
 			return ctx.Err()
+		}
+		select { // a send that raced the unregistering
+		case <-wake:
+		default:
 		}
 	}
 }
 
-// waitChunk is how many high-watermark channels one helper goroutine
-// selects on, so a fetch of n partitions parks n/waitChunk goroutines, not n.
-const waitChunk = 256
-
-// notifyAny sends on wake (buffered, capacity 1) once any of chs is closed,
-// until stop is closed.
-func notifyAny(chs []<-chan struct{}, stop <-chan struct{}, wake chan<- struct{}) {
-	signal := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	for len(chs) > 0 {
-		chunk := chs[:min(waitChunk, len(chs))]
-		chs = chs[len(chunk):]
-		if len(chunk) == 1 {
-			go func() {
-				select {
-				case <-chunk[0]:
-					signal()
-				case <-stop:
-				}
-			}()
-			continue
-		}
-		cases := make([]reflect.SelectCase, 0, len(chunk)+1)
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)})
-		for _, ch := range chunk {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		go func() {
-			if i, _, _ := reflect.Select(cases); i != 0 {
-				signal()
-			}
-		}()
+// unnotify drops wake's registrations with parts.
+func unnotify(parts []*log.Partition, wake chan<- struct{}) {
+	for _, p := range parts {
+		p.Unnotify(wake)
 	}
 }
 

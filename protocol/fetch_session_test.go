@@ -53,32 +53,3 @@ func TestFetchSessionCacheLimits(t *testing.T) {
 	}
 }
 
-// notifyAny wakes on any channel of many chunks, and its goroutines exit on
-// stop.
-func TestNotifyAny(t *testing.T) {
-	chs := make([]chan struct{}, 3*waitChunk+5)
-	ro := make([]<-chan struct{}, len(chs))
-	for i := range chs {
-		chs[i] = make(chan struct{})
-		ro[i] = chs[i]
-	}
-	for _, fire := range []int{0, waitChunk + 3, len(chs) - 1} {
-		wake := make(chan struct{}, 1)
-		stop := make(chan struct{})
-		notifyAny(ro, stop, wake)
-		select {
-		case <-wake:
-			t.Fatal("woke before anything fired")
-		case <-time.After(20 * time.Millisecond):
-		}
-		close(chs[fire])
-		select {
-		case <-wake:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("channel %d did not wake", fire)
-		}
-		close(stop)
-		chs[fire] = make(chan struct{})
-		ro[fire] = chs[fire]
-	}
-}
