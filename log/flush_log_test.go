@@ -93,3 +93,66 @@ func TestCrashWithUnsyncedIndexesPerBatchFlush(t *testing.T) {
 		})
 	}
 }
+
+// HoldFlush/ReleaseFlush: with log.flush.interval.messages=1 the appends
+// between them are fsync'd once, at ReleaseFlush (group commit) -- not one
+// by one -- and a crash after ReleaseFlush keeps every one of them, for
+// the leader's Append and a follower's AppendReplica alike.
+func TestHoldFlushGroupCommit(t *testing.T) {
+	cfg := Config{FlushIntervalMessages: 1}
+	for _, replica := range []bool{false, true} {
+		fsys := segment.NewMemFS()
+		c := newClock()
+		m := testManager(t, fsys, c)
+		p, err := m.Open(tp0, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		appendOne := func(i int) {
+			b := makeBatch(t, spec{n: 2, valueLen: 20 + i, ts: int64(i)})
+			if replica {
+				segment.SetBaseOffset(b, p.Offsets().LogEnd)
+				segment.SetLeaderEpoch(b, 3)
+				_, err = p.AppendReplica(b)
+			} else {
+				_, err = p.Append(b, 3)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, b...)
+		}
+		appendOne(0) // not held: fsync'd at once
+		if rp := p.RecoveryPoint(); rp != 2 {
+			t.Fatalf("replica %v: recovery point %d after an unheld append, want 2", replica, rp)
+		}
+		p.HoldFlush()
+		for i := 1; i <= 3; i++ {
+			appendOne(i)
+		}
+		if rp := p.RecoveryPoint(); rp != 2 {
+			t.Fatalf("replica %v: recovery point %d while held, want 2 (no fsync per append)", replica, rp)
+		}
+		if err := p.ReleaseFlush(); err != nil {
+			t.Fatal(err)
+		}
+		if rp := p.RecoveryPoint(); rp != 8 {
+			t.Fatalf("replica %v: recovery point %d after ReleaseFlush, want 8", replica, rp)
+		}
+		p.Commit(8)
+		m.crash()
+		fsys.ResetToSyncedState()
+		m = testManager(t, fsys, c)
+		p = m.Get(tp0)
+		if p == nil {
+			t.Fatal("partition lost")
+		}
+		p.SetConfig(cfg)
+		p.Commit(8)
+		if got := readAllCommitted(t, p); !bytes.Equal(got, want) {
+			t.Fatalf("replica %v: recovered %d bytes, want the %d stored before ReleaseFlush", replica, len(got), len(want))
+		}
+		m.Close()
+	}
+}

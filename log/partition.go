@@ -106,6 +106,12 @@ type Partition struct {
 	activeCreated  time.Time // for segment.ms
 	unflushedMsgs  int64
 	firstUnflushed time.Time // zero when everything is flushed
+	// flushHeld > 0 between HoldFlush and ReleaseFlush: the appends meanwhile
+	// leave their flush.interval.messages fsync to ReleaseFlush;
+	// heldReplica says one of them was AppendReplica (which syncs the
+	// indexes too).
+	flushHeld   int
+	heldReplica bool
 	// recoveryPoint: every offset below it is fsync'd (Kafka's recovery
 	// point); checkpointed so the next open knows where checking starts.
 	recoveryPoint int64
@@ -570,12 +576,46 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 	if p.firstUnflushed.IsZero() {
 		p.firstUnflushed = now
 	}
-	if cfg.FlushIntervalMessages > 0 && p.unflushedMsgs >= cfg.FlushIntervalMessages {
+	if cfg.FlushIntervalMessages > 0 && p.unflushedMsgs >= cfg.FlushIntervalMessages && p.flushHeld == 0 {
 		if err := p.flushLogLocked(); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// HoldFlush defers the flush.interval.messages fsync of the appends that
+// follow to ReleaseFlush: a caller storing several batches at once (raft's
+// StoreLogs, before any of them is acknowledged) pays one fsync for all of
+// them -- group commit. Every HoldFlush must be matched by ReleaseFlush.
+func (p *Partition) HoldFlush() {
+	p.mu.Lock()
+	p.flushHeld++
+	p.mu.Unlock()
+}
+
+// ReleaseFlush ends a HoldFlush and, when the last hold ends, fsyncs if
+// the appends meanwhile reached flush.interval.messages. Its error is the
+// appends' own: the caller must not report them written.
+func (p *Partition) ReleaseFlush() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.flushHeld > 0 {
+		p.flushHeld--
+	}
+	if p.flushHeld > 0 || p.closed {
+		return nil // closing flushed everything
+	}
+	replica := p.heldReplica
+	p.heldReplica = false
+	cfg := p.cfg.Load()
+	if cfg.FlushIntervalMessages <= 0 || p.unflushedMsgs < cfg.FlushIntervalMessages {
+		return nil
+	}
+	if replica {
+		return p.flushLocked()
+	}
+	return p.flushLogLocked()
 }
 
 // maybeRollLocked starts a new segment when the active one is non-empty

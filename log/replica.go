@@ -78,7 +78,9 @@ func (p *Partition) AppendReplica(batch []byte) (AppendResult, error) {
 		p.firstUnflushed = now
 	}
 	if cfg.FlushIntervalMessages > 0 && p.unflushedMsgs >= cfg.FlushIntervalMessages {
-		if err := p.flushLocked(); err != nil {
+		if p.flushHeld > 0 {
+			p.heldReplica = true // ReleaseFlush syncs
+		} else if err := p.flushLocked(); err != nil {
 			return res, err
 		}
 	}

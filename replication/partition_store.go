@@ -323,10 +323,20 @@ func (s *partitionStore) StoreLog(e *raft.Log) error { return s.StoreLogs([]*raf
 // StoreLogs appends entries in order: batches into the segments (the
 // leader's own via Append, followers' as stamped via AppendReplica),
 // everything else into the side log.
-func (s *partitionStore) StoreLogs(logs []*raft.Log) error {
+func (s *partitionStore) StoreLogs(logs []*raft.Log) (err error) {
 	procs.Touch() // replicated data: work, not idle heartbeats
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(logs) > 1 {
+		// Group commit: with log.flush.interval.messages, one fsync for
+		// every batch stored here, before raft counts any of them stored.
+		s.p.HoldFlush()
+		defer func() {
+			if ferr := s.p.ReleaseFlush(); ferr != nil && err == nil {
+				err = fmt.Errorf("%w: %w", errPartitionStore, ferr)
+			}
+		}()
+	}
 	for _, e := range logs {
 		want := s.base + uint64(len(s.locs)) + 1
 		if e.Index != want {
