@@ -2,7 +2,10 @@ package log
 
 import (
 	"bytes"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-io/strata/segment"
 )
@@ -154,5 +157,71 @@ func TestHoldFlushGroupCommit(t *testing.T) {
 			t.Fatalf("replica %v: recovered %d bytes, want the %d stored before ReleaseFlush", replica, len(got), len(want))
 		}
 		m.Close()
+	}
+}
+
+// With log.flush.interval.messages=1 the fsync of a batch does not hold
+// the partition: while it is in progress (here: blocked), the batch before
+// it is committed and read, and its offsets are answered; once the fsync
+// returns, the append returns and the recovery point covers the batch.
+func TestFlushDoesNotBlockReaders(t *testing.T) {
+	cfg := Config{FlushIntervalMessages: 1}
+	fsys := segment.NewMemFS()
+	m := testManager(t, fsys, newClock())
+	defer m.Close()
+	p, err := m.Open(tp0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := makeBatch(t, spec{n: 2, valueLen: 10})
+	if _, err := p.Append(first, 1); err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unblock() // before m.Close, which would wait for the append
+	var once sync.Once
+	fsys.OnSync(func(name string) {
+		if strings.HasSuffix(name, ".log") {
+			once.Do(func() { close(entered); <-release })
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Append(makeBatch(t, spec{n: 3, valueLen: 10}), 1)
+		done <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second append never synced")
+	}
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		p.Commit(2)
+		res, err := p.Read(0, 1<<20)
+		if err != nil || !bytes.Equal(res.Records, first) {
+			t.Errorf("read during the fsync: %d bytes, %v", len(res.Records), err)
+		}
+		if off := p.Offsets(); off.HighWatermark != 2 || off.LogEnd != 5 {
+			t.Errorf("offsets during the fsync: %+v", off)
+		}
+	}()
+	select {
+	case <-readerDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("commit and read waited for the fsync")
+	}
+	if rp := p.RecoveryPoint(); rp != 2 {
+		t.Fatalf("recovery point %d while the fsync runs, want 2", rp)
+	}
+	unblock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rp := p.RecoveryPoint(); rp != 5 {
+		t.Fatalf("recovery point %d after the fsync, want 5", rp)
 	}
 }

@@ -577,11 +577,47 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 		p.firstUnflushed = now
 	}
 	if cfg.FlushIntervalMessages > 0 && p.unflushedMsgs >= cfg.FlushIntervalMessages && p.flushHeld == 0 {
-		if err := p.flushLogLocked(); err != nil {
+		if err := p.syncLogUnlocking(); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// syncLogUnlocking is flushLogLocked with p.mu released during the fsync
+// itself, so that Commit and reads (a consumer fetching the batch before
+// this one) go on meanwhile instead of queueing behind the disk; p.mu is
+// held on entry and on return. The active segment is held by a reference
+// while unlocked. The recovery point moves to the log end as of the call.
+func (p *Partition) syncLogUnlocking() error {
+	if p.werr != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, p.werr)
+	}
+	if p.firstUnflushed.IsZero() {
+		return nil
+	}
+	seg := p.segs[len(p.segs)-1]
+	if !seg.Acquire() {
+		return p.flushLogLocked()
+	}
+	leo := p.leo
+	p.mu.Unlock()
+	err := seg.SyncLogFile()
+	seg.Release()
+	p.mu.Lock()
+	if err != nil {
+		p.werr = seg.FailWrite(err)
+		p.logger.Error("fsync failed; partition refuses writes until reopened", "err", err)
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	if leo > p.recoveryPoint {
+		p.recoveryPoint = leo
+	}
+	if p.leo == leo { // nothing appended meanwhile: everything is flushed
+		p.unflushedMsgs = 0
+		p.firstUnflushed = time.Time{}
+	}
+	return nil
 }
 
 // HoldFlush defers the flush.interval.messages fsync of the appends that
@@ -615,7 +651,7 @@ func (p *Partition) ReleaseFlush() error {
 	if replica {
 		return p.flushLocked()
 	}
-	return p.flushLogLocked()
+	return p.syncLogUnlocking()
 }
 
 // maybeRollLocked starts a new segment when the active one is non-empty

@@ -52,4 +52,3 @@ func TestFetchSessionCacheLimits(t *testing.T) {
 		t.Fatalf("total %d, sessions hold %d", fs.total, total)
 	}
 }
-

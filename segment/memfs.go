@@ -39,6 +39,17 @@ type MemFS struct {
 	cur    map[string]*memInode
 	synced map[string]*memInode
 	fail   map[Op]int // armed faults: op -> calls to let pass first
+	// onSync, when set, runs at the start of every File.Sync with the
+	// file's name (tests: a slow disk).
+	onSync func(name string)
+}
+
+// OnSync installs fn to run at the start of every File.Sync (nil removes
+// it): tests make a sync slow or block to see what waits behind it.
+func (m *MemFS) OnSync(fn func(name string)) {
+	m.mu.Lock()
+	m.onSync = fn
+	m.mu.Unlock()
 }
 
 // memInode is a file's contents. Open handles keep their inode after
@@ -421,6 +432,12 @@ func (f *memFile) Truncate(size int64) error {
 }
 
 func (f *memFile) Sync() error {
+	f.fs.mu.Lock()
+	hook := f.fs.onSync
+	f.fs.mu.Unlock()
+	if hook != nil {
+		hook(f.name)
+	}
 	if f.fs.shouldFail(OpSync) {
 		return injected(OpSync, f.name)
 	}

@@ -244,6 +244,26 @@ func (s *Segment) SyncLog() error {
 	return nil
 }
 
+// SyncLogFile fsyncs the log file alone, touching no other state: safe
+// without the owner's lock while holding a reference (as ReadAt), so that
+// readers go on during the fsync. A failure is the caller's to record
+// (FailWrite, under the lock).
+func (s *Segment) SyncLogFile() error {
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("%w: fsync %s: %v", ErrStorage, s.path(LogExt), err)
+	}
+	return nil
+}
+
+// FailWrite records err as the segment's sticky write error (the owner's
+// lock held), as a failed write or sync does; it returns the sticky error.
+func (s *Segment) FailWrite(err error) error {
+	if s.werr == nil {
+		s.werr = err
+	}
+	return s.werr
+}
+
 // Sync makes everything appended durable (log then indexes).
 func (s *Segment) Sync() error {
 	if s.werr != nil {
