@@ -214,7 +214,7 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		return nil, 0, err
 	}
 	f := b.raft.Apply(data, metadataApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := b.waitFuture(f); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return nil, 0, fmt.Errorf("%w: %v", ErrNotController, err)
 		}
@@ -229,6 +229,25 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		return nil, 0, fmt.Errorf("replication: metadata entry applied without a result")
 	}
 	return res.img, f.Index(), res.err
+}
+
+// waitFuture waits for f, or until the broker closes: a raft shutting
+// down never answers an entry still in its apply queue, and a caller left
+// waiting on it would hold Close (the Mux waits for forwarded requests).
+func (b *Broker) waitFuture(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-b.stop:
+		select {
+		case err := <-done: // answered meanwhile
+			return err
+		default:
+			return raft.ErrRaftShutdown
+		}
+	}
 }
 
 // forwardToController sends c to the metadata leader over the Mux and

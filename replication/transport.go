@@ -146,6 +146,11 @@ type Mux struct {
 	// itself (transport_commit.go).
 	commitRepeats atomic.Uint64
 
+	// fwdWG counts forwarded requests being handled: Close waits for them
+	// only so long (fwdCloseWait), since a handler may wait on a raft
+	// future that a raft shutting down never answers.
+	fwdWG sync.WaitGroup
+
 	fwdMu sync.Mutex
 	fwd   func([]byte) ([]byte, error) // protected by fwdMu
 	// fwdSem bounds the forwarded requests handled at once.
@@ -198,9 +203,9 @@ func (m *Mux) handleForward(f frame, w *frameWriter) error {
 		return w.writeError(f.reqID, nil, "too many forwarded requests")
 	}
 	reqID := f.reqID
-	m.wg.Add(1)
+	m.fwdWG.Add(1)
 	go func() {
-		defer m.wg.Done()
+		defer m.fwdWG.Done()
 		defer func() { <-m.fwdSem }()
 		resp, err := fn(req.b)
 		if err != nil {
@@ -324,8 +329,19 @@ func (m *Mux) Close() error {
 		g.Close()
 	}
 	m.wg.Wait()
+	fwdDone := make(chan struct{})
+	go func() { m.fwdWG.Wait(); close(fwdDone) }()
+	select {
+	case <-fwdDone:
+	case <-time.After(fwdCloseWait):
+		m.logger.Warn("a forwarded request was still being handled when the transport closed; left behind", "waited", fwdCloseWait)
+	}
 	return err
 }
+
+// fwdCloseWait bounds how long Close waits for forwarded requests in
+// progress (their answers can no longer be sent anyway).
+const fwdCloseWait = 2 * time.Second
 
 // ---- accepting side ----
 

@@ -721,3 +721,47 @@ func TestMuxCarriesLargeEntriesIntact(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A forwarded request whose handler never returns (it waits on a raft
+// future a shut-down raft never answers) does not hold Close: the Mux
+// waits fwdCloseWait for it, then leaves it behind. The sender gets an
+// error, not a hang.
+func TestMuxCloseDoesNotWaitForeverForAForward(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	b.SetForwardHandler(func([]byte) ([]byte, error) {
+		close(entered)
+		<-release
+		return nil, nil
+	})
+	fwdErr := make(chan error, 1)
+	go func() {
+		_, err := a.Forward(b.Addr(), []byte("x"), 30*time.Second)
+		fwdErr <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward never reached its handler")
+	}
+	start := time.Now()
+	closed := make(chan struct{})
+	go func() { b.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(fwdCloseWait + 10*time.Second):
+		t.Fatal("Close waited for a forwarded request that never ends")
+	}
+	if took := time.Since(start); took < fwdCloseWait {
+		t.Fatalf("Close took %v: did not wait for the forward at all", took)
+	}
+	select {
+	case err := <-fwdErr:
+		if err == nil {
+			t.Fatal("the forward succeeded although its broker closed")
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatal("the sender hangs")
+	}
+}

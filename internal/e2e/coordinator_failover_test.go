@@ -66,8 +66,25 @@ func (n *foNode) signal(sig syscall.Signal) {
 	select {
 	case <-done:
 	case <-time.After(40 * time.Second):
-		cmd.Process.Kill()
-		<-done
+		// Where it hangs: the Go runtime prints every goroutine's stack
+		// on SIGQUIT (the head of the dump holds the stuck shutdown).
+		cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		n.mu.Lock()
+		out := n.logs.String()
+		n.mu.Unlock()
+		if i := strings.Index(out, "SIGQUIT"); i >= 0 {
+			out = out[i:]
+			if len(out) > 60000 {
+				out = out[:60000] + "..."
+			}
+			n.t.Logf("broker %d goroutines after %v did not end it:\n%s", n.id, sig, out)
+		}
 		n.t.Fatalf("broker %d did not exit within 40s of %v", n.id, sig)
 	}
 	if sig == syscall.SIGTERM {
