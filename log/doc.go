@@ -33,8 +33,11 @@
 // # Durability
 //
 // Batches are written once, with one write call, into the active segment.
-// fsync follows flush.messages (inline, in Append) and flush.ms (the
-// manager's background flusher goroutine, stopped by Close). A segment
+// fsync follows flush.messages (inline, in Append, with the partition lock
+// released during the leader's fsync so that commits and reads go on;
+// HoldFlush/ReleaseFlush let a caller storing several batches at once pay
+// one fsync for all of them) and flush.ms (the manager's background
+// flusher goroutine, stopped by Close). A segment
 // is fsync'd when it is rolled (segment.bytes, segment.ms from the
 // injected clock, full index), so recovery only ever scans the active
 // segment's tail. A failed write or fsync sticks: the partition refuses

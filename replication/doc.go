@@ -293,6 +293,8 @@
 //
 // StoreLogs on a follower is as durable as the topic's flush policy
 // (flush.messages=1 for Raft's strict rule), like Kafka's replication;
+// the entries of one StoreLogs call share one fsync (log.HoldFlush), taken
+// before StoreLogs returns, so before raft counts any of them stored;
 // the side log and the vote are always fsync'd. The commit rule is a
 // majority of the voters; min.insync.replicas is accepted and not used.
 //
