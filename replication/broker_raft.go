@@ -234,13 +234,18 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 // waitFuture waits for f, or until the broker closes: a raft shutting
 // down never answers an entry still in its apply queue, and a caller left
 // waiting on it would hold Close (the Mux waits for forwarded requests).
-func (b *Broker) waitFuture(f raft.Future) error {
+func (b *Broker) waitFuture(f raft.Future) error { return waitFutureOr(f, b.stop) }
+
+// waitFutureOr waits for f or for stop to close, whichever comes first
+// (an answer that is already there wins); after stop, ErrRaftShutdown.
+// The goroutine waiting on f is left behind if raft never answers.
+func waitFutureOr(f raft.Future, stop <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
 		return err
-	case <-b.stop:
+	case <-stop:
 		select {
 		case err := <-done: // answered meanwhile
 			return err

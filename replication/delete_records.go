@@ -49,7 +49,7 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 		return -1, fmt.Errorf("%w: %s-%d has no raft group", log.ErrStorage, topic, partition)
 	}
 	f := g.raft.ApplyLog(raft.Log{Data: binary.BigEndian.AppendUint64(nil, uint64(offset)), Extensions: []byte{extDeleteRecords}}, produceApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := waitFutureOr(f, g.stopped); err != nil {
 		return -1, raftErr(g, err)
 	}
 	r, ok := f.Response().(partitionResult)

@@ -59,6 +59,11 @@ type partitionGroup struct {
 
 	mu     sync.Mutex
 	failed map[raft.ServerID]bool // protected by mu; followers whose heartbeats fail (leader only)
+
+	// stopped is closed once raft has shut down (shutdown): an entry
+	// still in its apply queue then is never read nor answered, so a
+	// producer waiting on it returns ErrShuttingDown instead of hanging.
+	stopped chan struct{}
 }
 
 func partitionGroupID(topicID [16]byte, partition int32) string {
@@ -186,7 +191,8 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
 	trans.SetCatchUp(r)
-	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, trans: trans, voters: replicas, timing: timing, single: single, failed: map[raft.ServerID]bool{}}
+	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, trans: trans, voters: replicas, timing: timing, single: single, failed: map[raft.ServerID]bool{},
+		stopped: make(chan struct{})}
 	b.groupsMu.Lock()
 	b.groups[tp] = g
 	b.byRaft[r] = g
@@ -347,6 +353,9 @@ func (g *partitionGroup) shutdown(b *Broker) {
 	if err := g.raft.Shutdown().Error(); err != nil {
 		b.logger.Warn("partition raft shutdown", "partition", g.tp.String(), "err", err)
 	}
+	if g.stopped != nil {
+		close(g.stopped) // after raft's goroutines are done: nothing reads an entry's data any more
+	}
 	if err := g.store.Close(); err != nil {
 		b.logger.Warn("partition raft store close", "partition", g.tp.String(), "err", err)
 	}
@@ -418,7 +427,7 @@ func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.Appen
 	// never saw the entry). partition_group_test.go overwrites the buffers
 	// after each Produce and checks every replica.
 	f := g.raft.ApplyLog(raft.Log{Data: records, Extensions: unstampedExt}, produceApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := waitFutureOr(f, g.stopped); err != nil {
 		return log.AppendResult{}, raftErr(g, err)
 	}
 	r, ok := f.Response().(partitionResult)
