@@ -403,19 +403,13 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	}
 	// A same-named topic whose deletion did not finish, or partition
 	// directories of no topic, must not become the new topic's data.
-	for pid, pd := range img.pending {
-		if pd.Name == req.Name {
-			if err := b.finishDeleteLocked(pid, pd); err != nil {
-				return TopicInfo{}, err
-			}
-		}
+	finished, err := b.removeLeftoversLocked(req.Name)
+	if err != nil {
+		return TopicInfo{}, err
 	}
-	for _, tp := range b.logs.Partitions() {
-		if tp.Topic == req.Name {
-			b.logger.Warn("removing stray partition directory before creating its topic", "topic", tp.Topic, "partition", tp.Partition)
-			if err := b.logs.Delete(tp); err != nil {
-				return TopicInfo{}, fmt.Errorf("replication: remove stray %s-%d: %w", tp.Topic, tp.Partition, err)
-			}
+	for _, pid := range finished {
+		if _, err := b.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: pid}); err != nil {
+			return TopicInfo{}, err
 		}
 	}
 	next, err := b.commitLocked(c)
@@ -432,6 +426,42 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	}
 	b.logger.Info("topic created", "topic", req.Name, "partitions", len(t.Partitions), "configs", len(req.Configs))
 	return *t, nil
+}
+
+// removeLeftoversLocked removes, before a topic named name is created,
+// the logs of a same-named topic whose deletion did not finish (returning
+// their IDs, for CmdDeleteTopicDone) and partition directories of no
+// topic. Under effMu and against the current image, not the caller's:
+// another broker may have created the topic meanwhile, and this broker's
+// FSM opened its partitions and raft groups -- those are not leftovers
+// (removing them under a running group made raft panic). Then it answers
+// ErrTopicExists and removes nothing.
+func (b *Broker) removeLeftoversLocked(name string) ([][16]byte, error) {
+	b.effMu.Lock()
+	defer b.effMu.Unlock()
+	cur := b.img.Load()
+	if _, ok := cur.topics[name]; ok {
+		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	var finished [][16]byte
+	for pid, pd := range cur.pending {
+		if pd.Name == name {
+			if err := b.deleteLogs(pd); err != nil {
+				return nil, err
+			}
+			finished = append(finished, pid)
+		}
+	}
+	for _, tp := range b.logs.Partitions() {
+		if tp.Topic != name || b.group(tp) != nil {
+			continue
+		}
+		b.logger.Warn("removing stray partition directory before creating its topic", "topic", tp.Topic, "partition", tp.Partition)
+		if err := b.logs.Delete(tp); err != nil {
+			return nil, fmt.Errorf("replication: remove stray %s-%d: %w", tp.Topic, tp.Partition, err)
+		}
+	}
+	return finished, nil
 }
 
 // assignLocked checks partitions, replication factor and any explicit

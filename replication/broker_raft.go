@@ -306,10 +306,15 @@ var sentinels = map[string]error{
 }
 
 func sentinelName(err error) string {
+	// The specific sentinel first: a rejected command can also wrap one
+	// (a create of a topic that exists is TOPIC_ALREADY_EXISTS).
 	for name, s := range sentinels {
-		if errors.Is(err, s) {
+		if s != errRejected && errors.Is(err, s) {
 			return name
 		}
+	}
+	if errors.Is(err, errRejected) {
+		return "rejected"
 	}
 	return "not_controller" // unknown: the client retries
 }
@@ -318,6 +323,10 @@ func sentinelError(name, msg string) error {
 	s, ok := sentinels[name]
 	if !ok {
 		s = ErrNotController
+	}
+	if s == ErrTopicExists {
+		// Refused by the controller's image: also a rejected command.
+		return fmt.Errorf("%w (at the controller: %s): %w", s, msg, errRejected)
 	}
 	return fmt.Errorf("%w (at the controller: %s)", s, msg)
 }

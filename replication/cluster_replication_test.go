@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -506,4 +507,54 @@ func (q *testQuorum) checkRoleTiming(topic string, part int32) {
 		}
 	}
 	q.t.Fatalf("role timing: %s", last)
+}
+
+// Three brokers create the same topic at once (as their coordinators
+// auto-create __consumer_offsets on the first FindCoordinator each gets):
+// one wins, the others answer TOPIC_ALREADY_EXISTS, and none removes the
+// partitions the winner's command opened on it as "stray" directories
+// (which deleted a running raft group's files, and raft panicked in a CI
+// run). Every partition then takes writes on all three replicas.
+func TestConcurrentCreateOfOneTopic(t *testing.T) {
+	q := newTestQuorum(t)
+	ctx := context.Background()
+	q.controller()
+	for _, b := range q.brokers { // every broker's image has every registration
+		for w := 0; w < 500 && len(b.Brokers()) != 3; w++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	check := func(name string) {
+		t.Helper()
+		for p := int32(0); p < 3; p++ {
+			q.produceTo(name, p, batch(2, -1, -1, -1))
+			q.waitSameReplicas(name, p, 1)
+		}
+	}
+	for cycle := 0; cycle < 6; cycle++ {
+		name := fmt.Sprintf("same-%d", cycle)
+		errs := make([]error, len(q.brokers))
+		var wg sync.WaitGroup
+		for i := range q.brokers {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				_, errs[i] = q.brokers[i].CreateTopic(ctx, CreateTopicRequest{Name: name, NumPartitions: 3, ReplicationFactor: 3})
+			}(i)
+		}
+		wg.Wait()
+		won := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, ErrTopicExists):
+				t.Fatalf("%s: broker %d: %v", name, i+1, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%s: %d creates succeeded (%v), want 1", name, won, errs)
+		}
+		check(name)
+	}
 }

@@ -209,7 +209,8 @@ func (im *image) Apply(c Command) (*image, error) {
 
 	case CmdCreateTopic:
 		if _, ok := im.topics[c.Topic]; ok {
-			return reject("topic %q exists", c.Topic)
+			same, err := reject("topic %q exists", c.Topic)
+			return same, fmt.Errorf("%w: %w", ErrTopicExists, err)
 		}
 		if c.TopicID == ([16]byte{}) {
 			return reject("zero topic id")
