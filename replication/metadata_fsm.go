@@ -184,6 +184,13 @@ func (im *image) withPending(f func(map[[16]byte]pendingDelete)) {
 	im.pending = p
 }
 
+// also is err that also matches extra (errors.Is), with err's message: a
+// rejection that has a more specific meaning for clients.
+type also struct{ err, extra error }
+
+func (e also) Error() string   { return e.err.Error() }
+func (e also) Unwrap() []error { return []error{e.err, e.extra} }
+
 // Apply returns the image after c. On an invalid command it returns the
 // receiver unchanged (apart from the applied count) and an error wrapping
 // errRejected.
@@ -210,7 +217,7 @@ func (im *image) Apply(c Command) (*image, error) {
 	case CmdCreateTopic:
 		if _, ok := im.topics[c.Topic]; ok {
 			same, err := reject("topic %q exists", c.Topic)
-			return same, fmt.Errorf("%w: %w", ErrTopicExists, err)
+			return same, also{err, ErrTopicExists}
 		}
 		if c.TopicID == ([16]byte{}) {
 			return reject("zero topic id")
