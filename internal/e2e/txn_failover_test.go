@@ -19,16 +19,24 @@ import (
 // every one answers.
 func startQuorum(t *testing.T, n int, extra ...string) []*broker {
 	t.Helper()
+	// One run of distinct ports below the ephemeral range (freePortRun):
+	// addresses picked one by one with freeAddr could come out twice (a
+	// CI-like run failed with "duplicate address in configuration").
+	var offs []int
+	for i := range n {
+		offs = append(offs, i, 100+i)
+	}
+	base := freePortRun(t, offs...)
 	var voters []string
 	reps := make([]string, n)
 	for i := range n {
-		reps[i] = freeAddr(t)
+		reps[i] = fmt.Sprintf("127.0.0.1:%d", base+i)
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, reps[i]))
 	}
 	bs := make([]*broker, n)
 	for i := range n {
 		args := append([]string{"--set", fmt.Sprintf("node.id=%d", i+1), "--set", "controller.quorum.voters=" + strings.Join(voters, ",")}, extra...)
-		b := &broker{t: t, dataDir: t.TempDir(), addr: freeAddr(t), logs: new(bytes.Buffer), args: args}
+		b := &broker{t: t, dataDir: t.TempDir(), addr: fmt.Sprintf("127.0.0.1:%d", base+100+i), logs: new(bytes.Buffer), args: args}
 		bs[i] = b
 		t.Cleanup(func() {
 			b.kill()
