@@ -58,8 +58,11 @@ type CompareConfig struct {
 	// ProfileDir, if set, runs each Strata broker under a CPU profile
 	// (strata bench serve-profiled) written there per workload.
 	ProfileDir string
-	Command    string // the command line, recorded in the report
-	Note       string // free text recorded in the report (machine load, ...)
+	// WorkDir, if set, holds the brokers' data dirs and logs and is kept
+	// (for reading a broker's log after a surprising figure).
+	WorkDir string
+	Command string // the command line, recorded in the report
+	Note    string // free text recorded in the report (machine load, ...)
 	// ReplicationFactor per broker name, for workloads that leave it at 0:
 	// --replication-factor name=N, else 3 for strata-3 and 1 for the rest.
 	ReplicationFactor map[string]int
@@ -96,6 +99,7 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	fs.StringVar(&c.OutDir, "out", "", "write compare.json, compare.md and compare.png to this `dir`")
 	fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each Strata broker to this `dir`")
 	fs.StringVar(&c.Note, "note", "", "a note recorded in the report")
+	fs.StringVar(&c.WorkDir, "work-dir", "", "keep the brokers' data dirs and logs in this `dir` (default: a temporary dir, removed at the end)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -499,11 +503,16 @@ func (c *CompareConfig) resolveStrata(ctx context.Context, tmp string) error {
 // broker's CPU time around the measured phase and its peak RSS at the
 // end, then stops them. progress gets one line per run.
 func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report, error) {
-	tmp, err := os.MkdirTemp("", "strata-bench-")
-	if err != nil {
+	tmp := c.WorkDir
+	if tmp == "" {
+		var err error
+		if tmp, err = os.MkdirTemp("", "strata-bench-"); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrRun, err)
+		}
+		defer os.RemoveAll(tmp)
+	} else if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
-	defer os.RemoveAll(tmp)
 	if err := c.resolveStrata(ctx, tmp); err != nil {
 		return nil, err
 	}

@@ -35,13 +35,14 @@ func TestCompareSmoke(t *testing.T) {
 		}
 		return w
 	}
-	out := t.TempDir()
+	out, work := t.TempDir(), filepath.Join(t.TempDir(), "work")
 	c := &CompareConfig{
 		Workloads: []Workload{mk(KindProduce), mk(KindConsume), mk(KindE2E)},
 		Brokers:   []string{BrokerNull, BrokerStrata, BrokerStrata3},
 		Rounds:    2,
 		StrataSrc: "..",
 		OutDir:    out,
+		WorkDir:   work,
 		Command:   "test",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -85,6 +86,17 @@ func TestCompareSmoke(t *testing.T) {
 				t.Errorf("%s %s: no peak RSS", wr.Workload.Name, br.Name)
 			}
 		}
+	}
+	// --work-dir keeps the brokers' data dirs (a cluster's broker logs are
+	// there; with --out the others' logs go to out/logs).
+	if ents, err := os.ReadDir(filepath.Join(work, "w0-strata", "data")); err != nil || len(ents) == 0 {
+		t.Errorf("work dir: strata's data dir not kept (%v)", err)
+	}
+	if st, err := os.Stat(filepath.Join(work, "w2-strata-3", "data", "broker-3.log")); err != nil || st.Size() == 0 {
+		t.Errorf("work dir: broker 3's log not kept (%v)", err)
+	}
+	if st, err := os.Stat(filepath.Join(out, "logs", "smoke-e2e-strata.log")); err != nil || st.Size() == 0 {
+		t.Errorf("out dir: strata's log not kept (%v)", err)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "compare.md"))
 	if !strings.Contains(string(md), "| strata |") || !strings.Contains(string(md), "#### smoke-e2e") ||
