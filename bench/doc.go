@@ -109,7 +109,10 @@
 // compare.json (every sample), compare.md and compare.png (a chart drawn
 // with image/png and a 5x7 bitmap font: MB/s by broker, e2e latency
 // percentiles). --cpuprofile-dir runs the Strata brokers under
-// `strata bench serve-profiled`, which writes a pprof CPU profile.
+// `strata bench serve-profiled`, which writes a pprof CPU profile. The
+// brokers' data dirs are temporary (their logs go to DIR/logs with --out);
+// --work-dir DIR puts and keeps them in DIR (a cluster's broker logs are
+// in DIR/w<workload>-strata-3/data/broker-<id>.log).
 //
 // # Invariants and limits
 //

@@ -23,7 +23,10 @@ import (
 //   - Per topic: INVALID_TOPIC_EXCEPTION for a name Kafka would reject,
 //     UNKNOWN_TOPIC_OR_PARTITION for a missing one, UNKNOWN_TOPIC_ID for an
 //     unknown topic ID (v10+ requests by ID). Per partition:
-//     LEADER_NOT_AVAILABLE when leaderless; replicas not among the live
+//     LEADER_NOT_AVAILABLE (leader -1) when leaderless, and also before a
+//     new partition's first election is recorded (this broker's copy of
+//     the metadata can be a moment behind the controller's: leader epoch
+//     0 is a placeholder, never served); replicas not among the live
 //     brokers are listed as offline (v5+).
 //   - Authorized operations (v8+) are not computed: -2147483648, Kafka's
 //     "not requested" value, whatever was asked (no ACLs yet).
@@ -117,6 +120,16 @@ func metadataTopic(t replication.TopicInfo, live map[int32]bool) kmsg.MetadataRe
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		if p.LeaderEpoch <= 0 {
+			// Not elected yet: the metadata holds the first replica as a
+			// placeholder at epoch 0 until the partition's group reports
+			// its first election (epoch = raft term, 2 or more). A client
+			// given the placeholder would be fenced by the elected epoch
+			// (FENCED_LEADER_EPOCH), and franz-go then waits out its
+			// metadata min age (5 s) before it fetches that partition
+			// again; LEADER_NOT_AVAILABLE makes it retry metadata at once.
+			mp.Leader, mp.LeaderEpoch = -1, -1
+		}
 		mp.Replicas = nonNil(p.Replicas)
 		mp.ISR = nonNil(p.ISR)
 		mp.OfflineReplicas = []int32{}
@@ -125,7 +138,7 @@ func metadataTopic(t replication.TopicInfo, live map[int32]bool) kmsg.MetadataRe
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
 		}
-		if p.Leader < 0 {
+		if mp.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

@@ -115,3 +115,33 @@ func TestMetadataKadm(t *testing.T) {
 		t.Fatalf("kadm metadata: %+v", md)
 	}
 }
+
+// TestMetadataHidesUnelectedLeader: a partition whose first election is
+// not recorded yet (leader epoch 0, the first replica as a placeholder) is
+// answered as leaderless, never as led at epoch 0: a client fetching with
+// epoch 0 would be fenced by the elected epoch.
+func TestMetadataHidesUnelectedLeader(t *testing.T) {
+	ti := replication.TopicInfo{Name: "t", Partitions: []replication.PartitionInfo{
+		{Partition: 0, Leader: 2, LeaderEpoch: 0, Replicas: []int32{2, 1, 3}, ISR: []int32{2, 1, 3}},
+		{Partition: 1, Leader: 3, LeaderEpoch: 2, Replicas: []int32{3, 1, 2}, ISR: []int32{3, 1}},
+		{Partition: 2, Leader: -1, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{}},
+	}}
+	mt := metadataTopic(ti, map[int32]bool{1: true, 2: true, 3: true})
+	want := []struct {
+		leader, epoch int32
+		code          int16
+	}{
+		{-1, -1, kerr.LeaderNotAvailable.Code},
+		{3, 2, 0},
+		{-1, 4, kerr.LeaderNotAvailable.Code},
+	}
+	for i, w := range want {
+		p := mt.Partitions[i]
+		if p.Leader != w.leader || p.LeaderEpoch != w.epoch || p.ErrorCode != w.code {
+			t.Errorf("partition %d: leader %d epoch %d error %d, want %d %d %d", i, p.Leader, p.LeaderEpoch, p.ErrorCode, w.leader, w.epoch, w.code)
+		}
+		if len(p.Replicas) != 3 {
+			t.Errorf("partition %d: replicas %v", i, p.Replicas)
+		}
+	}
+}

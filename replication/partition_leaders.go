@@ -121,6 +121,11 @@ func (b *Broker) observe() {
 			switch d := o.Data.(type) {
 			case raft.RaftState:
 				g.fitTiming(b.logger)
+				if d == raft.Leader {
+					// Leader moves are what clients see (NOT_LEADER_OR_FOLLOWER,
+					// a metadata refresh): one line each, as Kafka logs them.
+					b.logger.Info("partition leader elected here", "partition", g.tp.String(), "leader_epoch", o.Raft.CurrentTerm())
+				}
 			case raft.FailedHeartbeatObservation:
 				g.setFailed(d.PeerID, true)
 			case raft.ResumedHeartbeatObservation:
