@@ -133,7 +133,7 @@ func TestNewTopicLeadersAreNeverPlaceholders(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(bad) > 0 {
-		t.Fatalf("%d bad answers of %d, first: %s", len(bad), answers, bad[0])
+		t.Fatalf("%d bad partitions in %d answers, first: %s", len(bad), answers, bad[0])
 	}
 	for p := int32(0); p < partitions; p++ {
 		v1, ok := last[1][p]
