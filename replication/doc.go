@@ -247,7 +247,12 @@
 // = the voters its heartbeats reach) to the controller, batched, as
 // CmdPartitionLeaders, applied only if the epoch is not older: every
 // broker's Metadata, Fetch epoch checks and group coordinator routing use
-// that replicated image. CreateTopics and CreatePartitions answer once the
+// that replicated image. Until a new partition's first report is applied,
+// the image holds its first replica at epoch 0 as a placeholder, which
+// Metadata answers as LEADER_NOT_AVAILABLE: each broker applies the image a
+// moment after the controller (up to the metadata group's CommitTimeout),
+// and a client that took the placeholder would be fenced by the elected
+// epoch. CreateTopics and CreatePartitions answer once the
 // new partitions have reported leaders. Reports are committed without the
 // writer lock (commitUnlocked): a writer holding it may be waiting for
 // them.
