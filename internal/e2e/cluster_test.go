@@ -111,7 +111,14 @@ func TestDevClusterThreeBrokers(t *testing.T) {
 		for i := 0; i < 400; i++ {
 			md, err := kadm.NewClient(one).Metadata(ctx, "spread")
 			last = fmt.Sprintf("err %v, controller %d, %d brokers, topic err %v", err, md.Controller, len(md.Brokers), md.Topics["spread"].Err)
-			if err == nil && md.Topics["spread"].Err == nil && len(md.Brokers) == 3 && md.Controller >= 1 {
+			// A broker answers LEADER_NOT_AVAILABLE for a partition until it
+			// has applied the partition's first leader report (a moment after
+			// the broker that created the topic): ask again.
+			elected := true
+			for _, p := range md.Topics["spread"].Partitions {
+				elected = elected && p.Err == nil && p.Leader >= 0
+			}
+			if err == nil && md.Topics["spread"].Err == nil && len(md.Brokers) == 3 && md.Controller >= 1 && elected {
 				got = fmt.Sprintf("controller %d brokers %d", md.Controller, len(md.Brokers))
 				for _, p := range md.Topics["spread"].Partitions.Sorted() {
 					got += fmt.Sprintf(" p%d:l%d:r%v", p.Partition, p.Leader, p.Replicas)
