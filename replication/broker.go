@@ -90,6 +90,10 @@ type Broker struct {
 	memoDone     chan struct{}
 	reporterDone chan struct{}
 	reassignDone chan struct{}
+	// announce wakes announceCommits (broker_raft.go) after a proposal
+	// committed here; announceDone closes when it ends.
+	announce     chan struct{}
+	announceDone chan struct{}
 
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
@@ -141,7 +145,8 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		partitionTiming: partitionTiming,
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
-		observerDone: make(chan struct{}), memoDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{})}
+		observerDone: make(chan struct{}), memoDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{}),
+		announce: make(chan struct{}, 1), announceDone: make(chan struct{})}
 	if cfg.PartitionHeartbeat > 0 {
 		b.partitionTiming = partitionTimingFor(cfg.PartitionHeartbeat)
 	}
@@ -149,6 +154,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	go b.sweepMemos()
 	go b.reportLeaders()
 	go b.reassignLoop()
+	go b.announceCommits()
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -183,7 +189,7 @@ func (b *Broker) closeRaft() error {
 	// Bounded: a report proposed just as raft shut down may wait on a
 	// future raft never answers (an entry left in its apply queue); its
 	// goroutine must not hold Close forever.
-	for _, done := range []chan struct{}{b.observerDone, b.memoDone, b.reporterDone, b.reassignDone} {
+	for _, done := range []chan struct{}{b.observerDone, b.memoDone, b.reporterDone, b.reassignDone, b.announceDone} {
 		select {
 		case <-done:
 		case <-time.After(2 * time.Second):

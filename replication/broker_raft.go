@@ -224,11 +224,44 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		b.logger.Error("metadata command not committed", "command", c.Type.String(), "err", err)
 		return nil, 0, err
 	}
+	select {
+	case b.announce <- struct{}{}:
+	default: // a wake-up is pending already
+	}
 	res, ok := f.Response().(fsmResult)
 	if !ok {
 		return nil, 0, fmt.Errorf("replication: metadata entry applied without a result")
 	}
 	return res.img, f.Index(), res.err
+}
+
+// announceCommits tells the other brokers at once that a proposal
+// committed. A follower learns the commit index from the next
+// AppendEntries: the next entry, or up to twice metadataTiming.Commit later
+// (200 ms) when none comes. Every broker answers Metadata, leader-epoch
+// checks and coordinator lookups from its own image, so for that long the
+// others still named the old leader of a partition that moved, or did not
+// know a topic just created. After a proposal commits, the controller
+// appends a barrier: its AppendEntries goes out at once and carries the
+// commit index. Proposals that commit while a barrier is on its way share
+// the next one, so a burst costs one or two barriers. Ends when the broker
+// closes.
+func (b *Broker) announceCommits() {
+	defer close(b.announceDone)
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.announce:
+		}
+		if b.raft.State() != raft.Leader {
+			continue
+		}
+		if err := b.waitFuture(b.raft.Barrier(metadataApplyTimeout)); err != nil && !errors.Is(err, raft.ErrRaftShutdown) &&
+			!errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrLeadershipLost) {
+			b.logger.Warn("metadata commit announcement failed", "err", err)
+		}
+	}
 }
 
 // waitFuture waits for f, or until the broker closes: a raft shutting
