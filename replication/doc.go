@@ -250,9 +250,13 @@
 // that replicated image. Until a new partition's first report is applied,
 // the image holds its first replica at epoch 0 as a placeholder, which
 // Metadata answers as LEADER_NOT_AVAILABLE: each broker applies the image a
-// moment after the controller (up to the metadata group's CommitTimeout),
-// and a client that took the placeholder would be fenced by the elected
-// epoch. CreateTopics and CreatePartitions answer once the
+// moment after the controller, and a client that took the placeholder
+// would be fenced by the elected epoch. That moment is short because the
+// controller announces each commit (announceCommits, broker_raft.go): a
+// follower learns a commit index only from the next AppendEntries, so
+// after a proposal commits the controller appends a barrier, sent at once,
+// instead of leaving the others a CommitTimeout (100-200 ms) behind.
+// CreateTopics and CreatePartitions answer once the
 // new partitions have reported leaders. Reports are committed without the
 // writer lock (commitUnlocked): a writer holding it may be waiting for
 // them.
