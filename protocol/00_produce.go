@@ -61,8 +61,9 @@ import (
 //   - v7: zstd allowed
 //   - v8: RecordErrors and ErrorMessage
 //   - v9: flexible
-//   - v10-v12: CurrentLeader/NodeEndpoints tags (not sent: clients refresh
-//     metadata on NOT_LEADER_OR_FOLLOWER), v12 no change for us
+//   - v10-v12: CurrentLeader/NodeEndpoints tags: a NOT_LEADER_OR_FOLLOWER
+//     partition names the leader this broker knows (KIP-951,
+//     leader_hints.go), v12 no change for us
 //   - v13: topics by ID
 //
 // Differences from Kafka:
@@ -226,6 +227,7 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		wg.Wait()
 	}
 
+	s.addProduceLeaderHints(resp)
 	if req.Acks == 0 {
 		// No response; but an error closes the connection, as Kafka does,
 		// so the client notices (e.g. refreshes metadata after

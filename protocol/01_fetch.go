@@ -29,7 +29,10 @@ import (
 //   - Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+),
 //     NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE (with the offsets),
 //     FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when CurrentLeaderEpoch (v9+,
-//     -1 = unchecked) is below / above the partition's epoch.
+//     -1 = unchecked) is below / above the partition's epoch. From v16 a
+//     NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition names the
+//     leader this broker knows (CurrentLeader) and the response carries its
+//     endpoint (NodeEndpoints): KIP-951, leader_hints.go.
 //   - HighWatermark, LastStableOffset and LogStartOffset are always
 //     filled. IsolationLevel read_committed reads whole batches below the
 //     last stable offset (the first offset of a transaction not yet
@@ -265,6 +268,11 @@ func unnotify(parts []*log.Partition, wake chan<- struct{}) {
 // partitions of one topic) and resolves each partition.
 func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget) []*fetchPart {
 	parts := make([]*fetchPart, 0, len(targets))
+	var hinted map[int32]bool // leaders named to the client (KIP-951)
+	if req.Version >= 16 {
+		hinted = map[int32]bool{}
+		defer func() { s.addFetchNodeEndpoints(resp, hinted) }()
+	}
 	// Count partitions per topic run first so the response slices never
 	// move (fetchPart keeps pointers into them).
 	type run struct{ start, n int }
@@ -319,6 +327,7 @@ func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, ta
 			p, _, code := s.leaderPartition(topic, t.partition, t.leaderEpoch)
 			if code != 0 {
 				sp.ErrorCode, fp.failed = code, true
+				s.fetchLeaderHint(req.Version, code, topic, sp, hinted)
 				continue
 			}
 			fp.part = p

@@ -139,8 +139,13 @@ func (w *pieceWriter) nullableBytes(b []byte, flexible bool) {
 // fetchEncodable reports whether encodeFetch can frame r: only the fields
 // handleFetch sets.
 func fetchEncodable(r *kmsg.FetchResponse) bool {
-	if len(r.Brokers) > 0 || r.UnknownTags.Len() > 0 {
+	if r.UnknownTags.Len() > 0 {
 		return false
+	}
+	for i := range r.Brokers {
+		if r.Brokers[i].UnknownTags.Len() > 0 {
+			return false
+		}
 	}
 	for i := range r.Topics {
 		t := &r.Topics[i]
@@ -150,7 +155,7 @@ func fetchEncodable(r *kmsg.FetchResponse) bool {
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			if p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1 || p.DivergingEpoch.UnknownTags.Len() > 0 ||
-				p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1 || p.CurrentLeader.UnknownTags.Len() > 0 ||
+				p.CurrentLeader.UnknownTags.Len() > 0 ||
 				p.SnapshotID.EndOffset != -1 || p.SnapshotID.Epoch != -1 || p.SnapshotID.UnknownTags.Len() > 0 ||
 				p.UnknownTags.Len() > 0 {
 				return false
@@ -253,7 +258,15 @@ func encodeFetchPieces(corr int32, r *kmsg.FetchResponse, regions map[regionKey]
 				w.nullableBytes(p.RecordBatches, flexible)
 			}
 			if flexible {
-				w.put(0) // partition tags
+				// Tagged fields: CurrentLeader (tag 1, KIP-951) when set.
+				if cl := p.CurrentLeader; cl.LeaderID != -1 || cl.LeaderEpoch != -1 {
+					w.put(1, 1, 9) // one tag: 1, 9 bytes
+					w.i32(cl.LeaderID)
+					w.i32(cl.LeaderEpoch)
+					w.put(0) // its tags
+				} else {
+					w.put(0)
+				}
 			}
 		}
 		if flexible {
@@ -261,7 +274,30 @@ func encodeFetchPieces(corr int32, r *kmsg.FetchResponse, regions map[regionKey]
 		}
 	}
 	if flexible {
-		w.put(0) // top-level tags
+		// Tagged fields: NodeEndpoints (tag 0, KIP-951) when set.
+		if len(r.Brokers) > 0 {
+			var b []byte
+			b = binary.AppendUvarint(b, uint64(len(r.Brokers))+1)
+			for i := range r.Brokers {
+				nb := &r.Brokers[i]
+				b = binary.BigEndian.AppendUint32(b, uint32(nb.NodeID))
+				b = binary.AppendUvarint(b, uint64(len(nb.Host))+1)
+				b = append(b, nb.Host...)
+				b = binary.BigEndian.AppendUint32(b, uint32(nb.Port))
+				if nb.Rack == nil {
+					b = append(b, 0)
+				} else {
+					b = binary.AppendUvarint(b, uint64(len(*nb.Rack))+1)
+					b = append(b, *nb.Rack...)
+				}
+				b = append(b, 0) // broker tags
+			}
+			w.put(1, 0) // one tag: 0
+			w.uvarint(uint64(len(b)))
+			w.put(b...)
+		} else {
+			w.put(0)
+		}
 	}
 	w.bufs = append(w.bufs, w.cur)
 	binary.BigEndian.PutUint32(w.bufs[0], uint32(w.total))

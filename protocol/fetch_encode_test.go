@@ -9,7 +9,8 @@ import (
 
 // encodeFetch must produce exactly what kmsg produces, for every version
 // served, with small (inlined) and large (referenced) record sets, null and
-// empty aborted transactions, and topic names or IDs.
+// empty aborted transactions, topic names or IDs, and the KIP-951 leader
+// hints (a partition's CurrentLeader, the response's NodeEndpoints).
 func TestEncodeFetchMatchesKmsg(t *testing.T) {
 	big := bytes.Repeat([]byte{7}, 3*inlineRecordBytes)
 	small := []byte{1, 2, 3}
@@ -33,6 +34,9 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 				if pi%2 == 0 {
 					sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 				}
+				if pi == 1 {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = 3, 17
+				}
 				if pi == 4 {
 					a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 					a.ProducerID, a.FirstOffset = 5, 6
@@ -41,6 +45,14 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 				st.Partitions = append(st.Partitions, sp)
 			}
 			resp.Topics = append(resp.Topics, st)
+		}
+		if v >= 16 {
+			rack := "r1"
+			for id, r := range []*string{nil, &rack} {
+				nb := kmsg.NewFetchResponseBroker()
+				nb.NodeID, nb.Host, nb.Port, nb.Rack = int32(id+2), "host-"+string(rune('a'+id)), 9092+int32(id), r
+				resp.Brokers = append(resp.Brokers, nb)
+			}
 		}
 		if !fetchEncodable(resp) {
 			t.Fatalf("v%d: not encodable", v)
@@ -57,8 +69,10 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 	}
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 16
-	resp.Brokers = append(resp.Brokers, kmsg.NewFetchResponseBroker())
+	nb := kmsg.NewFetchResponseBroker()
+	nb.UnknownTags.Set(9, []byte{1})
+	resp.Brokers = append(resp.Brokers, nb)
 	if fetchEncodable(resp) {
-		t.Fatal("node endpoints must fall back to kmsg")
+		t.Fatal("unknown tags must fall back to kmsg")
 	}
 }
