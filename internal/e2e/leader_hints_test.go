@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -53,28 +52,11 @@ func oneRecordBatch(v []byte) []byte {
 // that Metadata gives, so a client can move the partition without a
 // metadata round trip. A broker that leads answers the same requests.
 func TestNotLeaderNamesTheLeader(t *testing.T) {
-	bs := startQuorum(t, 3)
-	var addrs []string
-	for _, b := range bs {
-		addrs = append(addrs, b.addr)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RetryTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	for i := 0; ; i++ {
-		resp, err := adm.CreateTopic(ctx, 3, 1, nil, "hints")
-		if err == nil && resp.Err == nil {
-			break
-		}
-		if i > 200 {
-			t.Fatalf("create: %v %v", err, resp.Err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	cl, adm := readyQuorum(t, ctx, 3)
+	if resp, err := adm.CreateTopic(ctx, 3, 1, nil, "hints"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
 	}
 	// Every broker knows every leader.
 	var leader, epoch int32

@@ -25,30 +25,9 @@ import (
 // showed 3-second stalls). Once created, all brokers agree on each
 // partition's leader and epoch.
 func TestNewTopicLeadersAreNeverPlaceholders(t *testing.T) {
-	bs := startQuorum(t, 3)
-	var addrs []string
-	for _, b := range bs {
-		addrs = append(addrs, b.addr)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RetryTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	// The cluster is up once it can create a topic.
-	for i := 0; ; i++ {
-		resp, err := adm.CreateTopic(ctx, 1, 3, nil, "warmup")
-		if err == nil && resp.Err == nil {
-			break
-		}
-		if i > 200 {
-			t.Fatalf("create warmup: %v %v", err, resp.Err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	cl, adm := readyQuorum(t, ctx, 3)
 
 	const topic, partitions = "fresh", 8
 	type view struct {
@@ -158,4 +137,32 @@ func TestNewTopicLeadersAreNeverPlaceholders(t *testing.T) {
 	// How long after CreateTopics answered the last broker showed every
 	// partition's leader (measured, not asserted).
 	t.Logf("%d Metadata answers checked; every broker showed every leader %v after CreateTopics answered", answers, lag.Round(time.Millisecond))
+}
+
+// readyQuorum starts an n-broker quorum and returns a client seeded with
+// every broker once the cluster can create a topic ("warmup", one
+// partition on n replicas). The client closes with the test.
+func readyQuorum(t *testing.T, ctx context.Context, n int) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	bs := startQuorum(t, n)
+	var addrs []string
+	for _, b := range bs {
+		addrs = append(addrs, b.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	for i := 0; ; i++ {
+		resp, err := adm.CreateTopic(ctx, 1, int16(n), nil, "warmup")
+		if err == nil && resp.Err == nil {
+			return cl, adm
+		}
+		if i > 200 {
+			t.Fatalf("create warmup: %v %v", err, resp.Err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
