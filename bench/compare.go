@@ -99,7 +99,7 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	fs.StringVar(&c.OutDir, "out", "", "write compare.json, compare.md and compare.png to this `dir`")
 	fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each Strata broker to this `dir`")
 	fs.StringVar(&c.Note, "note", "", "a note recorded in the report")
-	fs.StringVar(&c.WorkDir, "work-dir", "", "keep the brokers' data dirs and logs in this `dir` (default: a temporary dir, removed at the end)")
+	fs.StringVar(&c.WorkDir, "work-dir", "", "keep the brokers' data dirs and logs in this `dir`, new or empty (default: a temporary dir, removed at the end)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -510,8 +510,15 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 			return nil, fmt.Errorf("%w: %v", ErrRun, err)
 		}
 		defer os.RemoveAll(tmp)
-	} else if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	} else {
+		// A kept dir from an earlier run would start the brokers on its
+		// data: only a new or empty dir is taken.
+		if ents, err := os.ReadDir(tmp); err == nil && len(ents) > 0 {
+			return nil, fmt.Errorf("%w: --work-dir %s is not empty", ErrUsage, tmp)
+		}
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrRun, err)
+		}
 	}
 	if err := c.resolveStrata(ctx, tmp); err != nil {
 		return nil, err

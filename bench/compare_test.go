@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +114,21 @@ func TestCompareSmoke(t *testing.T) {
 		t.Errorf("chart: %v", err)
 	}
 	t.Logf("%s\n%s", progress.String(), stdout.String())
+}
+
+// A --work-dir holding an earlier run's files is refused before any broker
+// starts (they would start on its data).
+func TestCompareRefusesNonEmptyWorkDir(t *testing.T) {
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "left-over"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &CompareConfig{Workloads: []Workload{DefaultWorkload()}, Brokers: []string{BrokerNull}, Rounds: 1,
+		WorkDir: work, StrataBin: "/nonexistent/strata"}
+	_, err := Compare(context.Background(), c, io.Discard)
+	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("err %v, want a usage error naming the non-empty work dir", err)
+	}
 }
 
 func TestChartAndMarkdownOfSyntheticReport(t *testing.T) {

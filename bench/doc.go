@@ -111,7 +111,7 @@
 // percentiles). --cpuprofile-dir runs the Strata brokers under
 // `strata bench serve-profiled`, which writes a pprof CPU profile. The
 // brokers' data dirs are temporary (their logs go to DIR/logs with --out);
-// --work-dir DIR puts and keeps them in DIR (a cluster's broker logs are
+// --work-dir DIR (new or empty) puts and keeps them in DIR (a cluster's broker logs are
 // in DIR/w<workload>-strata-3/data/broker-<id>.log).
 //
 // # Invariants and limits

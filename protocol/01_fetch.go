@@ -268,11 +268,7 @@ func unnotify(parts []*log.Partition, wake chan<- struct{}) {
 // partitions of one topic) and resolves each partition.
 func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget) []*fetchPart {
 	parts := make([]*fetchPart, 0, len(targets))
-	var hinted map[int32]bool // leaders named to the client (KIP-951)
-	if req.Version >= 16 {
-		hinted = map[int32]bool{}
-		defer func() { s.addFetchNodeEndpoints(resp, hinted) }()
-	}
+	var hinted map[int32]bool // leaders named to the client (KIP-951), allocated on first use
 	// Count partitions per topic run first so the response slices never
 	// move (fetchPart keeps pointers into them).
 	type run struct{ start, n int }
@@ -327,12 +323,13 @@ func (s *Server) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, ta
 			p, _, code := s.leaderPartition(topic, t.partition, t.leaderEpoch)
 			if code != 0 {
 				sp.ErrorCode, fp.failed = code, true
-				s.fetchLeaderHint(req.Version, code, topic, sp, hinted)
+				s.fetchLeaderHint(req.Version, code, topic, sp, &hinted)
 				continue
 			}
 			fp.part = p
 		}
 	}
+	s.addFetchNodeEndpoints(resp, hinted)
 	return parts
 }
 

@@ -26,8 +26,12 @@ func (s *Server) leaderHint(t replication.TopicInfo, partition int32) (leader, e
 	return pi.Leader, pi.LeaderEpoch, true
 }
 
-// hintedBrokers returns the endpoints of the brokers in ids, in node order.
+// hintedBrokers returns the endpoints of the brokers in ids, in node order
+// (nothing, without reading the broker list, when ids is empty).
 func (s *Server) hintedBrokers(ids map[int32]bool) []replication.BrokerInfo {
+	if len(ids) == 0 {
+		return nil
+	}
 	var out []replication.BrokerInfo
 	for _, bi := range s.broker.Brokers() {
 		if ids[bi.NodeID] {
@@ -38,12 +42,13 @@ func (s *Server) hintedBrokers(ids map[int32]bool) []replication.BrokerInfo {
 }
 
 // addProduceLeaderHints fills CurrentLeader of every NOT_LEADER_OR_FOLLOWER
-// partition of resp (v10+) and the response's NodeEndpoints.
+// partition of resp (v10+) and the response's NodeEndpoints. A response
+// without such a partition costs one pass over its partitions.
 func (s *Server) addProduceLeaderHints(resp *kmsg.ProduceResponse) {
 	if resp.Version < 10 {
 		return
 	}
-	ids := map[int32]bool{}
+	var ids map[int32]bool
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		var t replication.TopicInfo
@@ -65,7 +70,7 @@ func (s *Server) addProduceLeaderHints(resp *kmsg.ProduceResponse) {
 			}
 			if leader, epoch, ok := s.leaderHint(t, sp.Partition); ok {
 				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
-				ids[leader] = true
+				ids = addHinted(ids, leader)
 			}
 		}
 	}
@@ -76,15 +81,25 @@ func (s *Server) addProduceLeaderHints(resp *kmsg.ProduceResponse) {
 	}
 }
 
+// addHinted adds leader to ids, allocated on first use: most requests
+// name no leader.
+func addHinted(ids map[int32]bool, leader int32) map[int32]bool {
+	if ids == nil {
+		ids = map[int32]bool{}
+	}
+	ids[leader] = true
+	return ids
+}
+
 // fetchLeaderHint fills sp's CurrentLeader (v16+) when code turned the
-// partition away for leadership, and records the leader in ids.
-func (s *Server) fetchLeaderHint(version int16, code int16, t replication.TopicInfo, sp *kmsg.FetchResponseTopicPartition, ids map[int32]bool) {
+// partition away for leadership, and records the leader in *ids.
+func (s *Server) fetchLeaderHint(version int16, code int16, t replication.TopicInfo, sp *kmsg.FetchResponseTopicPartition, ids *map[int32]bool) {
 	if version < 16 || (code != kerr.NotLeaderForPartition.Code && code != kerr.FencedLeaderEpoch.Code) {
 		return
 	}
 	if leader, epoch, ok := s.leaderHint(t, sp.Partition); ok {
 		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
-		ids[leader] = true
+		*ids = addHinted(*ids, leader)
 	}
 }
 
