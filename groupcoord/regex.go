@@ -11,8 +11,10 @@ import (
 // SubscribedTopicRegex). Kafka evaluates the regex on the broker with
 // RE2/J; Go's regexp is RE2, the same syntax and the same linear-time
 // guarantee. As Java's Matcher.matches(), the regex must match the whole
-// topic name. Internal topics (names starting with "__") never match, as
-// consumers exclude them by default.
+// topic name. Every topic in the metadata is a candidate, internal ones
+// (__consumer_offsets, __transaction_state) included, as in Kafka 4: a
+// regex that names an internal topic gets its partitions (a client that
+// does not want them writes a regex that does not match them).
 //
 // Each group keeps one resolution per distinct regex its members use,
 // tagged with the metadata version it was computed from; every heartbeat
@@ -107,7 +109,7 @@ func (g *cgroup) resolveRegexes(list topicLister) bool {
 		}
 		var match []string
 		for _, n := range names {
-			if !strings.HasPrefix(n, "__") && rs.re.MatchString(n) {
+			if rs.re.MatchString(n) {
 				match = append(match, n)
 			}
 		}

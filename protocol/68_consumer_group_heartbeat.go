@@ -16,10 +16,11 @@ import (
 //
 // Regex subscriptions (SubscribedTopicRegex, v1) are evaluated on the
 // broker with Go's RE2 against whole topic names (internal topics
-// excluded) and re-evaluated when topics are created or deleted; an
-// invalid one is INVALID_REGULAR_EXPRESSION (groupcoord/regex.go). Static
-// members (InstanceId) get Kafka's UNRELEASED_INSTANCE_ID,
-// FENCED_INSTANCE_ID and UNKNOWN_MEMBER_ID answers.
+// included, as in Kafka) and re-evaluated when topics are created or
+// deleted; an invalid one is INVALID_REGULAR_EXPRESSION
+// (groupcoord/regex.go). Static members (InstanceId) get Kafka's
+// UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID and UNKNOWN_MEMBER_ID
+// answers.
 //
 // Version notes: v1: the client chooses its member ID; regex subscriptions.
 func init() { regKey(68, 0, 1) }

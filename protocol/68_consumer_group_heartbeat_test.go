@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"maps"
+	"regexp"
 	"testing"
 	"time"
 
@@ -66,6 +68,55 @@ func TestKIP848RegexSubscription(t *testing.T) {
 	poll(map[string]int{"ev-a": 5, "ev-b": 5, "ev-c": 5})
 	if got["other"] != 0 {
 		t.Fatalf("consumed %d records of a topic the regex does not match", got["other"])
+	}
+	cl.Close()
+}
+
+// TestKIP848RegexInternalTopic: as Kafka 4, the broker's regex resolution
+// does not skip internal topics: a kgo ConsumeRegex consumer of a KIP-848
+// group whose regex names __consumer_offsets is assigned all of its
+// partitions (and reads the group records in them) next to the regular
+// topic its other regex matches. This is franz-go's
+// Test848RegexBrokerResolves on a single node.
+func TestKIP848RegexInternalTopic(t *testing.T) {
+	c := newGroupCluster(t)
+	ctx := testCtx(t)
+	c.createTopic("rx-a", 1)
+	produceRecords(t, c, "rx-a", 5)
+	const offsets = "__consumer_offsets"
+	cl := c.client(kgo.ConsumerGroup("rxg"), kgo.ConsumeRegex(), kgo.ServerSideBalancer(),
+		kgo.ConsumeTopics("rx-.*", regexp.QuoteMeta(offsets)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	got := map[string]int{}
+	deadline := time.Now().Add(15 * time.Second)
+	for got["rx-a"] < 5 || got[offsets] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("consumed %v, want 5 records of rx-a and some of %s", got, offsets)
+		}
+		fs := cl.PollRecords(ctx, 100)
+		fs.EachRecord(func(r *kgo.Record) { got[r.Topic]++ })
+	}
+	if got["rx-a"] != 5 {
+		t.Fatalf("consumed %d records of rx-a, want 5", got["rx-a"])
+	}
+
+	// The broker assigned every partition of __consumer_offsets (the
+	// group coordinator's 4) to the one member, and rx-a's.
+	raw := dialRaw(t, c.addr)
+	dreq := kmsg.NewPtrConsumerGroupDescribeRequest()
+	dreq.Groups = []string{"rxg"}
+	d := raw.roundTrip(dreq).(*kmsg.ConsumerGroupDescribeResponse)
+	if len(d.Groups) != 1 || d.Groups[0].ErrorCode != 0 || len(d.Groups[0].Members) != 1 {
+		t.Fatalf("describe: %+v", d)
+	}
+	assigned := map[string]int{}
+	for _, tp := range d.Groups[0].Members[0].Assignment.TopicPartitions {
+		ti, _ := c.broker.TopicByID(tp.TopicID)
+		assigned[ti.Name] = len(tp.Partitions)
+	}
+	if want := map[string]int{"rx-a": 1, offsets: 4}; !maps.Equal(assigned, want) {
+		t.Fatalf("assignment %v, want %v", assigned, want)
 	}
 	cl.Close()
 }
