@@ -2,11 +2,12 @@ package replication
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/log"
 )
 
 // Partition leaders in the metadata (doc.go, "Leaders and epochs"). A
@@ -25,6 +26,10 @@ const (
 	// leaderReportRetry is the wait before a report the controller did not
 	// take is sent again.
 	leaderReportRetry = 200 * time.Millisecond
+	// leaderSweepInterval is how often the reporter compares the groups
+	// this broker leads with the image (sweepLeaders): a leadership the
+	// image has not shown for two sweeps in a row is reported again.
+	leaderSweepInterval = time.Second
 	// createLeaderWait bounds CreateTopics' wait for the new partitions'
 	// groups to elect and report their leaders (Kafka answers once the
 	// controller has chosen leaders; clients retry LEADER_NOT_AVAILABLE).
@@ -153,14 +158,23 @@ func (b *Broker) queueReport(g *partitionGroup) {
 }
 
 // reportLeaders sends queued leader reports to the controller until the
-// broker closes.
+// broker closes. A report is sent again until the controller takes it,
+// whatever the controller answers: only this broker closing ends the
+// loop. Every leaderSweepInterval it also sweeps the groups it leads
+// against the image (sweepLeaders), so a leadership whose report was lost
+// anyway is reported again rather than never.
 func (b *Broker) reportLeaders() {
 	defer close(b.reporterDone)
+	sweep := time.NewTicker(leaderSweepInterval)
+	defer sweep.Stop()
+	var suspects map[log.TopicPartition]uint64
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-b.reportWake:
+		case <-sweep.C:
+			suspects = b.sweepLeaders(suspects)
 		}
 		for {
 			b.reportMu.Lock()
@@ -186,7 +200,11 @@ func (b *Broker) reportLeaders() {
 				continue
 			}
 			if err := b.commitReports(rs); err != nil {
-				if errors.Is(err, ErrShuttingDown) || b.closed.Load() {
+				// ErrShuttingDown here is usually the controller's, not
+				// ours: a report forwarded to a controller that stops
+				// comes back "shutting down" (its proposal may or may not
+				// commit). The next controller takes it.
+				if b.stopping() {
 					return
 				}
 				b.logger.Warn("partition leaders not recorded in the metadata yet; retrying", "partitions", len(rs), "err", err)
@@ -201,6 +219,71 @@ func (b *Broker) reportLeaders() {
 			}
 		}
 	}
+}
+
+// stopping reports whether this broker is closing.
+func (b *Broker) stopping() bool {
+	if b.closed.Load() {
+		return true
+	}
+	select {
+	case <-b.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sweepLeaders queues a report for every group this broker leads whose
+// leader and epoch the image has not shown at this sweep nor at the
+// previous one (prev: the groups missing then, with their term), and
+// returns the groups missing now. Two sweeps in a row leave a report just
+// committed time to be applied here. The reporter runs it when its queue
+// is empty, so a group it finds missing twice is not waiting for an
+// answer: its report was lost (or never queued) and is sent again. The
+// work is a few atomic loads per group led and a map lookup; the ISR is
+// not compared (a change of it is reported on raft's heartbeat
+// observations).
+func (b *Broker) sweepLeaders(prev map[log.TopicPartition]uint64) map[log.TopicPartition]uint64 {
+	img := b.img.Load()
+	var missing map[log.TopicPartition]uint64
+	var again []*partitionGroup
+	b.groupsMu.RLock()
+	for tp, g := range b.groups {
+		if g.raft.State() != raft.Leader {
+			continue
+		}
+		term := g.raft.CurrentTerm()
+		t, ok := img.byID[g.topicID]
+		if !ok || int(tp.Partition) >= len(t.Partitions) || term > 1<<31-1 {
+			continue // deleted, or not in this image yet: nothing to report
+		}
+		cur := t.Partitions[tp.Partition]
+		if int64(cur.LeaderEpoch) > int64(term) ||
+			(cur.Leader == b.cfg.NodeID && int64(cur.LeaderEpoch) == int64(term)) {
+			continue // recorded (or a later leader is: this one steps down)
+		}
+		if !containsNode(cur.members(), b.cfg.NodeID) {
+			continue // no longer a replica: applyLeaders would skip the report
+		}
+		if missing == nil {
+			missing = map[log.TopicPartition]uint64{}
+		}
+		missing[tp] = term
+		if p, ok := prev[tp]; ok && p == term {
+			again = append(again, g)
+		}
+	}
+	b.groupsMu.RUnlock()
+	if len(again) > 0 {
+		g := again[0]
+		b.logger.Warn("partition leaders elected here are still not in the metadata; reporting them again",
+			"partitions", len(again), "partition", g.tp.String(), "leader_epoch", missing[g.tp])
+		for _, g := range again {
+			b.queueReportQuiet(g)
+		}
+	}
+	return missing
 }
 
 func (b *Broker) queueReportQuiet(g *partitionGroup) {
