@@ -261,6 +261,28 @@
 // writer lock (commitUnlocked): a writer holding it may be waiting for
 // them.
 //
+// A leader keeps reporting until the replicated image shows its (leader,
+// epoch), across controller changes. A report the controller did not take
+// is sent again 200 ms later, to whichever broker is controller by then,
+// with a "not recorded in the metadata yet; retrying" line, whatever the
+// answer: not the controller, no controller, or "shutting down" -- the
+// answer of a controller that stops while a forwarded report waits on its
+// proposal (ErrShuttingDown comes back as its sentinel; the entry may or
+// may not commit). That is the controller's shutdown, not this broker's:
+// only this broker closing ends the reporter. (It used to end on any
+// ErrShuttingDown, so a controller's clean stop, whose handoff makes new
+// leaders that report to it while it stops, silenced the other brokers'
+// reporters for good and the metadata kept the old leaders.) Reports are
+// idempotent, so a report sent again after an ambiguous answer costs one
+// no-op command. Every second (leaderSweepInterval) the reporter, when its
+// queue is empty, also compares the groups it leads with its image: a
+// leadership missing from the image at two sweeps in a row (time for a
+// report just committed to be applied here) is reported again and logged
+// ("still not in the metadata; reporting them again"), so a report lost
+// any other way is not lost for good. The sweep reads a few atomics and
+// one map entry per group led; it compares leader and epoch, not the ISR
+// (heartbeat observations report ISR changes).
+//
 // Snapshots and catch-up (partition_snapshots.go). A partition snapshot
 // at index i is the position "every batch below offset o is in the
 // segments" (a few bytes; the data is never written twice). A follower
