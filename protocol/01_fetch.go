@@ -41,7 +41,10 @@ import (
 //     AbortedTransactions is an empty list, not null. read_uncommitted
 //     reads up to the high watermark, aborted records and markers
 //     included. A long poll on read_committed wakes on the high watermark
-//     (the LSO moves only when it does or when a marker commits).
+//     (the LSO moves only when it does or when a marker commits); one
+//     held at the LSO by an open transaction waits for the high watermark
+//     to move past what it saw (fetchPart.waitOffset), not for its fetch
+//     offset, which the high watermark has passed already.
 //   - Fetch sessions (KIP-227, fetch_session.go): SessionEpoch 0 creates a
 //     session (answered with its ID); later incremental fetches name only
 //     changed partitions (Topics) and dropped ones (ForgottenTopics) and get
@@ -222,7 +225,7 @@ func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []
 			if fp.part == nil {
 				continue
 			}
-			if !fp.part.Notify(fp.target.fetchOffset, wake) {
+			if !fp.part.Notify(fp.waitOffset(), wake) {
 				passed = true // moved since the read: read again
 				break
 			}
@@ -230,10 +233,22 @@ func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []
 		}
 		if passed || len(registered) == 0 {
 			unnotify(registered, wake)
-			if passed {
-				continue
+			if !passed {
+				return nil
 			}
-			return nil
+			// Read again, unless the wait is over: a partition whose
+			// high watermark keeps moving must not hold the request past
+			// its deadline or the connection's end.
+			select {
+			case <-deadline:
+				return nil
+			case <-s.draining:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			default:
+			}
+			continue
 		}
 		select {
 		case <-wake:
@@ -255,6 +270,24 @@ func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []
 		default:
 		}
 	}
+}
+
+// waitOffset is the offset whose passing by the high watermark can bring
+// fp something new. For read_uncommitted that is the fetch offset. A
+// read_committed fetch at the last stable offset (an open transaction
+// there) gets nothing from a high watermark that is already past the
+// fetch offset: it waits for the high watermark to move beyond what the
+// read saw (a marker, or more records, is committed), not for the fetch
+// offset -- which the high watermark has passed, so the wait would end at
+// once and the request spin, reading nothing, until the transaction ends
+// (found under an election storm: 170 such requests spun on, their
+// clients long gone).
+func (fp *fetchPart) waitOffset() int64 {
+	off := fp.target.fetchOffset
+	if fp.committed && fp.resp.LastStableOffset <= off {
+		off = max(off, fp.resp.HighWatermark)
+	}
+	return off
 }
 
 // unnotify drops wake's registrations with parts.

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/replication"
@@ -289,5 +290,53 @@ func TestTransactionMetrics(t *testing.T) {
 	}
 	if got["kafka_coordinator_transaction_num_transactions/CompleteCommit"] != 1 || got["strata_transaction_markers_written_total"] != 3 {
 		t.Fatalf("series: committed %v, markers %v", got["kafka_coordinator_transaction_num_transactions/CompleteCommit"], got["strata_transaction_markers_written_total"])
+	}
+}
+
+// TestReadCommittedLongPollAtOpenTransaction: a read_committed long poll
+// at the last stable offset (an open transaction there, the high
+// watermark past it) waits for its MaxWait and is answered empty, then a
+// second one is woken by the commit. The first used to spin, reading
+// nothing, until the transaction ended, never looking at its deadline or
+// its connection (issue 15: 170 such requests kept two cores busy).
+func TestReadCommittedLongPollAtOpenTransaction(t *testing.T) {
+	c := newTxnCluster(t)
+	c.createTopic("lp", 1)
+	cl := c.client(kgo.TransactionalID("lp"), kgo.DefaultProduceTopic("lp"))
+	ctx := testCtx(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "lp", Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, c.addr) // its reads end after 20 s
+	poll := func(wait int32) (kmsg.FetchResponseTopicPartition, time.Duration) {
+		req := fetchReq(11, "lp", 0, 0)
+		req.IsolationLevel, req.MaxWaitMillis = 1, wait
+		start := time.Now()
+		return fetchPartResp(t, rc.roundTrip(req)), time.Since(start)
+	}
+	p, took := poll(300)
+	if p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.LastStableOffset != 0 || p.HighWatermark < 1 {
+		t.Fatalf("at the open transaction: err %d, %d record bytes, LSO %d, HW %d; want no records, LSO 0, HW >= 1",
+			p.ErrorCode, len(p.RecordBatches), p.LastStableOffset, p.HighWatermark)
+	}
+	t.Logf("empty long poll answered after %v (MaxWait 300 ms)", took)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Error(err)
+		}
+	}()
+	p, took = poll(15000)
+	<-done
+	if p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.LastStableOffset < 1 {
+		t.Fatalf("after the commit: err %d, %d record bytes, LSO %d; want the committed record", p.ErrorCode, len(p.RecordBatches), p.LastStableOffset)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("the commit did not wake the long poll: answered after %v of its 15 s", took)
 	}
 }
