@@ -145,6 +145,10 @@ type Mux struct {
 	// commitRepeats counts idle commit-index updates a pipeline answered
 	// itself (transport_commit.go).
 	commitRepeats atomic.Uint64
+	// metaCounts and partCounts count elections, pre-vote rounds and
+	// leaderships won by this broker's metadata group and partition
+	// groups (GroupTransport.counters; metrics.go).
+	metaCounts, partCounts raftCounters
 
 	// fwdWG counts forwarded requests being handled: Close waits for them
 	// only so long (fwdCloseWait), since a handler may wait on a raft
@@ -1006,6 +1010,39 @@ type GroupTransport struct {
 	hb   func(raft.RPC) // protected by hbMu
 
 	catchUp atomic.Pointer[catchUp] // transport_catchup.go
+
+	// voteTerm, preVoteTerm and leadTerm are the highest term this group
+	// asked votes (pre-votes) for and sent AppendEntries at as a leader:
+	// each new one counts an election, a pre-vote round or a leadership
+	// won here (Mux.elections, preVotes, leaderChanges; metrics.go).
+	voteTerm, preVoteTerm, leadTerm atomic.Uint64
+}
+
+// countTerm raises *seen to term and reports whether term was new.
+func countTerm(seen *atomic.Uint64, term uint64) bool {
+	for {
+		old := seen.Load()
+		if term <= old {
+			return false
+		}
+		if seen.CompareAndSwap(old, term) {
+			return true
+		}
+	}
+}
+
+// raftCounters counts raft events of one kind of group (metrics.go).
+type raftCounters struct {
+	elections, preVotes, leaderChanges atomic.Uint64
+}
+
+// counters is where g's events count: the metadata group's apart from
+// the partitions'.
+func (g *GroupTransport) counters() *raftCounters {
+	if g.id == metadataGroupID {
+		return &g.m.metaCounts
+	}
+	return &g.m.partCounts
 }
 
 var (
@@ -1076,6 +1113,9 @@ func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any
 }
 
 func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if countTerm(&g.leadTerm, args.Term) {
+		g.counters().leaderChanges.Add(1)
+	}
 	if isHeartbeat(args) {
 		return g.heartbeat(target, args, resp)
 	}
@@ -1083,10 +1123,16 @@ func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddres
 }
 
 func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	if countTerm(&g.voteTerm, args.Term) {
+		g.counters().elections.Add(1)
+	}
 	return g.rpc(target, kindRequestVote, args, resp)
 }
 
 func (g *GroupTransport) RequestPreVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	if countTerm(&g.preVoteTerm, args.Term) {
+		g.counters().preVotes.Add(1)
+	}
 	return g.rpc(target, kindRequestPreVote, args, resp)
 }
 
