@@ -18,5 +18,23 @@
 // STRATA_CHAOS_HEARTBEAT sets TestClusterChaos's partition heartbeat
 // timeout (default 500ms), for measuring failover at other values.
 //
+// TestClusterStableUnderBurst (stability_test.go) checks that three brokers
+// stay stable under a burst and go quiet after it: 300 partitions at
+// replication factor 3 are created at once (plus __consumer_offsets and
+// __transaction_state) while transactional producers, read_committed
+// consumer groups, a plain fetcher and topic churn run for 30 s, and a
+// prober sends Metadata and CreateTopics to every broker every 500 ms.
+// Every error clients and prober see must be retriable, no probe may fail
+// for more than 10 s in a row, every partition must have a leader within
+// 10 s of the load's end, and for the next 30 s the brokers'
+// strata_raft_elections_total (scraped from each broker's
+// metrics.listener) and every partition's leader epoch must not change.
+// It logs the elections, pre-votes and leader changes of the burst and of
+// the quiet window, and takes 1.5 to 2.5 minutes (not in -short).
+// STRATA_STABILITY_PARTITIONS sets the burst's partition count (default
+// 300; 1000 is the long form), STRATA_STABILITY_LOAD the load's duration
+// (a Go duration or seconds, default 30s); the test keeps both from the
+// brokers it starts, which would read them as settings.
+//
 // Nothing here is imported by the broker; the package has only tests.
 package e2e
