@@ -49,7 +49,7 @@ type Broker struct {
 	// command that produced it is durable in the metadata log.
 	img atomic.Pointer[image]
 
-	mu      sync.Mutex // this broker's single metadata writer (validate + propose)
+	mu      writerLock // this broker's single metadata writer (validate + propose); writer_lock.go
 	pidNext int64      // next producer ID of the reserved block; protected by mu
 	pidEnd  int64      // end (exclusive) of the reserved block; protected by mu. Invariant: pidNext <= pidEnd
 
@@ -140,7 +140,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID,
+	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, mu: newWriterLock(),
 		groups: map[log.TopicPartition]*partitionGroup{}, byRaft: map[*raft.Raft]*partitionGroup{},
 		partitionTiming: partitionTiming,
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
@@ -285,10 +285,9 @@ func (b *Broker) hasLog(tp log.TopicPartition) bool {
 // lockWriter takes the writer lock unless the broker is closed or ctx is
 // done.
 func (b *Broker) lockWriter(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if err := b.mu.LockCtx(ctx); err != nil {
 		return err
 	}
-	b.mu.Lock()
 	if b.closed.Load() {
 		b.mu.Unlock()
 		return ErrShuttingDown

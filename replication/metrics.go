@@ -18,13 +18,15 @@ import (
 //	strata_raft_heartbeat_frames_total                 frames that carried them (one per peer per round)
 //	strata_raft_elections_total{group}                 elections this broker started (a term it asked votes for)
 //	strata_raft_prevotes_total{group}                  pre-vote rounds this broker started
+//	strata_raft_prevotes_deferred_total                pre-vote rounds held back (backoff, budget; transport_elections.go)
 //	strata_raft_leader_changes_total{group}            leaderships this broker won (a term it led)
 //
 // group is "metadata" (the controller quorum) or "partition" (every
 // partition group, together). An election or a leadership is counted at
 // its first RPC, so groups with one voter (no peers to ask or heartbeat)
 // count none; summed over the brokers, leader_changes is the cluster's
-// leader changes and elections its elections.
+// leader changes and elections its elections. A pre-vote round is counted
+// when it is sent; the rounds held back are counted apart.
 var (
 	descLeaders      = prometheus.NewDesc("kafka_server_replicamanager_leadercount", "Partitions whose Raft group this broker leads.", nil, nil)
 	descHosted       = prometheus.NewDesc("kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker.", nil, nil)
@@ -37,7 +39,8 @@ var (
 	descRepeats      = prometheus.NewDesc("strata_raft_commit_repeats_total", "Idle commit-index updates this broker's pipelines answered themselves: the follower had acknowledged the same state already.", nil, nil)
 	descCatchUp      = prometheus.NewDesc("strata_raft_catchup_barriers_total", "Barrier entries this broker's partition leaders appended so that raft sends a follower the rest of a backlog at once instead of after CommitTimeout.", nil, nil)
 	descElections    = prometheus.NewDesc("strata_raft_elections_total", "Raft elections this broker started as a candidate (one per group and term it asked votes for).", []string{"group"}, nil)
-	descPreVotes     = prometheus.NewDesc("strata_raft_prevotes_total", "Raft pre-vote rounds this broker started (one per group and term).", []string{"group"}, nil)
+	descPreVotes     = prometheus.NewDesc("strata_raft_prevotes_total", "Raft pre-vote rounds this broker sent.", []string{"group"}, nil)
+	descPreDeferred  = prometheus.NewDesc("strata_raft_prevotes_deferred_total", "Raft pre-vote rounds of partition groups held back by their backoff or the broker's budget of rounds in flight.", nil, nil)
 	descLeaderChgs   = prometheus.NewDesc("strata_raft_leader_changes_total", "Raft leaderships this broker won (one per group and term it led).", []string{"group"}, nil)
 )
 
@@ -49,7 +52,7 @@ func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
 type brokerCollector struct{ b *Broker }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descLeaderChgs} {
+	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs} {
 		ch <- d
 	}
 }
@@ -87,6 +90,7 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descBeatsVouched, prometheus.CounterValue, float64(b.mux.beatsVouched.Load()))
 		ch <- prometheus.MustNewConstMetric(descBeatFrames, prometheus.CounterValue, float64(b.mux.beatFrames.Load()))
 		ch <- prometheus.MustNewConstMetric(descRepeats, prometheus.CounterValue, float64(b.mux.commitRepeats.Load()))
+		ch <- prometheus.MustNewConstMetric(descPreDeferred, prometheus.CounterValue, float64(b.mux.preVotesDeferred.Load()))
 		for _, k := range []struct {
 			name string
 			c    *raftCounters

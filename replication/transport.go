@@ -149,6 +149,11 @@ type Mux struct {
 	// leaderships won by this broker's metadata group and partition
 	// groups (GroupTransport.counters; metrics.go).
 	metaCounts, partCounts raftCounters
+	// preVoteRounds is the partition groups' pre-vote rounds in flight;
+	// preVotesDeferred counts the rounds the gate held back
+	// (transport_elections.go).
+	preVoteRounds    atomic.Int64
+	preVotesDeferred atomic.Uint64
 
 	// fwdWG counts forwarded requests being handled: Close waits for them
 	// only so long (fwdCloseWait), since a handler may wait on a raft
@@ -175,7 +180,7 @@ func (m *Mux) SetForwardHandler(fn func(req []byte) ([]byte, error)) {
 
 // Forward sends req to the Mux at target and returns its handler's answer.
 func (m *Mux) Forward(target raft.ServerAddress, req []byte, timeout time.Duration) ([]byte, error) {
-	cc, err := m.conn(target, "")
+	cc, err := m.conn(target, "", true)
 	if err != nil {
 		return nil, err
 	}
@@ -622,8 +627,18 @@ type muxPeer struct {
 	// connections (unix nanoseconds): heartbeats answered every few
 	// hundred milliseconds make it a liveness signal (transport_commit.go).
 	heard atomic.Int64
-	mu    sync.Mutex
-	conns []*clientConn // protected by mu; nil or dead entries are redialed
+	// lanes are the connections: ConnsPerPeer data lanes (a group's
+	// AppendEntries, pinned by a hash of its id) and, last, the control
+	// lane (conn, "Lanes").
+	lanes []*lane
+}
+
+// lane is one connection of a peer's pool, redialed when dead. Dialing
+// under mu makes the callers of a dead lane wait for one dial (bounded by
+// DialTimeout) instead of each dialing; the other lanes do not wait.
+type lane struct {
+	mu sync.Mutex
+	cc *clientConn // protected by mu; nil or dead: redial
 }
 
 // peerHeardWithin reports whether a frame from target arrived in the last d.
@@ -635,18 +650,30 @@ func (m *Mux) peerHeardWithin(target raft.ServerAddress, d time.Duration) bool {
 }
 
 func (p *muxPeer) closeAll(err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, cc := range p.conns {
-		if cc != nil {
-			cc.fail(err)
-			p.conns[i] = nil
+	for _, l := range p.lanes {
+		l.mu.Lock()
+		if l.cc != nil {
+			l.cc.fail(err)
+			l.cc = nil
 		}
+		l.mu.Unlock()
 	}
 }
 
-// conn returns the live connection group is pinned to, dialing it if needed.
-func (m *Mux) conn(target raft.ServerAddress, group string) (*clientConn, error) {
+// Lanes. The connections to a peer are ConnsPerPeer data lanes and one
+// control lane. A data lane carries the AppendEntries of the partition
+// groups pinned to it, frames of up to maxFrameBytes that its reader on
+// the far side reads whole, one after the other, and whose writes hold
+// the lane's write lock. The control lane carries what must not wait
+// behind them (doc.go, "Staying up under load"): heartbeat rounds, votes,
+// pre-votes and TimeoutNow of every group, all of the metadata group's
+// traffic, and forwarded metadata requests. Its frames are small, and
+// each side reads it on a goroutine of its own.
+
+// conn returns the live connection for group's request, dialing it if
+// needed: the control lane when control is set, else the data lane group
+// is pinned to.
+func (m *Mux) conn(target raft.ServerAddress, group string, control bool) (*clientConn, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -654,18 +681,23 @@ func (m *Mux) conn(target raft.ServerAddress, group string) (*clientConn, error)
 	}
 	p := m.peers[target]
 	if p == nil {
-		p = &muxPeer{addr: target, conns: make([]*clientConn, m.cfg.ConnsPerPeer)}
+		p = &muxPeer{addr: target, lanes: make([]*lane, m.cfg.ConnsPerPeer+1)}
+		for i := range p.lanes {
+			p.lanes[i] = &lane{}
+		}
 		m.peers[target] = p
 	}
 	m.mu.Unlock()
-	h := fnv.New32a()
-	h.Write([]byte(group))
-	i := int(h.Sum32() % uint32(len(p.conns)))
-	// Dialing under p.mu makes the groups pinned to a dead connection wait
-	// for one dial instead of each dialing (bounded by DialTimeout).
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cc := p.conns[i]; cc != nil && cc.alive() {
+	i := m.cfg.ConnsPerPeer // the control lane
+	if !control {
+		h := fnv.New32a()
+		h.Write([]byte(group))
+		i = int(h.Sum32() % uint32(m.cfg.ConnsPerPeer))
+	}
+	l := p.lanes[i]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cc := l.cc; cc != nil && cc.alive() {
 		return cc, nil
 	}
 	c, err := m.dial(target, muxModeRPC)
@@ -674,7 +706,7 @@ func (m *Mux) conn(target raft.ServerAddress, group string) (*clientConn, error)
 	}
 	cc := newClientConn(m, c)
 	cc.peer = p
-	p.conns[i] = cc
+	l.cc = cc
 	m.wg.Add(1)
 	go cc.readLoop()
 	return cc, nil
@@ -702,6 +734,7 @@ func (m *Mux) dial(target raft.ServerAddress, mode byte) (net.Conn, error) {
 
 // call is one outstanding request on a clientConn.
 type call struct {
+	id   uint64
 	resp any        // decoded into on success
 	done chan error // buffered 1; receives exactly once
 }
@@ -714,18 +747,24 @@ type clientConn struct {
 	w    *frameWriter
 	peer *muxPeer // nil for a connection of its own (snapshots)
 
+	// lastRead is when the reader last got a frame (unix nanoseconds):
+	// a connection that answers is not failed for one late answer.
+	lastRead atomic.Int64
+
 	mu      sync.Mutex
 	pending map[uint64]*call // protected by mu
 	dead    error            // protected by mu; set once
 }
 
 func newClientConn(m *Mux, c net.Conn) *clientConn {
-	return &clientConn{
+	cc := &clientConn{
 		m:       m,
 		c:       c,
 		w:       &frameWriter{c: c, w: bufio.NewWriterSize(c, 64<<10), timeout: m.cfg.RPCTimeout},
 		pending: map[uint64]*call{},
 	}
+	cc.lastRead.Store(time.Now().UnixNano())
+	return cc
 }
 
 func (cc *clientConn) alive() bool {
@@ -764,7 +803,7 @@ func (cc *clientConn) start(kind byte, group string, req, resp any) (*call, erro
 		lazy = true // a heartbeat or an idle commit-index update
 	}
 	id := cc.m.nextReq.Add(1)
-	cl := &call{resp: resp, done: make(chan error, 1)}
+	cl := &call{id: id, resp: resp, done: make(chan error, 1)}
 	cc.mu.Lock()
 	if cc.dead != nil {
 		err := cc.dead
@@ -792,11 +831,26 @@ func (cc *clientConn) wait(cl *call, timeout time.Duration) error {
 	case err := <-cl.done:
 		return err
 	case <-t.C:
-		// The connection may be wedged (a peer that stopped reading):
-		// failing it makes every caller on it redial.
-		cc.fail(ErrRPCTimeout)
+	}
+	if time.Since(time.Unix(0, cc.lastRead.Load())) < timeout {
+		// Other answers arrive: the peer reads and writes this
+		// connection, and this request waits on something else there
+		// (a vote behind its group's busy raft loop). Failing the
+		// connection would fail every group's requests on it, their
+		// pipelines and heartbeat rounds with them, and make raft back
+		// off from followers that are fine -- under load, more work and
+		// more missed heartbeats (the election storm of issue 15). Only
+		// this call ends; its late answer is dropped.
+		cc.mu.Lock()
+		delete(cc.pending, cl.id)
+		cc.mu.Unlock()
 		return ErrRPCTimeout
 	}
+	// Nothing came back for the whole wait: the connection may be wedged
+	// (a peer that stopped reading); failing it makes every caller on it
+	// redial.
+	cc.fail(ErrRPCTimeout)
+	return ErrRPCTimeout
 }
 
 func (cc *clientConn) readLoop() {
@@ -810,8 +864,10 @@ func (cc *clientConn) readLoop() {
 			cc.fail(fmt.Errorf("replication: connection to %s: %w", cc.c.RemoteAddr(), err))
 			return
 		}
+		now := time.Now().UnixNano()
+		cc.lastRead.Store(now)
 		if cc.peer != nil {
-			cc.peer.heard.Store(time.Now().UnixNano())
+			cc.peer.heard.Store(now)
 		}
 		cc.mu.Lock()
 		cl := cc.pending[f.reqID]
@@ -1011,11 +1067,16 @@ type GroupTransport struct {
 
 	catchUp atomic.Pointer[catchUp] // transport_catchup.go
 
-	// voteTerm, preVoteTerm and leadTerm are the highest term this group
-	// asked votes (pre-votes) for and sent AppendEntries at as a leader:
-	// each new one counts an election, a pre-vote round or a leadership
-	// won here (Mux.elections, preVotes, leaderChanges; metrics.go).
-	voteTerm, preVoteTerm, leadTerm atomic.Uint64
+	// voteTerm and leadTerm are the highest term this group asked votes
+	// for and sent AppendEntries at as a leader: each new one counts an
+	// election or a leadership won here (Mux.metaCounts, partCounts;
+	// metrics.go).
+	voteTerm, leadTerm atomic.Uint64
+	// election gates its pre-vote rounds (transport_elections.go).
+	election electionGate
+	// beatTerm is the highest heartbeat term handled for this group
+	// (handleHeartbeats): one above it may make raft persist a new term.
+	beatTerm atomic.Uint64
 }
 
 // countTerm raises *seen to term and reports whether term was new.
@@ -1097,11 +1158,13 @@ func (g *GroupTransport) closed() bool {
 	}
 }
 
-func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any) error {
+// rpc sends one request and waits for its answer, at most timeout: on
+// the control lane when control is set (conn, "Lanes").
+func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any, control bool, timeout time.Duration) error {
 	if g.closed() {
 		return ErrTransportClosed
 	}
-	cc, err := g.m.conn(target, g.id)
+	cc, err := g.m.conn(target, g.id, control || g.id == metadataGroupID)
 	if err != nil {
 		return err
 	}
@@ -1109,7 +1172,12 @@ func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any
 	if err != nil {
 		return err
 	}
-	return cc.wait(cl, g.m.cfg.RPCTimeout)
+	return cc.wait(cl, timeout)
+}
+
+// voteTimeout bounds a vote or pre-vote RPC (voteRPCTimeout).
+func (g *GroupTransport) voteTimeout() time.Duration {
+	return min(voteRPCTimeout, g.m.cfg.RPCTimeout)
 }
 
 func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
@@ -1119,25 +1187,28 @@ func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddres
 	if isHeartbeat(args) {
 		return g.heartbeat(target, args, resp)
 	}
-	return g.rpc(target, kindAppendEntries, args, resp)
+	return g.rpc(target, kindAppendEntries, args, resp, false, g.m.cfg.RPCTimeout)
 }
 
 func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
 	if countTerm(&g.voteTerm, args.Term) {
 		g.counters().elections.Add(1)
 	}
-	return g.rpc(target, kindRequestVote, args, resp)
+	return g.rpc(target, kindRequestVote, args, resp, true, g.voteTimeout())
 }
 
 func (g *GroupTransport) RequestPreVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	if countTerm(&g.preVoteTerm, args.Term) {
-		g.counters().preVotes.Add(1)
+	if !g.admitPreVote() {
+		refusePreVote(args, resp)
+		return nil
 	}
-	return g.rpc(target, kindRequestPreVote, args, resp)
+	err := g.rpc(target, kindRequestPreVote, args, resp, true, g.voteTimeout())
+	g.endPreVote(err == nil && resp.Granted)
+	return err
 }
 
 func (g *GroupTransport) TimeoutNow(_ raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
-	return g.rpc(target, kindTimeoutNow, args, resp)
+	return g.rpc(target, kindTimeoutNow, args, resp, true, g.m.cfg.RPCTimeout)
 }
 
 // InstallSnapshot streams a snapshot on a connection of its own, so that
@@ -1187,7 +1258,7 @@ func (g *GroupTransport) AppendEntriesPipeline(_ raft.ServerID, target raft.Serv
 	if g.closed() {
 		return nil, ErrTransportClosed
 	}
-	cc, err := g.m.conn(target, g.id)
+	cc, err := g.m.conn(target, g.id, g.id == metadataGroupID)
 	if err != nil {
 		return nil, err
 	}

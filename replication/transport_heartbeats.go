@@ -165,7 +165,7 @@ func (b *beater) send() {
 	sent := time.Now()
 	b.m.beatsSent.Add(uint64(len(r.beats)))
 	b.m.beatFrames.Add(1)
-	cc, err := b.m.conn(b.addr, "")
+	cc, err := b.m.conn(b.addr, "", true)
 	if err == nil {
 		var cl *call
 		cl, err = cc.start(kindHeartbeats, "", &beatRequests{beats: r.beats}, &out)
@@ -288,8 +288,13 @@ func (e *remoteBeatError) Unwrap() error { return ErrRemote }
 
 // handleHeartbeats answers a kindHeartbeats frame. Groups with a
 // heartbeat handler (raft sets one) are answered on this goroutine, as
-// the single-heartbeat fast path does; the frame is handed to a goroutine
-// only when some group must go through its raft loop instead.
+// the single-heartbeat fast path does, unless the heartbeat carries a
+// term above any this group was sent: raft then persists the new term
+// (a file replaced and fsync'd), and a burst of leader changes would
+// queue every other group's heartbeats on this lane behind those disk
+// writes. Such heartbeats, and those of groups without a handler (through
+// their raft loop), are answered on a goroutine of their own, and the
+// frame's answer waits for them.
 func (m *Mux) handleHeartbeats(f frame, w *frameWriter) error {
 	var req beatRequests
 	if err := decodeRPC(f.body, &req); err != nil {
@@ -311,12 +316,13 @@ func (m *Mux) handleHeartbeats(f frame, w *frameWriter) error {
 			continue
 		}
 		fn := g.heartbeatFn()
-		if fn == nil {
+		if fn == nil || b.req.Term > g.beatTerm.Load() {
 			slow = append(slow, i)
 			continue
 		}
 		fn(raft.RPC{Command: b.req, RespChan: respCh})
 		out.results[i] = takeBeatAnswer(respCh)
+		g.beaten(b.req.Term, out.results[i])
 	}
 	reqID := f.reqID
 	if len(slow) == 0 {
@@ -325,12 +331,29 @@ func (m *Mux) handleHeartbeats(f frame, w *frameWriter) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		respCh := make(chan raft.RPCResponse, 1)
 		for _, i := range slow {
-			out.results[i] = groups[i].viaLoop(req.beats[i].req, m.cfg.RPCTimeout)
+			g, b := groups[i], req.beats[i]
+			if fn := g.heartbeatFn(); fn != nil {
+				fn(raft.RPC{Command: b.req, RespChan: respCh})
+				out.results[i] = takeBeatAnswer(respCh)
+			} else {
+				out.results[i] = g.viaLoop(b.req, m.cfg.RPCTimeout)
+			}
+			g.beaten(b.req.Term, out.results[i])
 		}
 		w.writeMsg(kindResponse, reqID, nil, out)
 	}()
 	return nil
+}
+
+// beaten records a heartbeat g answered: its term, and, when it was
+// taken, that the group has a leader (its elections start afresh).
+func (g *GroupTransport) beaten(term uint64, r beatResult) {
+	countTerm(&g.beatTerm, term)
+	if r.err == nil && r.resp.Success {
+		g.noteLeader()
+	}
 }
 
 // takeBeatAnswer reads the answer raft's heartbeat handler wrote; it
