@@ -422,6 +422,9 @@ func (c *conn) barrierWait(p *pending, barrier bool) chan struct{} {
 // run waits for p's predecessors, runs its handler and marks it done.
 func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64) {
 	defer c.s.wg.Done()
+	running := &c.s.running[uint8(p.key)]
+	running.Add(1)
+	defer running.Add(-1)
 	defer close(p.done)
 	defer c.release(size)
 	if wait != nil {

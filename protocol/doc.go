@@ -90,10 +90,15 @@
 // Handlers share nothing else but the Broker, which is safe for concurrent
 // use.
 //
-// Close stops the listeners and the readers, answers parked long polls at
-// once, lets the writers finish what is queued (bounded by a grace period),
-// then closes every socket and waits for every goroutine. A client that
-// closes its side (EOF) has its in-flight handlers cancelled.
+// Shutdown(ctx) stops the listeners and the readers, answers parked long
+// polls at once, lets the writers finish what is queued (bounded by a
+// grace period, at most half of ctx's remaining time), then closes every
+// socket, cancelling the handlers still running, and waits for the
+// goroutines until ctx is done: a handler blocked in the broker (a produce
+// waiting for a commit its quorum cannot make) is left behind, counted by
+// API in the error (ErrShutdownIncomplete), and returns once the broker
+// closes. Close is Shutdown without a deadline. A client that closes its
+// side (EOF) has its in-flight handlers cancelled.
 //
 // # Errors
 //

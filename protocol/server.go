@@ -3,13 +3,16 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/replication"
@@ -84,6 +87,13 @@ type Server struct {
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
 
+	// running counts the requests being handled, by API key, for what
+	// Shutdown reports when its deadline passes first.
+	running [256]atomic.Int32
+	// stopped is closed once Shutdown's connection goroutines and the
+	// coordinators are all done.
+	stopped chan struct{}
+
 	metrics *metrics // never nil (metrics.go)
 }
 
@@ -122,6 +132,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		ctx:       ctx,
 		cancel:    cancel,
 		draining:  make(chan struct{}),
+		stopped:   make(chan struct{}),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
@@ -213,14 +224,36 @@ func (s *Server) removeConn(c *conn) {
 	s.mu.Unlock()
 }
 
-// Close stops accepting, closes every connection (finishing responses in
-// flight where it can) and waits for the connection goroutines.
-func (s *Server) Close() error {
+// Close is Shutdown without a deadline: it waits for every handler.
+func (s *Server) Close() error { return s.Shutdown(context.Background()) }
+
+// Shutdown stops accepting and closes every connection, within ctx:
+//
+//   - reading stops at once; the requests already read get their answers
+//     while the writers drain, for closeGrace or half the time left before
+//     ctx's deadline, whichever is shorter (long polls answer at once with
+//     what they have, group requests parked in a rebalance get
+//     NOT_COORDINATOR);
+//   - then every connection closes, cancelling its handlers' contexts:
+//     what was not answered yet is dropped with the connection, which
+//     clients retry elsewhere;
+//   - Shutdown waits for the connection goroutines and the coordinators
+//     until ctx is done. Whatever still runs then -- a handler blocked in
+//     the broker, such as a produce waiting for a commit its quorum cannot
+//     make -- is left behind (it returns once the broker closes) and
+//     Shutdown returns an error naming it (ErrShutdownIncomplete).
+//
+// A second call waits for the first one's goroutines, within its own ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		s.wg.Wait()
-		return nil
+		select {
+		case <-s.stopped:
+			return nil
+		case <-ctx.Done():
+			return s.incomplete(nil)
+		}
 	}
 	s.closed = true
 	close(s.draining)
@@ -234,28 +267,83 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 
 	// Stop reading new requests; the writers finish what is queued, bounded
-	// by a grace period, then every socket closes.
+	// by the grace period, then every socket closes.
 	for _, c := range conns {
 		c.stopReading()
 	}
 	// Group requests parked in a rebalance are answered NOT_COORDINATOR
-	// now rather than holding the grace period.
-	s.txns.Close() // before groups: its marker goroutines call into groups
-	s.groups.Close()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(closeGrace):
-		s.cancel()
-		for _, c := range conns {
-			c.close()
-		}
-		<-done
+	// now rather than holding the grace period. The coordinators' own
+	// goroutines may be writing to their partitions: they are waited for
+	// like the handlers.
+	coordsDone := make(chan struct{})
+	go func() {
+		defer close(coordsDone)
+		s.txns.Close() // before groups: its marker goroutines call into groups
+		s.groups.Close()
+	}()
+	connsDone := make(chan struct{})
+	go func() { s.wg.Wait(); close(connsDone) }()
+	go func() {
+		<-connsDone
+		<-coordsDone
+		close(s.stopped)
+	}()
+
+	grace := closeGrace
+	if d, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(d)/2)
 	}
+	t := time.NewTimer(grace)
+	select {
+	case <-connsDone:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
 	s.cancel()
-	return nil
+	for _, c := range conns {
+		c.close()
+	}
+	select {
+	case <-s.stopped:
+		return nil
+	case <-ctx.Done():
+	}
+	coords := false
+	select {
+	case <-coordsDone:
+	default:
+		coords = true
+	}
+	return s.incomplete(&coords)
 }
 
-// closeGrace bounds how long Close lets connections finish queued responses.
+// ErrShutdownIncomplete: Shutdown's deadline passed with handlers still
+// running; they were left behind.
+var ErrShutdownIncomplete = errors.New("protocol: shutdown deadline passed with work still running")
+
+// incomplete describes what Shutdown leaves behind: the requests still
+// being handled, by API, and whether the coordinators were still closing
+// (nil: not known).
+func (s *Server) incomplete(coords *bool) error {
+	var parts []string
+	total := 0
+	for key := range s.running {
+		if n := s.running[key].Load(); n > 0 {
+			total += int(n)
+			parts = append(parts, fmt.Sprintf("%s %d", kmsg.NameForKey(int16(key)), n))
+		}
+	}
+	msg := fmt.Sprintf("%d requests still being handled", total)
+	if len(parts) > 0 {
+		msg += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if coords != nil && *coords {
+		msg += "; the group and transaction coordinators still closing"
+	}
+	return fmt.Errorf("%w: %s", ErrShutdownIncomplete, msg)
+}
+
+// closeGrace bounds how long Shutdown lets connections finish queued
+// responses.
 const closeGrace = 2 * time.Second
