@@ -777,25 +777,9 @@ func (b *Broker) AllocateProducerID(ctx context.Context) (int64, error) {
 
 // Close flushes and closes everything: the metadata log and every
 // partition (through the log manager). Later calls return the first
-// result.
-func (b *Broker) Close() error {
-	b.closeOnce.Do(func() {
-		// Controlled shutdown: leaderships move to other replicas first,
-		// while this broker still serves (followers catch up from it).
-		b.handOffLeaderships()
-		b.closed.Store(true)
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.effMu.Lock()
-		b.closeGroups()
-		b.effMu.Unlock()
-		err1 := b.closeRaft()
-		err2 := b.logs.Close()
-		b.closeErr = errors.Join(err1, err2)
-		b.logger.Info("broker closed", "err", b.closeErr)
-	})
-	return b.closeErr
-}
+// result. It is CloseContext with no deadline but the handoff's own
+// (shutdown.go).
+func (b *Broker) Close() error { return b.CloseContext(context.Background()) }
 
 // checkPartitionBudget refuses to grow the cluster past
 // maxPartitionsPerBroker partitions.

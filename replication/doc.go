@@ -84,6 +84,12 @@
 // Broker.mu, so that wait always ends. Produce takes no broker lock
 // beyond a read of groupsMu.
 //
+// Close (CloseContext, shutdown.go) hands leaderships to live replicas
+// within its context, then, before taking Broker.mu, closes b.stop and
+// the Mux: the writer holding Broker.mu returns at once (its forward or
+// its wait for a commit fails), and no group's raft.Shutdown waits for an
+// RPC to a peer that stopped answering.
+//
 // # Raft design
 //
 // One transport per broker (transport.go, transport_codec.go). A Mux owns

@@ -361,17 +361,31 @@ func (g *partitionGroup) shutdown(b *Broker) {
 	}
 }
 
-// closeGroups stops every partition group (Close).
+// closeGroups stops every partition group (Close), closeGroupsParallel
+// at a time: each shutdown waits for its raft's goroutines and closes its
+// raft files, and one group after another added up (a group whose raft
+// waits on an RPC to a silent peer held every group behind it).
 func (b *Broker) closeGroups() {
 	b.groupsMu.Lock()
 	gs := b.groups
 	b.groups = map[log.TopicPartition]*partitionGroup{}
 	b.byRaft = map[*raft.Raft]*partitionGroup{}
 	b.groupsMu.Unlock()
+	sem := make(chan struct{}, closeGroupsParallel)
+	var wg sync.WaitGroup
 	for _, g := range gs {
-		g.shutdown(b)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			g.shutdown(b)
+		}()
 	}
+	wg.Wait()
 }
+
+// closeGroupsParallel bounds the partition groups shutting down at once.
+const closeGroupsParallel = 32
 
 func (b *Broker) group(tp log.TopicPartition) *partitionGroup {
 	b.groupsMu.RLock()

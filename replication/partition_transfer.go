@@ -107,10 +107,19 @@ func (b *Broker) handleTransfer(req *transferRequest) forwardResponse {
 }
 
 // handOffLeaderships moves every leadership of a group with other voters
-// away from this broker (controlled shutdown), bounded by
-// shutdownHandoffTimeout, so producers find a new leader in a metadata
-// refresh instead of an election timeout.
-func (b *Broker) handOffLeaderships() {
+// away from this broker (controlled shutdown), so producers find a new
+// leader in a metadata refresh instead of an election timeout. It is
+// bounded by shutdownHandoffTimeout and by ctx's deadline, whichever
+// comes first: transfers still running then are left to finish or fail
+// on their own (raft bounds each by an election timeout).
+//
+// Each group's leadership goes to a voter whose broker was heard from
+// within repeatLiveness (the Mux's liveness signal), spread over those:
+// raft's own choice, the most up-to-date follower, may be a broker that
+// stopped answering, and the transfer would then hold the group (refusing
+// produces) for an election timeout and fail. A group with no live
+// voter but this one is not handed over: it cannot elect anyone anyway.
+func (b *Broker) handOffLeaderships(ctx context.Context) {
 	b.groupsMu.RLock()
 	var led []*partitionGroup
 	for _, g := range b.groups {
@@ -119,22 +128,37 @@ func (b *Broker) handOffLeaderships() {
 		}
 	}
 	b.groupsMu.RUnlock()
-	if len(led) == 0 {
+	if len(led) == 0 || b.mux == nil {
 		return
 	}
 	start := time.Now()
+	bound := time.NewTimer(shutdownHandoffTimeout)
+	defer bound.Stop()
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	moved := 0
-	deadline := time.After(shutdownHandoffTimeout)
-	for _, g := range led {
+	moved, stranded := 0, 0
+	started := 0
+dispatch:
+	for i, g := range led {
+		target, addr, ok := b.liveTransferTarget(g, i)
+		if !ok {
+			stranded++
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-bound.C:
+			break dispatch
+		case <-ctx.Done():
+			break dispatch
+		}
+		started++
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := g.raft.LeadershipTransfer().Error(); err == nil {
+			if err := g.raft.LeadershipTransferToServer(target, addr).Error(); err == nil {
 				mu.Lock()
 				moved++
 				mu.Unlock()
@@ -145,9 +169,43 @@ func (b *Broker) handOffLeaderships() {
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-deadline:
+	case <-bound.C:
+	case <-ctx.Done():
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	b.logger.Info("partition leaderships handed off before shutdown", "led", len(led), "moved", moved, "took", time.Since(start).Round(time.Millisecond))
+	b.logger.Info("partition leaderships handed off before shutdown", "led", len(led), "started", started, "moved", moved,
+		"no_live_replica", stranded, "took", time.Since(start).Round(time.Millisecond))
 }
+
+// liveTransferTarget picks the voter of g, other than this broker, to hand
+// g's leadership to: the i-th (modulo) of those whose broker was heard
+// from within handoffFresh, else within repeatLiveness.
+func (b *Broker) liveTransferTarget(g *partitionGroup, i int) (raft.ServerID, raft.ServerAddress, bool) {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return "", "", false
+	}
+	self := serverID(b.cfg.NodeID)
+	for _, within := range []time.Duration{handoffFresh, repeatLiveness} {
+		var live []raft.Server
+		for _, srv := range f.Configuration().Servers {
+			if srv.Suffrage == raft.Voter && srv.ID != self && b.mux.peerHeardWithin(srv.Address, within) {
+				live = append(live, srv)
+			}
+		}
+		if len(live) > 0 {
+			srv := live[i%len(live)]
+			return srv.ID, srv.Address, true
+		}
+	}
+	return "", "", false
+}
+
+// handoffFresh is how recently a peer must have been heard from to be
+// preferred as the target of a leadership handed off at shutdown: a
+// follower of a group led here answers its heartbeats every 200-400 ms
+// (HeartbeatTimeout/10 to /5 of a partition group), while a peer that
+// stopped a moment ago is still within repeatLiveness, and a transfer to
+// it fails only after an election timeout.
+const handoffFresh = 500 * time.Millisecond
