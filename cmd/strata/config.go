@@ -52,6 +52,9 @@ type Config struct {
 	// IdleAfter and IdleTimerSlack are strata.idle.after.ms and
 	// strata.idle.timer.slack.ms (internal/procs).
 	IdleAfter, IdleTimerSlack time.Duration
+	// ShutdownTimeout is strata.shutdown.timeout.ms: how long SIGTERM may
+	// take (shutdown.go).
+	ShutdownTimeout time.Duration
 	// BrokerProps holds every setting given explicitly (not defaulted), by
 	// name: the topic-default synonyms retention understands, and the rest
 	// for DescribeConfigs.
@@ -95,6 +98,7 @@ var settings = []setting{
 	{"log.level", "info", "Log level: debug, info, warn or error (Strata-specific)."},
 	{"strata.idle.after.ms", "10000", "After this long without client requests or replicated data the broker goes idle: its goroutines run on one scheduler P (GOMAXPROCS=1) and its threads get strata.idle.timer.slack.ms of kernel timer slack, which makes an idle broker with many partitions much cheaper; the next request restores both first (Strata-specific). 0 disables idle mode; so does the GOMAXPROCS environment variable. 0..3600000."},
 	{"strata.idle.timer.slack.ms", "5", "Kernel timer slack of an idle broker's threads (Linux; needs CAP_SYS_NICE, without it idle mode uses one P only; Strata-specific). 0..100."},
+	{"strata.shutdown.timeout.ms", "20000", "How long a shutdown (SIGTERM, SIGINT) may take, whatever state Raft and the clients are in: requests in flight are answered or their connections closed, leaderships handed over and the logs flushed within it; past it the broker logs what it was still waiting for and exits with status 3 (Strata-specific). 1000..3600000."},
 }
 
 // ignoredSettings are Kafka broker settings that a stock server.properties
@@ -338,6 +342,10 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	cfg.IdleTimerSlack = time.Duration(n) * time.Millisecond
+	if n, err = intIn("strata.shutdown.timeout.ms", 1000, 3600000); err != nil {
+		return nil, err
+	}
+	cfg.ShutdownTimeout = time.Duration(n) * time.Millisecond
 	if err := parseTxnSettings(merged, cfg); err != nil {
 		return nil, err
 	}

@@ -47,9 +47,14 @@
 // (replication.Broker: metadata replay, every partition opened) and the
 // Kafka server, and logs one "strata ready" line with the listener address.
 // On SIGTERM or SIGINT it stops accepting, closes the server, then closes
-// the broker (metadata log, partitions flushed and closed) and exits 0; a
-// second signal during shutdown kills the process. Exit status 1 is a
-// runtime failure (storage, listener).
+// the broker (leaderships handed to live replicas, metadata log,
+// partitions flushed and closed) and exits 0, all within
+// strata.shutdown.timeout.ms (shutdown.go: each stage has a share of it;
+// requests still in flight when the server's share ends are dropped with
+// their connections). If the time runs out anyway the process logs the
+// stage and a summary of its goroutines and exits with status 3. A second
+// signal during shutdown kills the process. Exit status 1 is a runtime
+// failure (storage, listener).
 // SIGUSR1 logs the state of every raft group (replication.Broker.
 // LogRaftState) and changes nothing.
 //

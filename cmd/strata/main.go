@@ -27,6 +27,9 @@ const (
 	exitOK     = 0
 	exitError  = 1 // a runtime failure (storage, listener)
 	exitConfig = 2 // bad command line or configuration
+	// exitShutdownTimeout: a shutdown did not finish within
+	// strata.shutdown.timeout.ms and was cut short (shutdown.go).
+	exitShutdownTimeout = 3
 )
 
 func run(args, environ []string, stdout, stderr io.Writer) int {

@@ -92,6 +92,13 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		ln.Close()
 		return err
 	}
+	// The shutdown's watchdog, once armed, covers the deferred closes too.
+	var watchdog *shutdownWatchdog
+	defer func() {
+		if watchdog != nil {
+			watchdog.stop()
+		}
+	}()
 	defer mon.close()
 
 	var repLn net.Listener // the Raft transport's listener (cluster_config.go)
@@ -211,15 +218,39 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	if stop != nil {
 		stop()
 	}
-	start := time.Now()
-	mon.setReady(false) // load balancers stop sending clients here first
-	if err := srv.Close(); err != nil {
-		logger.Warn("closing the kafka listener", "err", err)
+	// Bounded (shutdown.go): each stage has its share of
+	// strata.shutdown.timeout.ms, and the watchdog ends the process at the
+	// end of it whatever is still running.
+	total := cfg.ShutdownTimeout
+	if total <= 0 {
+		total = defaultShutdownTimeout
 	}
-	cleaner.Close()
-	if err := broker.Close(); err != nil {
+	plan := planShutdown(time.Now(), total)
+	watchdog = startShutdownWatchdog(plan, logger)
+	mon.setReady(false) // load balancers stop sending clients here first
+	// The cleaner stops between partitions (a compaction in progress
+	// finishes first): meanwhile the listener drains.
+	cleanerDone := make(chan struct{})
+	go func() { cleaner.Close(); close(cleanerDone) }()
+	watchdog.enter("closing the kafka listener")
+	lctx, lcancel := context.WithDeadline(context.Background(), plan.listener)
+	if err := srv.Shutdown(lctx); err != nil {
+		logger.Warn("kafka listener closed with work left behind", "err", err)
+	}
+	lcancel()
+	watchdog.enter("stopping the log cleaner")
+	<-cleanerDone
+	watchdog.enter("closing the broker (leadership handoff, raft groups, logs)")
+	bctx, bcancel := context.WithDeadline(context.Background(), plan.handoff)
+	if err := broker.CloseContext(bctx); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("close broker: %w", err))
 	}
-	logger.Info("strata stopped", "took", time.Since(start).Round(time.Millisecond))
+	bcancel()
+	watchdog.enter("closing the monitoring listener")
+	logger.Info("strata stopped", "took", time.Since(plan.start).Round(time.Millisecond))
 	return runErr
 }
+
+// defaultShutdownTimeout is strata.shutdown.timeout.ms's default, for a
+// Config not made by loadConfig.
+const defaultShutdownTimeout = 20 * time.Second
