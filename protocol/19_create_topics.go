@@ -56,7 +56,7 @@ func (s *Server) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		t, err := s.broker.CreateTopic(ctx, ct)
+		t, err := s.createTopicBounded(ctx, ct)
 		if err != nil {
 			fail(errCode(err), err.Error())
 			resp.Topics = append(resp.Topics, st)
@@ -73,6 +73,37 @@ func (s *Server) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// createTopicBounded is Broker.CreateTopic answered by ctx's end at the
+// latest: REQUEST_TIMED_OUT (retriable) when the creation is not done by
+// then, as Kafka answers when its controller is slow. The creation goes
+// on and may still complete (its waits are bounded: the writer lock and
+// the leaders' election by ctx, the commit by the metadata apply timeout);
+// a client retrying it gets TOPIC_ALREADY_EXISTS then, as from Kafka.
+// Under a burst of creations (issue 15's 300 partitions at once) a probe
+// otherwise waited out the commit of every creation queued before it.
+func (s *Server) createTopicBounded(ctx context.Context, ct replication.CreateTopicRequest) (replication.TopicInfo, error) {
+	type result struct {
+		t   replication.TopicInfo
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		t, err := s.broker.CreateTopic(ctx, ct)
+		done <- result{t, err}
+	}()
+	select {
+	case r := <-done:
+		return r.t, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // finished meanwhile
+			return r.t, r.err
+		default:
+			return replication.TopicInfo{}, ctx.Err()
+		}
+	}
 }
 
 // createTopicRequest turns one request topic into the broker's form, doing
