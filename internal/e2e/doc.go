@@ -24,8 +24,10 @@
 // __transaction_state) while transactional producers, read_committed
 // consumer groups, a plain fetcher and topic churn run for 30 s, and a
 // prober sends Metadata and CreateTopics to every broker every 500 ms.
-// Every error clients and prober see must be retriable, no probe may fail
-// for more than 10 s in a row, every partition must have a leader within
+// Every error clients and prober see must be retriable, no probe may go
+// unanswered (or meet a lost controller) for more than 10 s in a row --
+// one answered with a retriable error such as REQUEST_TIMED_OUT is logged,
+// not failed --, every partition must have a leader within
 // 10 s of the load's end, and for the next 30 s the brokers'
 // strata_raft_elections_total (scraped from each broker's
 // metrics.listener) and every partition's leader epoch must not change.
