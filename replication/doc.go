@@ -94,11 +94,15 @@
 //
 // One transport per broker (transport.go, transport_codec.go). A Mux owns
 // one TCP listener (the broker's replication listener) and, per peer
-// broker, a fixed pool of connections (muxConnsPerPeer). Every Raft group
-// (the metadata group and each partition's group) gets a GroupTransport
-// from the Mux: a raft.Transport whose RPCs carry the group id. A group is
-// pinned to one connection of the pool (hash of the group id), so a
-// group's RPCs, and its pipelined AppendEntries, stay in order. Frames are
+// broker, a fixed pool of connections: MuxConfig.ConnsPerPeer data lanes
+// and one control lane. Every Raft group (the metadata group and each
+// partition's group) gets a GroupTransport from the Mux: a raft.Transport
+// whose RPCs carry the group id. A partition group's AppendEntries are
+// pinned to one data lane (hash of the group id), so they, and its
+// pipeline, stay in order. The control lane carries what must never wait
+// behind record data: heartbeat rounds, votes, pre-votes and TimeoutNow
+// of every group, all of the metadata group's traffic, and forwarded
+// metadata requests (below, "Staying up under load"). Frames are
 // length-prefixed and bounded (maxFrameBytes); the RPC structs are encoded
 // by hand (no msgpack: not an allowed dependency), every length checked
 // before allocating. Writes go through one buffered writer per connection,
@@ -335,11 +339,38 @@
 // the side log and the vote are always fsync'd. The commit rule is a
 // majority of the voters; min.insync.replicas is accepted and not used.
 //
+// # Staying up under load
+//
+// Many raft groups on few cores have a metastable failure: a burst delays
+// heartbeats, elections add work, and the cluster never settles
+// (docs/ARCHITECTURE.md tells the storm of issue 15 and what caused it).
+// The transport's defences:
+//
+//   - lanes: heartbeats, votes and the metadata group never queue behind
+//     AppendEntries frames (up to maxFrameBytes) or a data lane's write
+//     lock; each side reads the control lane on its own goroutine;
+//   - a call that times out fails its connection only when nothing came
+//     back on it for the whole wait (clientConn.wait): a vote waiting for a
+//     busy raft loop does not take every group's pipeline down with it;
+//   - heartbeats that raise a group's term (raft fsyncs it) are answered
+//     off the lane's reader (handleHeartbeats);
+//   - elections are gated (transport_elections.go): a partition group's
+//     refused pre-vote rounds back off (1, 2, 4, 8 s, jittered) and a
+//     broker has at most maxPreVoteRounds in flight; a held-back round is
+//     answered "not granted", so the gate only delays elections;
+//   - a steady group's heartbeat is answered from its follower's last
+//     answer while that broker is heard from (transport_heartbeats.go), so
+//     a leader keeps its lease through late heartbeats.
+//
+// strata_raft_elections_total, strata_raft_prevotes_total,
+// strata_raft_prevotes_deferred_total and
+// strata_raft_leader_changes_total (metrics.go) show an election rate;
+// internal/e2e's TestClusterStableUnderBurst checks it falls to zero.
+//
 // # Not yet
 //
 // Brokers outside the metadata voter set (every broker is a voter; 9 at
 // most), a leader's ISR that also drops followers that are reachable but
 // behind (replica.lag.time.max.ms; today only unreachable ones leave it),
-// coalesced heartbeats (one frame per peer for every group), ACLs and
-// credentials.
+// ACLs and credentials.
 package replication
