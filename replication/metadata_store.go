@@ -387,7 +387,21 @@ func (l *raftLogFile) Close() error {
 }
 
 // raftStableFile is a raft.StableStore: a handful of keys (current term,
-// last vote), rewritten atomically on every Set. Safe for concurrent use.
+// last vote). Safe for concurrent use.
+//
+// The file is a log of CRC-framed records, each the whole key map as JSON;
+// the last whole record holds the state. A Set appends one record and
+// fsyncs it: one fsync, no rename. (It used to replace the file on every
+// Set -- write a temporary, fsync, rename, fsync the directory: two fsyncs
+// and a rename, and raft sets three keys per election, so an election
+// cost each voter six fsyncs and three renames per group; under a burst
+// of hundreds of elections that disk work is what the heartbeats waited
+// behind, issue 15.) Past stableCompactBytes the file is rewritten as one
+// record, atomically (the replace above). A crash mid-append leaves a
+// torn tail shorter than one record, whose Set was never acknowledged: it
+// is cut at open. Anything else that does not decode is corruption, and
+// raft must not start with a forgotten vote (it could vote twice in one
+// term).
 type raftStableFile struct {
 	fsys segment.FS
 	dir  string
@@ -395,13 +409,22 @@ type raftStableFile struct {
 
 	mu   sync.Mutex
 	kv   map[string][]byte // protected by mu
+	size int64             // protected by mu; end of the last whole record, 0 when the file does not exist
 	werr error             // protected by mu
 }
 
 var _ raft.StableStore = (*raftStableFile)(nil)
 
-// maxStableKeys bounds the store; raft uses three keys.
-const maxStableKeys = 64
+const (
+	// maxStableKeys bounds the store; raft uses three keys.
+	maxStableKeys = 64
+	// stableCompactBytes: a stable file longer than this is rewritten as
+	// one record (about 50 elections' worth of appends).
+	stableCompactBytes = 8 << 10
+	// maxStableRecordBytes bounds one record (64 keys of raft's sizes
+	// are far below it); a torn tail is shorter.
+	maxStableRecordBytes = 4 << 10
+)
 
 func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
 	s := &raftStableFile{fsys: fsys, dir: dir, path: filepath.Join(dir, raftStableFileName), kv: map[string][]byte{}}
@@ -418,15 +441,25 @@ func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
 		return nil, fmt.Errorf("%w: size of %s: %v", ErrMetadataStorage, s.path, err)
 	}
 	bodies, _, good, why := readFramedRecords(f, size)
-	// The file is only ever replaced whole, by rename after fsync: a bad
-	// record is corruption, not a torn write, and raft must not start with
-	// a forgotten vote (it could vote twice in one term).
-	if good != size || len(bodies) != 1 {
-		return nil, fmt.Errorf("%w: %s is corrupt (%d records, %s)", ErrMetadataStorage, s.path, len(bodies), why)
+	if len(bodies) == 0 || size-good >= maxStableRecordBytes {
+		return nil, fmt.Errorf("%w: %s is corrupt (%d whole records, %d bytes after them: %s)", ErrMetadataStorage, s.path, len(bodies), size-good, why)
 	}
-	if err := json.Unmarshal(bodies[0], &s.kv); err != nil || len(s.kv) > maxStableKeys {
+	last := bodies[len(bodies)-1]
+	if len(last) > maxStableRecordBytes {
+		return nil, fmt.Errorf("%w: %s holds a record of %d bytes", ErrMetadataStorage, s.path, len(last))
+	}
+	if err := json.Unmarshal(last, &s.kv); err != nil || len(s.kv) > maxStableKeys {
 		return nil, fmt.Errorf("%w: %s does not decode: %v", ErrMetadataStorage, s.path, err)
 	}
+	if good < size {
+		// A torn append: its Set never returned. The next append
+		// overwrites it; cut it now so that a crash before then reads
+		// the same state.
+		if err := f.Truncate(good); err != nil {
+			return nil, fmt.Errorf("%w: cut the torn tail of %s: %v", ErrMetadataStorage, s.path, err)
+		}
+	}
+	s.size = good
 	return s, nil
 }
 
@@ -448,10 +481,49 @@ func (s *raftStableFile) Set(key []byte, val []byte) error {
 	if err != nil {
 		return fmt.Errorf("replication: encode raft state: %w", err)
 	}
+	if len(body) > maxStableRecordBytes {
+		return fmt.Errorf("%w: raft state of %d bytes", ErrMetadataStorage, len(body))
+	}
 	rec, err := frameRecord(nil, body)
 	if err != nil {
 		return err
 	}
+	if s.size == 0 || s.size+int64(len(rec)) > stableCompactBytes {
+		err = s.replace(rec)
+	} else {
+		err = s.append(rec)
+	}
+	if err != nil {
+		s.werr = err // the vote may not be durable: stop voting
+		return err
+	}
+	s.kv = next
+	return nil
+}
+
+// append writes rec after the last whole record and fsyncs it.
+func (s *raftStableFile) append(rec []byte) error {
+	f, err := s.fsys.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, s.path, err)
+	}
+	_, err = f.WriteAt(rec, s.size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: append to %s: %v", ErrMetadataStorage, s.path, err)
+	}
+	s.size += int64(len(rec))
+	return nil
+}
+
+// replace makes rec the file's only record, atomically: a temporary
+// file, fsync'd, renamed over it, the directory fsync'd.
+func (s *raftStableFile) replace(rec []byte) error {
 	tmp := s.path + ".tmp"
 	f, err := s.fsys.Create(tmp)
 	if err != nil {
@@ -471,10 +543,9 @@ func (s *raftStableFile) Set(key []byte, val []byte) error {
 		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, tmp, err)
 	}
 	if err := syncDir(s.fsys, s.dir); err != nil {
-		s.werr = err // the vote may not be durable: stop voting
 		return err
 	}
-	s.kv = next
+	s.size = int64(len(rec))
 	return nil
 }
 
