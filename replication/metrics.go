@@ -20,6 +20,8 @@ import (
 //	strata_raft_prevotes_total{group}                  pre-vote rounds this broker started
 //	strata_raft_prevotes_deferred_total                pre-vote rounds held back (backoff, budget; transport_elections.go)
 //	strata_raft_leader_changes_total{group}            leaderships this broker won (a term it led)
+//	strata_raft_heartbeat_round_seconds                a heartbeat round's send to answer, per peer (histogram)
+//	strata_raft_heartbeat_gap_seconds                  time between two heartbeats a follower group handled (histogram)
 //
 // group is "metadata" (the controller quorum) or "partition" (every
 // partition group, together). An election or a leadership is counted at
@@ -41,6 +43,8 @@ var (
 	descElections    = prometheus.NewDesc("strata_raft_elections_total", "Raft elections this broker started as a candidate (one per group and term it asked votes for).", []string{"group"}, nil)
 	descPreVotes     = prometheus.NewDesc("strata_raft_prevotes_total", "Raft pre-vote rounds this broker sent.", []string{"group"}, nil)
 	descPreDeferred  = prometheus.NewDesc("strata_raft_prevotes_deferred_total", "Raft pre-vote rounds of partition groups held back by their backoff or the broker's budget of rounds in flight.", nil, nil)
+	descBeatRTT      = prometheus.NewDesc("strata_raft_heartbeat_round_seconds", "Time from sending a round of coalesced raft heartbeats to a peer to its answer.", nil, nil)
+	descBeatGap      = prometheus.NewDesc("strata_raft_heartbeat_gap_seconds", "Time between two heartbeats handled by one follower group (a follower starts an election past its heartbeat timeout, 2-4 s by default).", nil, nil)
 	descLeaderChgs   = prometheus.NewDesc("strata_raft_leader_changes_total", "Raft leaderships this broker won (one per group and term it led).", []string{"group"}, nil)
 )
 
@@ -52,7 +56,7 @@ func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
 type brokerCollector struct{ b *Broker }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs} {
+	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs, descBeatRTT, descBeatGap} {
 		ch <- d
 	}
 }
@@ -91,6 +95,13 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descBeatFrames, prometheus.CounterValue, float64(b.mux.beatFrames.Load()))
 		ch <- prometheus.MustNewConstMetric(descRepeats, prometheus.CounterValue, float64(b.mux.commitRepeats.Load()))
 		ch <- prometheus.MustNewConstMetric(descPreDeferred, prometheus.CounterValue, float64(b.mux.preVotesDeferred.Load()))
+		for _, h := range []struct {
+			d *prometheus.Desc
+			h *latencyHist
+		}{{descBeatRTT, &b.mux.beatRTT}, {descBeatGap, &b.mux.beatGap}} {
+			buckets, count, sum := h.h.snapshot()
+			ch <- prometheus.MustNewConstHistogram(h.d, count, sum, buckets)
+		}
 		for _, k := range []struct {
 			name string
 			c    *raftCounters

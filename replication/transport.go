@@ -154,6 +154,10 @@ type Mux struct {
 	// (transport_elections.go).
 	preVoteRounds    atomic.Int64
 	preVotesDeferred atomic.Uint64
+	// beatRTT is a heartbeat round's time from send to answer (leader
+	// side); beatGap the time between two heartbeats a follower group
+	// handled (transport_latency.go, metrics.go).
+	beatRTT, beatGap latencyHist
 
 	// fwdWG counts forwarded requests being handled: Close waits for them
 	// only so long (fwdCloseWait), since a handler may wait on a raft
@@ -1077,6 +1081,8 @@ type GroupTransport struct {
 	// beatTerm is the highest heartbeat term handled for this group
 	// (handleHeartbeats): one above it may make raft persist a new term.
 	beatTerm atomic.Uint64
+	// lastBeat is when the group last handled a heartbeat (unix nanos).
+	lastBeat atomic.Int64
 }
 
 // countTerm raises *seen to term and reports whether term was new.
@@ -1183,6 +1189,9 @@ func (g *GroupTransport) voteTimeout() time.Duration {
 func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if countTerm(&g.leadTerm, args.Term) {
 		g.counters().leaderChanges.Add(1)
+		// A leader hears no heartbeats: its gap, once it follows
+		// again, starts at the next one it handles.
+		g.lastBeat.Store(0)
 	}
 	if isHeartbeat(args) {
 		return g.heartbeat(target, args, resp)

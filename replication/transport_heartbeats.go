@@ -173,6 +173,9 @@ func (b *beater) send() {
 			err = cc.wait(cl, b.m.cfg.RPCTimeout)
 		}
 	}
+	if err == nil {
+		b.m.beatRTT.observe(time.Since(sent))
+	}
 	switch {
 	case err != nil:
 		fail(err)
@@ -351,6 +354,10 @@ func (m *Mux) handleHeartbeats(f frame, w *frameWriter) error {
 // taken, that the group has a leader (its elections start afresh).
 func (g *GroupTransport) beaten(term uint64, r beatResult) {
 	countTerm(&g.beatTerm, term)
+	now := time.Now().UnixNano()
+	if last := g.lastBeat.Swap(now); last != 0 {
+		g.m.beatGap.observe(time.Duration(now - last))
+	}
 	if r.err == nil && r.resp.Success {
 		g.noteLeader()
 	}

@@ -765,3 +765,24 @@ func TestMuxCloseDoesNotWaitForeverForAForward(t *testing.T) {
 		t.Fatal("the sender hangs")
 	}
 }
+
+// latencyHist buckets durations by their upper bounds, cumulatively, as
+// Prometheus histograms are exported.
+func TestLatencyHist(t *testing.T) {
+	var h latencyHist
+	for _, d := range []time.Duration{500 * time.Microsecond, time.Millisecond, 30 * time.Millisecond, 3 * time.Second, time.Minute} {
+		h.observe(d)
+	}
+	buckets, count, sum := h.snapshot()
+	if count != 5 {
+		t.Fatalf("count %d, want 5", count)
+	}
+	for bound, want := range map[float64]uint64{0.001: 2, 0.005: 2, 0.05: 3, 2: 3, 4: 4, 8: 4} {
+		if buckets[bound] != want {
+			t.Errorf("bucket le=%v holds %d, want %d", bound, buckets[bound], want)
+		}
+	}
+	if want := (500*time.Microsecond + time.Millisecond + 30*time.Millisecond + 3*time.Second + time.Minute).Seconds(); sum < want-1e-9 || sum > want+1e-9 {
+		t.Fatalf("sum %v, want %v", sum, want)
+	}
+}
