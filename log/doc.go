@@ -130,8 +130,8 @@
 //
 // # Locks
 //
-// Lock order: Manager.adminMu (creating, deleting, closing partitions; their
-// disk I/O runs under it), Manager.ckMu (checkpoint writes), Manager.mu (the
+// Lock order: Manager.adminMu (creating partitions shared, deleting and
+// closing them exclusive; their disk I/O runs under it), Manager.ckMu (checkpoint writes), Manager.mu (the
 // partition map only, never held across I/O), Partition.mu,
 // Partition.waiters.mu. One writer at a time holds Partition.mu
 // exclusively (Append, Commit, TruncateTo, Flush, roll, AdvanceLogStart);

@@ -35,13 +35,18 @@ type Manager struct {
 	now    func() time.Time
 	opts   ManagerOptions
 
-	// adminMu serializes creating, deleting and closing partitions (their
-	// disk I/O happens under it, not under mu). Lock order: adminMu, ckMu,
-	// mu, then Partition.mu, then Partition.waiters.mu.
-	adminMu sync.Mutex
+	// adminMu orders creating partitions (shared: distinct partitions
+	// are created side by side, their fsyncs overlapping) against deleting
+	// and closing them (exclusive); their disk I/O happens under it, not
+	// under mu. Lock order: adminMu, ckMu, mu, then Partition.mu, then
+	// Partition.waiters.mu.
+	adminMu sync.RWMutex
 	mu      sync.RWMutex
 	parts   map[TopicPartition]*Partition // protected by mu
-	closed  bool                          // protected by mu
+	// opening holds the partitions being created, each closed when its
+	// Open ends, so that two Opens of one partition create it once.
+	opening map[TopicPartition]chan struct{} // protected by mu
+	closed  bool                             // protected by mu
 
 	ckMu       sync.Mutex               // serializes checkpoint writes
 	ckHW       map[TopicPartition]int64 // last written; protected by ckMu
@@ -88,7 +93,7 @@ func parseDirName(name string) (TopicPartition, bool) {
 // every partition directory found in it (torn tails truncated).
 func OpenManager(opts ManagerOptions) (*Manager, error) {
 	m := &Manager{dir: filepath.Clean(opts.Dir), fs: opts.FS, logger: opts.Logger, now: opts.Now, opts: opts,
-		parts: map[TopicPartition]*Partition{},
+		parts: map[TopicPartition]*Partition{}, opening: map[TopicPartition]chan struct{}{},
 		stop:  make(chan struct{}), done: make(chan struct{})}
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("%w: no data directory", ErrStorage)
@@ -191,8 +196,10 @@ func (m *Manager) Partitions() []TopicPartition {
 
 // Open returns the partition's log, creating its directory if needed.
 // Calling Open on an open partition returns it (cfg is then applied with
-// SetConfig). Creating one does its I/O under adminMu only, so Get and
-// Partitions are never blocked behind a disk.
+// SetConfig). Creating one does its I/O under adminMu (shared) only, so
+// Get and Partitions are never blocked behind a disk, and distinct
+// partitions are created concurrently (a topic's partitions open side by
+// side: each is a handful of fsyncs).
 func (m *Manager) Open(tp TopicPartition, cfg Config) (*Partition, error) {
 	if !validTopic(tp.Topic) || tp.Partition < 0 {
 		return nil, fmt.Errorf("%w: %q %d", ErrInvalidName, tp.Topic, tp.Partition)
@@ -203,14 +210,35 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Partition, error) {
 		}
 		return p, err
 	}
-	m.adminMu.Lock()
-	defer m.adminMu.Unlock()
-	if p, err := m.lookup(tp); p != nil || err != nil {
-		if p != nil {
-			p.SetConfig(cfg)
+	m.adminMu.RLock()
+	defer m.adminMu.RUnlock()
+	var done chan struct{}
+	for done == nil {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
 		}
-		return p, err
+		if p := m.parts[tp]; p != nil {
+			m.mu.Unlock()
+			p.SetConfig(cfg)
+			return p, nil
+		}
+		if other, ok := m.opening[tp]; ok {
+			m.mu.Unlock()
+			<-other // the same partition being created: wait, then look again
+			continue
+		}
+		done = make(chan struct{})
+		m.opening[tp] = done
+		m.mu.Unlock()
 	}
+	defer func() {
+		m.mu.Lock()
+		delete(m.opening, tp)
+		m.mu.Unlock()
+		close(done)
+	}()
 	dir := filepath.Join(m.dir, tp.String())
 	if err := m.fs.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStorage, err)

@@ -333,3 +333,48 @@ func TestManagerConcurrentAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Opens of distinct partitions run side by side; concurrent Opens of one
+// partition create it once and return the same log; Close waits for them.
+func TestManagerConcurrentOpens(t *testing.T) {
+	m, err := OpenManager(ManagerOptions{Dir: "/data", FS: segment.NewMemFS(), DefaultConfig: Config{SegmentIndexBytes: 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parts, callers = 8, 4
+	got := make([][]*Partition, parts)
+	for i := range got {
+		got[i] = make([]*Partition, callers)
+	}
+	var wg sync.WaitGroup
+	for p := 0; p < parts; p++ {
+		for c := 0; c < callers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lp, err := m.Open(TopicPartition{Topic: "co", Partition: int32(p)}, Config{SegmentIndexBytes: 4096})
+				if err != nil {
+					t.Error(err)
+				}
+				got[p][c] = lp
+			}()
+		}
+	}
+	wg.Wait()
+	for p := range got {
+		for c := range got[p] {
+			if got[p][c] == nil || got[p][c] != got[p][0] {
+				t.Fatalf("partition %d: caller %d got %p, caller 0 %p", p, c, got[p][c], got[p][0])
+			}
+		}
+	}
+	if n := len(m.Partitions()); n != parts {
+		t.Fatalf("%d partitions open, want %d", n, parts)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Open(TopicPartition{Topic: "co", Partition: 99}, Config{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Open after Close: %v", err)
+	}
+}

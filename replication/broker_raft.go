@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -488,17 +489,51 @@ func (b *Broker) openLogs(t *TopicInfo, first int32) error {
 	if err != nil {
 		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
 	}
+	// The partitions open side by side (log.Manager.Open creates distinct
+	// partitions concurrently): each is a handful of files created and
+	// fsync'd and a raft group bootstrapped, and this runs on the FSM
+	// goroutine, so every later metadata command -- a CreateTopics, a
+	// leader report -- waits for it (issue 15: a burst of 300 partitions
+	// held CreateTopics back for seconds).
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, openLogsParallel)
+	)
 	for _, p := range t.Partitions[first:] {
 		if !containsNode(p.members(), b.cfg.NodeID) {
 			continue
 		}
-		lp, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg)
-		if err != nil {
-			return fmt.Errorf("replication: open %s-%d: %w", t.Name, p.Partition, err)
-		}
-		if err := b.openGroup(t, lp); err != nil {
-			return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, p.Partition, err)
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(part int32) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := b.openLog(t, part, cfg); err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}(p.Partition)
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// openLogsParallel bounds the partitions openLogs opens at once.
+const openLogsParallel = 8
+
+// openLog opens one partition's log and starts its raft group.
+func (b *Broker) openLog(t *TopicInfo, part int32, cfg log.Config) error {
+	lp, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: part}, cfg)
+	if err != nil {
+		return fmt.Errorf("replication: open %s-%d: %w", t.Name, part, err)
+	}
+	if err := b.openGroup(t, lp); err != nil {
+		return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, part, err)
 	}
 	return nil
 }
