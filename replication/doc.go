@@ -228,8 +228,10 @@
 //     writes only (i, term, offset, log start). Opening it for
 //     InstallSnapshot streams the leader's batches (below, "Snapshots and
 //     catch-up").
-//   - StableStore (current term, vote) is a small file per partition,
-//     replaced atomically.
+//   - StableStore (current term, vote) is a small file per partition
+//     (metadata_store.go's raftStableFile, as for the metadata group): one
+//     CRC-framed record appended and fsync'd per Set, the last one holding
+//     the state, rewritten atomically as one record past 8 KiB.
 //
 // Single node: the same code, one voter; Apply commits as soon as the
 // entry is stored.
@@ -358,6 +360,9 @@
 //     refused pre-vote rounds back off (1, 2, 4, 8 s, jittered) and a
 //     broker has at most maxPreVoteRounds in flight; a held-back round is
 //     answered "not granted", so the gate only delays elections;
+//   - less disk per election and per new partition: the stable store
+//     appends (one fsync per Set, not a replaced file), and a new topic's
+//     partitions are created side by side on the FSM goroutine (openLogs);
 //   - a steady group's heartbeat is answered from its follower's last
 //     answer while that broker is heard from (transport_heartbeats.go), so
 //     a leader keeps its lease through late heartbeats.

@@ -36,8 +36,10 @@ import (
 // suffix delete (raft's conflict rule) truncates the file; a prefix delete
 // (after a snapshot) rewrites it (tmp, fsync, rename, dir fsync).
 //
-// stable file (metadata-raft.state): one record as above whose body is a
-// JSON object of raft's keys, replaced atomically on every Set.
+// stable file (metadata-raft.state; each partition group has one too):
+// records as above whose bodies are JSON objects of raft's keys; each Set
+// appends one and fsyncs, the last whole one holds the state, and past
+// stableCompactBytes the file is replaced atomically by one record.
 
 const (
 	raftLogFileName    = "metadata-raft.log"
