@@ -350,6 +350,11 @@ func (b *Broker) closeGroup(tp log.TopicPartition) {
 
 func (g *partitionGroup) shutdown(b *Broker) {
 	g.lp.SetSnapshotHook(nil)
+	// The transport first: raft's Shutdown waits for its goroutines, and
+	// one waiting on an RPC (a vote, an append, to a peer that deleted the
+	// group already or stopped answering) would hold it for the RPC's
+	// timeout; with the transport closed the RPC ends at once.
+	g.trans.Close()
 	if err := g.raft.Shutdown().Error(); err != nil {
 		b.logger.Warn("partition raft shutdown", "partition", g.tp.String(), "err", err)
 	}
