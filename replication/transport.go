@@ -81,6 +81,8 @@ var (
 	ErrRPCTimeout = errors.New("replication: rpc timed out")
 	// ErrRemote wraps an error the remote side answered with.
 	ErrRemote = errors.New("replication: remote error")
+	// errDial wraps a failure to open a connection to a peer (Mux.dial).
+	errDial = errors.New("replication: dial")
 )
 
 // MuxConfig configures a Mux.
@@ -127,8 +129,11 @@ type Mux struct {
 	closed     bool
 
 	shutdown chan struct{} // closed by Close
-	wg       sync.WaitGroup
-	nextReq  atomic.Uint64
+	// dialCtx is canceled by Close: a dial in progress ends with it.
+	dialCtx    context.Context
+	dialCancel context.CancelFunc
+	wg         sync.WaitGroup
+	nextReq    atomic.Uint64
 
 	// catchUpPokes counts the barriers pipelines asked for to send a
 	// follower the rest of a backlog (transport_catchup.go).
@@ -276,6 +281,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		shutdown:   make(chan struct{}),
 		fwdSem:     make(chan struct{}, maxForwardsInFlight),
 	}
+	m.dialCtx, m.dialCancel = context.WithCancel(context.Background())
 	if m.ln != nil {
 		m.wg.Add(1)
 		go m.accept()
@@ -323,6 +329,7 @@ func (m *Mux) Close() error {
 	}
 	m.closed = true
 	close(m.shutdown)
+	m.dialCancel()
 	var err error
 	if m.ln != nil {
 		err = m.ln.Close()
@@ -635,6 +642,9 @@ type muxPeer struct {
 	// AppendEntries, pinned by a hash of its id) and, last, the control
 	// lane (conn, "Lanes").
 	lanes []*lane
+	// reach tracks whether the last dial failed, for AppendEntries that
+	// wait for the peer to come back (transport_catchup.go).
+	reach peerReach
 }
 
 // lane is one connection of a peer's pool, redialed when dead. Dialing
@@ -674,13 +684,11 @@ func (p *muxPeer) closeAll(err error) {
 // traffic, and forwarded metadata requests. Its frames are small, and
 // each side reads it on a goroutine of its own.
 
-// conn returns the live connection for group's request, dialing it if
-// needed: the control lane when control is set, else the data lane group
-// is pinned to.
-func (m *Mux) conn(target raft.ServerAddress, group string, control bool) (*clientConn, error) {
+// peer returns the connection pool to target, made on first use.
+func (m *Mux) peer(target raft.ServerAddress) (*muxPeer, error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closed {
-		m.mu.Unlock()
 		return nil, ErrTransportClosed
 	}
 	p := m.peers[target]
@@ -691,7 +699,17 @@ func (m *Mux) conn(target raft.ServerAddress, group string, control bool) (*clie
 		}
 		m.peers[target] = p
 	}
-	m.mu.Unlock()
+	return p, nil
+}
+
+// conn returns the live connection for group's request, dialing it if
+// needed: the control lane when control is set, else the data lane group
+// is pinned to.
+func (m *Mux) conn(target raft.ServerAddress, group string, control bool) (*clientConn, error) {
+	p, err := m.peer(target)
+	if err != nil {
+		return nil, err
+	}
 	i := m.cfg.ConnsPerPeer // the control lane
 	if !control {
 		h := fnv.New32a()
@@ -706,8 +724,10 @@ func (m *Mux) conn(target raft.ServerAddress, group string, control bool) (*clie
 	}
 	c, err := m.dial(target, muxModeRPC)
 	if err != nil {
+		p.reach.failed()
 		return nil, err
 	}
+	p.reach.reached()
 	cc := newClientConn(m, c)
 	cc.peer = p
 	l.cc = cc
@@ -717,17 +737,17 @@ func (m *Mux) conn(target raft.ServerAddress, group string, control bool) (*clie
 }
 
 func (m *Mux) dial(target raft.ServerAddress, mode byte) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(m.dialCtx, m.cfg.DialTimeout)
 	defer cancel()
 	c, err := m.cfg.Dial(ctx, string(target))
 	if err != nil {
-		return nil, fmt.Errorf("replication: dial %s: %w", target, err)
+		return nil, fmt.Errorf("%w %s: %w", errDial, target, err)
 	}
 	pre := append([]byte(muxMagic), muxProtocolVersion, mode)
 	c.SetWriteDeadline(time.Now().Add(m.cfg.RPCTimeout))
 	if _, err := c.Write(pre); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("replication: dial %s: %w", target, err)
+		return nil, fmt.Errorf("%w %s: %w", errDial, target, err)
 	}
 	c.SetWriteDeadline(time.Time{})
 	if tc, ok := c.(*net.TCPConn); ok {
@@ -1070,6 +1090,9 @@ type GroupTransport struct {
 	hb   func(raft.RPC) // protected by hbMu
 
 	catchUp atomic.Pointer[catchUp] // transport_catchup.go
+	// watch is the group's raft as the transport follows it (Attach;
+	// transport_catchup.go); nil: AppendEntries never wait for a peer.
+	watch atomic.Pointer[raftWatch]
 
 	// voteTerm and leadTerm are the highest term this group asked votes
 	// for and sent AppendEntries at as a leader: each new one counts an
@@ -1196,7 +1219,13 @@ func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddres
 	if isHeartbeat(args) {
 		return g.heartbeat(target, args, resp)
 	}
-	return g.rpc(target, kindAppendEntries, args, resp, false, g.m.cfg.RPCTimeout)
+	err := g.rpc(target, kindAppendEntries, args, resp, false, g.m.cfg.RPCTimeout)
+	if errors.Is(err, errDial) && g.waitPeer(target) {
+		// The peer is back: send now rather than fail, which would make
+		// raft back off from it (transport_catchup.go).
+		err = g.rpc(target, kindAppendEntries, args, resp, false, g.m.cfg.RPCTimeout)
+	}
+	return err
 }
 
 func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
