@@ -150,6 +150,10 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if cfg.PartitionHeartbeat > 0 {
 		b.partitionTiming = partitionTimingFor(cfg.PartitionHeartbeat)
 	}
+	// The loops below read the image from their first tick (reassignLoop
+	// every 250 ms); openRaft's FSM takes this one over, and a start whose
+	// openRaft took longer found none.
+	b.img.Store(newImage())
 	go b.observe()
 	go b.sweepMemos()
 	go b.reportLeaders()

@@ -130,37 +130,120 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return fmt.Errorf("replication: start metadata raft: %w", err)
 	}
+	// AppendEntries to a voter that is down wait for it to come back
+	// rather than pile up failures that raft backs off from, and a voter
+	// behind is sent the rest at once, not 64 entries per CommitTimeout
+	// (transport_catchup.go).
+	trans.SetCatchUp(r)
 	b.raft, b.mux, b.rlog, b.fsm, b.fresh = r, mux, rlog, fsm, !existing
 	mux.SetForwardHandler(b.handleForward)
 	return nil
 }
 
 // waitCaughtUp waits until the metadata group has a leader and this
-// broker has applied what it committed (a Barrier on the leader).
+// broker's image holds everything the controller had applied when this
+// broker started: on the leader, a Barrier; elsewhere a read index asked
+// of the controller (readIndex), then the wait until this broker's image
+// has applied as many commands. Until then the broker serves nothing
+// (NewBroker has not returned: no readiness, Metadata or coordinator
+// loading). A broker's own commit index is no such bound: back from an
+// outage it learns the leader's commit index only up to the last entry
+// it holds, so the entries it missed looked applied here (issue 15: a
+// restarted broker answered Metadata with the leaders it had before it
+// was killed and loaded a group coordinator from them).
 func (b *Broker) waitCaughtUp() error {
 	timeout := b.cfg.StartTimeout
 	if timeout <= 0 {
 		timeout = defaultStartTimeout
 	}
-	deadline := time.Now().Add(timeout)
-	lastLog := time.Now()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	lastLog := start
+	want := int64(-1) // commands applied at the controller (readIndex); -1: not known yet
+	var askErr error
+	var nextAsk time.Time // a failed ask is repeated 100 ms later
+	legacy := false       // the controller does not answer read indexes
 	for time.Now().Before(deadline) {
-		if b.raft.State() == raft.Leader {
+		switch _, id := b.raft.LeaderWithID(); {
+		case b.raft.State() == raft.Leader:
 			if err := b.raft.Barrier(metadataApplyTimeout).Error(); err == nil {
 				return nil
 			}
-		} else if _, id := b.raft.LeaderWithID(); id != "" {
+		case id == "":
+		case legacy:
 			if ci := b.raft.CommitIndex(); ci > 0 && b.raft.AppliedIndex() >= ci {
+				return nil
+			}
+		case want < 0:
+			if time.Now().Before(nextAsk) {
+				break
+			}
+			n, err := b.readIndex(min(time.Until(deadline), metadataApplyTimeout))
+			switch {
+			case err == nil:
+				want = n
+			case errors.Is(err, errRejected):
+				// A controller from before read indexes refuses the
+				// request as a command of no type.
+				b.logger.Warn("the controller does not answer read indexes; starting once this broker applied its own commit index", "err", err)
+				legacy = true
+			default:
+				askErr, nextAsk = err, time.Now().Add(100*time.Millisecond)
+			}
+		default:
+			if got := b.img.Load().applied; got >= want {
+				b.logger.Info("metadata caught up with the controller", "commands", got, "controller_commands", want,
+					"took", time.Since(start).Round(time.Millisecond))
 				return nil
 			}
 		}
 		if time.Since(lastLog) > 5*time.Second {
-			b.logger.Info("waiting for the metadata quorum", "voters", len(b.cfg.Voters), "state", b.raft.State().String())
+			b.logger.Info("waiting for the metadata quorum", "voters", len(b.cfg.Voters), "state", b.raft.State().String(),
+				"commands", b.img.Load().applied, "controller_commands", want, "err", askErr)
 			lastLog = time.Now()
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if want >= 0 {
+		return fmt.Errorf("%w: metadata not caught up after %v (%d commands applied, the controller had %d)",
+			ErrNotController, timeout, b.img.Load().applied, want)
+	}
 	return fmt.Errorf("%w: no metadata quorum after %v", ErrNotController, timeout)
+}
+
+// readIndex asks the controller how many metadata commands it has
+// applied once everything committed before the question is applied
+// there (a Barrier: handleReadIndex). image.applied counts the same on
+// every broker at the same place in the log, snapshots included, so this
+// broker has caught up with that point once its image counts as many.
+func (b *Broker) readIndex(timeout time.Duration) (int64, error) {
+	resp, err := b.forward(forwardRequest{ReadIndex: true}, timeout)
+	if err != nil {
+		return 0, err
+	}
+	return resp.Applied, nil
+}
+
+// handleReadIndex answers readIndex on the controller.
+func (b *Broker) handleReadIndex() forwardResponse {
+	var resp forwardResponse
+	var err error
+	if b.raft.State() != raft.Leader {
+		err = fmt.Errorf("%w: not the metadata leader", ErrNotController)
+	} else if err = b.waitFuture(b.raft.Barrier(metadataApplyTimeout)); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrRaftShutdown):
+			err = ErrShuttingDown
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+			err = fmt.Errorf("%w: %v", ErrNotController, err)
+		}
+	}
+	if err != nil {
+		resp.Err, resp.Msg = sentinelName(err), err.Error()
+		return resp
+	}
+	resp.Index, resp.Applied = b.raft.CommitIndex(), b.img.Load().applied
+	return resp
 }
 
 // commitLocked validates c against the current image, has it committed
@@ -292,16 +375,22 @@ func waitFutureOr(f raft.Future, stop <-chan struct{}) error {
 // forwardToController sends c to the metadata leader over the Mux and
 // returns its answer; a refusal comes back as the controller's sentinel.
 func (b *Broker) forwardToController(c Command) (forwardResponse, error) {
+	return b.forward(forwardRequest{Command: c}, metadataApplyTimeout)
+}
+
+// forward sends r to the metadata leader over the Mux and returns its
+// answer; a refusal comes back as the controller's sentinel.
+func (b *Broker) forward(r forwardRequest, timeout time.Duration) (forwardResponse, error) {
 	var resp forwardResponse
 	addr, id := b.raft.LeaderWithID()
 	if id == "" {
 		return resp, fmt.Errorf("%w: no metadata leader", ErrNotController)
 	}
-	req, err := json.Marshal(forwardRequest{Command: c})
+	req, err := json.Marshal(r)
 	if err != nil {
 		return resp, err
 	}
-	out, err := b.mux.Forward(addr, req, metadataApplyTimeout)
+	out, err := b.mux.Forward(addr, req, timeout)
 	if err != nil {
 		return resp, fmt.Errorf("%w: forward to controller %s: %v", ErrNotController, id, err)
 	}
@@ -321,13 +410,19 @@ type forwardRequest struct {
 	// Transfer, when set, is a leadership transfer for the partition's
 	// leader (partition_transfer.go) instead of a metadata command.
 	Transfer *transferRequest `json:"transfer,omitempty"`
+	// ReadIndex, when set, asks for the controller's read index
+	// (readIndex) instead.
+	ReadIndex bool `json:"readIndex,omitempty"`
 }
 
 type forwardResponse struct {
 	Err      string `json:"err,omitempty"` // a sentinel's name (sentinels)
 	Msg      string `json:"msg,omitempty"`
-	Index    uint64 `json:"index"` // raft index of the committed command
+	Index    uint64 `json:"index"` // raft index of the committed command; a read index's commit index
 	PIDStart int64  `json:"pidStart,omitempty"`
+	// Applied is a read index's answer: the commands the controller's
+	// image has applied (image.applied).
+	Applied int64 `json:"applied,omitempty"`
 }
 
 // sentinels are the errors a forwarded write can come back with, by name.
@@ -376,6 +471,9 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	var resp forwardResponse
 	if req.Transfer != nil {
 		return json.Marshal(b.handleTransfer(req.Transfer))
+	}
+	if req.ReadIndex {
+		return json.Marshal(b.handleReadIndex())
 	}
 	if req.Command.Type == CmdPartitionLeaders || req.Command.Type == CmdReassignDone {
 		// Not under the writer lock (commitReports): a writer holding it

@@ -39,7 +39,7 @@ var (
 	descBeatsVouched = prometheus.NewDesc("strata_raft_heartbeats_vouched_total", "Raft heartbeats of steady groups answered at once with the follower's last answer while they travel.", nil, nil)
 	descBeatFrames   = prometheus.NewDesc("strata_raft_heartbeat_frames_total", "Frames that carried this broker's raft heartbeats: one per peer per round.", nil, nil)
 	descRepeats      = prometheus.NewDesc("strata_raft_commit_repeats_total", "Idle commit-index updates this broker's pipelines answered themselves: the follower had acknowledged the same state already.", nil, nil)
-	descCatchUp      = prometheus.NewDesc("strata_raft_catchup_barriers_total", "Barrier entries this broker's partition leaders appended so that raft sends a follower the rest of a backlog at once instead of after CommitTimeout.", nil, nil)
+	descCatchUp      = prometheus.NewDesc("strata_raft_catchup_barriers_total", "Barrier entries this broker's raft leaders (partitions and the metadata group) appended so that raft sends a follower the rest of a backlog at once instead of after CommitTimeout.", nil, nil)
 	descElections    = prometheus.NewDesc("strata_raft_elections_total", "Raft elections this broker started as a candidate (one per group and term it asked votes for).", []string{"group"}, nil)
 	descPreVotes     = prometheus.NewDesc("strata_raft_prevotes_total", "Raft pre-vote rounds this broker sent.", []string{"group"}, nil)
 	descPreDeferred  = prometheus.NewDesc("strata_raft_prevotes_deferred_total", "Raft pre-vote rounds of partition groups held back by their backoff or the broker's budget of rounds in flight.", nil, nil)
