@@ -124,6 +124,8 @@ type Mux struct {
 	peers   map[raft.ServerAddress]*muxPeer
 	inbound map[net.Conn]struct{} // accepted connections, closed by Close
 	beaters map[raft.ServerAddress]*beater
+	// closedGroups holds when groups closed here (noteClosedLocked).
+	closedGroups map[string]time.Time
 	// groupAdded is closed (and replaced) when a group registers.
 	groupAdded chan struct{}
 	closed     bool
@@ -268,18 +270,19 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 	// Without a listener the Mux only dials: a single voter, whose groups
 	// never send an RPC, needs no port.
 	m := &Mux{
-		cfg:        cfg,
-		logger:     cfg.Logger.With("component", "raft-transport"),
-		ln:         cfg.Listener,
-		addr:       raft.ServerAddress(addr),
-		groups:     map[string]*GroupTransport{},
-		peers:      map[raft.ServerAddress]*muxPeer{},
-		inbound:    map[net.Conn]struct{}{},
-		groupAdded: make(chan struct{}),
-		beaters:    map[raft.ServerAddress]*beater{},
-		waitSem:    make(chan struct{}, maxGroupWaits),
-		shutdown:   make(chan struct{}),
-		fwdSem:     make(chan struct{}, maxForwardsInFlight),
+		cfg:          cfg,
+		logger:       cfg.Logger.With("component", "raft-transport"),
+		ln:           cfg.Listener,
+		addr:         raft.ServerAddress(addr),
+		groups:       map[string]*GroupTransport{},
+		peers:        map[raft.ServerAddress]*muxPeer{},
+		inbound:      map[net.Conn]struct{}{},
+		groupAdded:   make(chan struct{}),
+		beaters:      map[raft.ServerAddress]*beater{},
+		closedGroups: map[string]time.Time{},
+		waitSem:      make(chan struct{}, maxGroupWaits),
+		shutdown:     make(chan struct{}),
+		fwdSem:       make(chan struct{}, maxForwardsInFlight),
 	}
 	m.dialCtx, m.dialCancel = context.WithCancel(context.Background())
 	if m.ln != nil {
@@ -308,6 +311,7 @@ func (m *Mux) Group(id string) (*GroupTransport, error) {
 	}
 	g := &GroupTransport{m: m, id: id, consumeCh: make(chan raft.RPC, groupInboxSize), shutdown: make(chan struct{})}
 	m.groups[id] = g
+	delete(m.closedGroups, id)
 	close(m.groupAdded) // wakes requests waiting for a group (waitGroup)
 	m.groupAdded = make(chan struct{})
 	return g, nil
@@ -488,6 +492,9 @@ func (m *Mux) handle(f frame, w *frameWriter) (kept bool, err error) {
 // dispatch hands a decoded request to its group.
 func (m *Mux) dispatch(f frame, w *frameWriter, cmd any) error {
 	g := m.group(f.group)
+	if g == nil && m.closedRecently(f.group) {
+		return w.writeError(f.reqID, f.group, "raft group closed here: "+string(f.group))
+	}
 	if g == nil {
 		// A group is opened on each replica when that broker applies the
 		// metadata naming it, so a new partition's first election (its
@@ -849,11 +856,24 @@ func (cc *clientConn) start(kind byte, group string, req, resp any) (*call, erro
 
 // wait waits for cl's answer, at most timeout.
 func (cc *clientConn) wait(cl *call, timeout time.Duration) error {
+	return cc.waitOr(cl, timeout, nil)
+}
+
+// waitOr is wait that also ends when stop closes (the calling group's
+// transport closed): its raft is shutting down, and a shutdown that waits
+// for its RPCs -- a topic's deletion on the metadata FSM goroutine, one
+// group after another -- must not wait out their timeouts.
+func (cc *clientConn) waitOr(cl *call, timeout time.Duration, stop <-chan struct{}) error {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case err := <-cl.done:
 		return err
+	case <-stop:
+		cc.mu.Lock()
+		delete(cc.pending, cl.id)
+		cc.mu.Unlock()
+		return ErrTransportClosed
 	case <-t.C:
 	}
 	if time.Since(time.Unix(0, cc.lastRead.Load())) < timeout {
@@ -1165,17 +1185,55 @@ func (g *GroupTransport) EncodePeer(_ raft.ServerID, addr raft.ServerAddress) []
 
 func (g *GroupTransport) DecodePeer(b []byte) raft.ServerAddress { return raft.ServerAddress(b) }
 
-// Close unregisters the group; raft calls it on Shutdown.
+// Close unregisters the group and ends its RPCs in flight; raft calls it
+// at the end of Shutdown, and partitionGroup.shutdown first, so that raft's
+// goroutines do not wait out their RPCs' timeouts.
 func (g *GroupTransport) Close() error {
 	g.closeOnce.Do(func() {
 		close(g.shutdown)
 		g.m.mu.Lock()
 		if g.m.groups[g.id] == g {
 			delete(g.m.groups, g.id)
+			g.m.noteClosedLocked(g.id)
 		}
 		g.m.mu.Unlock()
 	})
 	return nil
+}
+
+// Recently closed groups. A request for a group this broker does not have
+// waits unknownGroupWait for it to open (dispatch): a new partition's
+// first messages can arrive before this broker applied its creation. A
+// group closed here (its topic deleted, the replica moved away) is not
+// about to open: its requests, from a peer that has not applied the
+// deletion yet, are refused at once, or every RPC of the peer's group
+// waited 2 s, and the peer's shutdown of that group with it.
+const (
+	closedGroupMemory = time.Minute
+	maxClosedGroups   = 16384
+)
+
+// noteClosedLocked records id as closed now (m.mu held), forgetting the
+// oldest entries past closedGroupMemory or maxClosedGroups.
+func (m *Mux) noteClosedLocked(id string) {
+	now := time.Now()
+	if len(m.closedGroups) >= maxClosedGroups {
+		for k, at := range m.closedGroups {
+			if now.Sub(at) > closedGroupMemory || len(m.closedGroups) >= maxClosedGroups {
+				delete(m.closedGroups, k)
+			}
+		}
+	}
+	m.closedGroups[id] = now
+}
+
+// closedRecently reports whether group id was closed here within
+// closedGroupMemory and not opened again.
+func (m *Mux) closedRecently(id []byte) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.closedGroups[string(id)]
+	return ok && time.Since(at) < closedGroupMemory
 }
 
 func (g *GroupTransport) closed() bool {
@@ -1201,7 +1259,7 @@ func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any
 	if err != nil {
 		return err
 	}
-	return cc.wait(cl, timeout)
+	return cc.waitOr(cl, timeout, g.shutdown)
 }
 
 // voteTimeout bounds a vote or pre-vote RPC (voteRPCTimeout).
@@ -1373,7 +1431,7 @@ func (p *muxPipeline) decode() {
 		select {
 		case f := <-p.inflight:
 			if f.call != nil {
-				f.finish(p.cc.wait(f.call, p.g.m.cfg.RPCTimeout))
+				f.finish(p.cc.waitOr(f.call, p.g.m.cfg.RPCTimeout, p.g.shutdown))
 				p.caughtUp(f)
 				p.acknowledged(f)
 			} else {

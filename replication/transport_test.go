@@ -11,6 +11,7 @@ import (
 	"net"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -784,5 +785,80 @@ func TestLatencyHist(t *testing.T) {
 	}
 	if want := (500*time.Microsecond + time.Millisecond + 30*time.Millisecond + 3*time.Second + time.Minute).Seconds(); sum < want-1e-9 || sum > want+1e-9 {
 		t.Fatalf("sum %v, want %v", sum, want)
+	}
+}
+
+// A group's RPC in flight ends when its transport closes (a group being
+// shut down does not wait out its RPCs' timeouts), and a peer refuses at
+// once a request for a group it closed (instead of waiting
+// unknownGroupWait for one about to open).
+func TestMuxClosedGroupsEndRPCsAtOnce(t *testing.T) {
+	a, b := newTestMuxTimeout(t, 5*time.Second), newTestMux(t)
+	ga := newTestGroup(t, a, "gone-0")
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		var rv raft.RequestVoteResponse
+		// b never opens gone-0: b holds the request unknownGroupWait.
+		errc <- ga.RequestVote("b", b.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("a"), Term: 3}, &rv)
+	}()
+	// Close once the request is pending on the connection.
+	waitFor(t, 2*time.Second, "the vote to be in flight", func() bool {
+		a.mu.Lock()
+		p := a.peers[b.Addr()]
+		a.mu.Unlock()
+		if p == nil {
+			return false
+		}
+		l := p.lanes[len(p.lanes)-1]
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.cc == nil {
+			return false
+		}
+		l.cc.mu.Lock()
+		defer l.cc.mu.Unlock()
+		return len(l.cc.pending) > 0
+	})
+	ga.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrTransportClosed) {
+			t.Fatalf("vote of a closed group: %v, want ErrTransportClosed", err)
+		}
+		if d := time.Since(start); d > unknownGroupWait-200*time.Millisecond {
+			t.Fatalf("vote ended %v after it started: it waited for the peer, not for the close", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("vote of a closed group still waiting after 10 s")
+	}
+
+	// b closes a group it had: a's requests for it are refused at once.
+	newTestGroup(t, a, "moved-0")
+	gb := newTestGroup(t, b, "moved-0")
+	gb.Close()
+	a.mu.Lock()
+	gm := a.groups["moved-0"]
+	a.mu.Unlock()
+	start = time.Now()
+	var rv raft.RequestVoteResponse
+	err := gm.RequestVote("b", b.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("a"), Term: 3}, &rv)
+	if !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "closed here") {
+		t.Fatalf("vote for a group the peer closed: %v", err)
+	}
+	if d := time.Since(start); d > unknownGroupWait/2 {
+		t.Fatalf("refused after %v: the peer waited for a group it had closed", d)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s", limit, what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
