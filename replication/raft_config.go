@@ -40,8 +40,15 @@ var (
 	// entries come: a follower whose heartbeats resume is caught up at once
 	// instead (Broker.observe pokes the group's transport).
 	partitionTiming = partitionTimingFor(2 * time.Second)
-	// metadataTiming is for the one metadata group: fail over faster.
-	metadataTiming = raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 100 * time.Millisecond, Lease: 500 * time.Millisecond}
+	// metadataTiming is for the one metadata group: fail over faster. Its
+	// lease is the whole heartbeat timeout (raft's maximum): a controller
+	// steps down only when it has not reached a quorum for a second; at
+	// 500 ms, franz-go's whole kgo suite on three brokers sharing two
+	// cores with other tests (load average above 10) saw the controller
+	// step down several times, each a moment without a controller for
+	// clients (issue 15). A follower still starts an election 1-2 s after
+	// its leader falls silent, so failover is as fast as before.
+	metadataTiming = raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 100 * time.Millisecond, Lease: time.Second}
 )
 
 // partitionTimingFor derives a partition group's timing from the
