@@ -37,7 +37,7 @@ const (
 	// heartbeatCoalesce is how long a heartbeat waits for others to the
 	// same peer: well below raft's heartbeat interval (400 ms and more for
 	// partition groups, 100 ms for the metadata group, whose lease is
-	// 500 ms).
+	// 1 s).
 	heartbeatCoalesce = 50 * time.Millisecond
 	// minBeatBytes is the least one encoded heartbeat takes; it bounds
 	// the count a frame can claim.
