@@ -94,7 +94,7 @@ func parseDirName(name string) (TopicPartition, bool) {
 func OpenManager(opts ManagerOptions) (*Manager, error) {
 	m := &Manager{dir: filepath.Clean(opts.Dir), fs: opts.FS, logger: opts.Logger, now: opts.Now, opts: opts,
 		parts: map[TopicPartition]*Partition{}, opening: map[TopicPartition]chan struct{}{},
-		stop:  make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("%w: no data directory", ErrStorage)
 	}
