@@ -120,6 +120,15 @@ func (c *Coordinator) shardFor(pi replication.PartitionInfo) (*shard, int16) {
 	if pi.Leader != c.broker.NodeID() {
 		return nil, kerr.NotCoordinator.Code
 	}
+	if pi.LeaderEpoch <= 0 {
+		// The placeholder of a partition whose first leader is not
+		// recorded yet (replication/doc.go, "Leaders and epochs"): a
+		// shard started at it would be replaced at the elected epoch,
+		// and the members it took in memory (KIP-394's pending member
+		// IDs) lost -- a member rejoining with its ID got
+		// UNKNOWN_MEMBER_ID. Clients retry this.
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

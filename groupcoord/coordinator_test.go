@@ -368,3 +368,16 @@ func TestGroupKindsExclusive(t *testing.T) {
 		t.Fatalf("list after the takeover: %+v", l)
 	}
 }
+
+// A partition of the offsets topic whose first leader is not recorded yet
+// (the placeholder at epoch 0) gets no shard: one started there would be
+// replaced at the elected epoch, losing the members it held in memory.
+func TestNoShardAtThePlaceholderEpoch(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	if s, code := n.coord.shardFor(replication.PartitionInfo{Partition: 0, Leader: 1, LeaderEpoch: 0}); s != nil || code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("shard at the placeholder epoch: %v, code %d; want none, COORDINATOR_LOAD_IN_PROGRESS", s, code)
+	}
+	if s, code := n.coord.shardFor(replication.PartitionInfo{Partition: 0, Leader: 1, LeaderEpoch: 1}); s == nil || code != 0 {
+		t.Fatalf("shard at an elected epoch: %v, code %d", s, code)
+	}
+}
