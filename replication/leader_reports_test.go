@@ -198,9 +198,8 @@ func TestLeaderReportsSurviveControllerStop(t *testing.T) {
 	const topic, partitions, rounds = "handoff", 24, 4
 	q := newTestQuorum(t)
 	q.controller()
-	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
-		time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
-	}
+	// The last registration may still be on its way.
+	waitFor(t, 5*time.Second, "three registered brokers", func() bool { return len(q.brokers[0].Brokers()) == 3 })
 	if _, err := q.brokers[0].CreateTopic(context.Background(), CreateTopicRequest{Name: topic, NumPartitions: partitions, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}

@@ -46,9 +46,7 @@ func TestRestartedBrokerCatchesUpAfterLongOutage(t *testing.T) {
 	if victim == lead {
 		victim = (lead + 1) % 3
 	}
-	for w := 0; w < 300 && len(q.brokers[victim].Brokers()) != 3; w++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "three registered brokers", func() bool { return len(q.brokers[victim].Brokers()) == 3 })
 	q.produceTo(topic, 0, batch(1, -1, -1, -1))
 	if err := q.brokers[victim].Close(); err != nil {
 		t.Fatal(err)

@@ -139,7 +139,19 @@ func TestHarnessWaitForDownFollowerHoldsNothing(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		r.Apply([]byte("alone"), 100*time.Millisecond) // cannot commit: waits on the way
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Until an AppendEntries to it is waiting in the transport.
+	waitFor(t, 5*time.Second, "an AppendEntries waiting for the disconnected follower", func() bool {
+		m := h.nodes[leader].mux
+		m.mu.Lock()
+		p := m.peers[h.servers[third].Address]
+		m.mu.Unlock()
+		if p == nil {
+			return false
+		}
+		p.reach.mu.Lock()
+		defer p.reach.mu.Unlock()
+		return len(p.reach.waiters) > 0
+	})
 	start = time.Now()
 	if err := r.Shutdown().Error(); err != nil {
 		t.Fatal(err)
