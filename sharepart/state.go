@@ -1,0 +1,531 @@
+package sharepart
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// RecordState is a record's state in a share partition, with Kafka's
+// numbering (KIP-932's RecordState; DescribeShareGroupOffsets and the
+// persisted state use the same values).
+type RecordState int8
+
+const (
+	Available    RecordState = 0
+	Acquired     RecordState = 1
+	Acknowledged RecordState = 2
+	Archived     RecordState = 4
+)
+
+func (s RecordState) String() string {
+	switch s {
+	case Available:
+		return "available"
+	case Acquired:
+		return "acquired"
+	case Acknowledged:
+		return "acknowledged"
+	case Archived:
+		return "archived"
+	}
+	return fmt.Sprintf("state(%d)", int8(s))
+}
+
+// rec is one in-flight record's state.
+type rec struct {
+	state    RecordState
+	count    int16  // delivery count: acquisitions so far
+	member   string // the holder, while Acquired
+	deadline int64  // the lock's deadline (unix ms), while Acquired
+}
+
+// State is one share group's state on one partition: the share-partition
+// start offset (SPSO; every record below it is done: acknowledged,
+// archived or never to be delivered), the end offset (SPEO; no record at
+// or above it was ever acquired), and every record in between. It is
+// changed only by Apply, with deltas the leader computed (Acquire, Ack,
+// Release, ...), so every replica holds the same state.
+type State struct {
+	Start int64
+	recs  []rec // offsets [Start, End())
+	// Epoch counts resets (AlterShareGroupOffsets, DeleteShareGroupOffsets):
+	// Kafka's state epoch.
+	Epoch int32
+}
+
+// End is the share-partition end offset: the first offset never acquired.
+func (s *State) End() int64 { return s.Start + int64(len(s.recs)) }
+
+// At returns the state of offset off (Archived below Start, Available at
+// and above End: not acquired yet).
+func (s *State) At(off int64) (state RecordState, count int16, member string, deadline int64) {
+	switch {
+	case off < s.Start:
+		return Archived, 0, "", 0
+	case off >= s.End():
+		return Available, 0, "", 0
+	}
+	r := s.recs[off-s.Start]
+	return r.state, r.count, r.member, r.deadline
+}
+
+// Counts summarizes the in-flight records at now (unix ms): acquired under
+// a live lock, available again (released or expired), and done
+// (acknowledged or archived but above Start).
+func (s *State) Counts(nowMs int64) (acquired, available, done int) {
+	for _, r := range s.recs {
+		switch {
+		case r.state == Acquired && r.deadline > nowMs:
+			acquired++
+		case r.state == Acquired || r.state == Available:
+			available++
+		default:
+			done++
+		}
+	}
+	return
+}
+
+func (s *State) clone() *State {
+	c := *s
+	c.recs = append([]rec(nil), s.recs...)
+	return &c
+}
+
+// advance moves Start past every leading done record.
+func (s *State) advance() {
+	n := 0
+	for n < len(s.recs) && (s.recs[n].state == Acknowledged || s.recs[n].state == Archived) {
+		n++
+	}
+	if n > 0 {
+		s.Start += int64(n)
+		s.recs = append(s.recs[:0], s.recs[n:]...)
+	}
+}
+
+// ---- deltas ----
+
+// A Delta is a batch of state changes for the groups of one partition:
+// one replicated entry (one per ShareFetch or ShareAcknowledge, never one
+// per record). Its operations set absolute values, so applying the same
+// delta to the same state always gives the same result.
+type Delta struct {
+	ops []op
+}
+
+type opKind uint8
+
+const (
+	opInit   opKind = 1 // create the group's state at start, unless it exists
+	opSet    opKind = 2 // set ranges of records, then move start forward
+	opReset  opKind = 3 // forget every record; start anew at start (epoch+1)
+	opDelete opKind = 4 // forget the group
+)
+
+type op struct {
+	kind   opKind
+	group  string
+	start  int64 // init, reset; set: the new start (-1: unchanged)
+	ranges []Range
+}
+
+// Range sets every record of [First, Last] to one state.
+type Range struct {
+	First, Last int64
+	State       RecordState
+	Count       int16
+	Member      string
+	Deadline    int64
+}
+
+// Empty reports whether d changes nothing.
+func (d *Delta) Empty() bool { return len(d.ops) == 0 }
+
+// Init creates group's state starting at start, unless it exists.
+func (d *Delta) Init(group string, start int64) {
+	d.ops = append(d.ops, op{kind: opInit, group: group, start: start})
+}
+
+// Set sets ranges of group's records (offsets at or above End extend the
+// state; offsets skipped between End and a range become Archived: gaps)
+// and moves Start to start when start > Start (-1: no move).
+func (d *Delta) Set(group string, start int64, ranges ...Range) {
+	if len(ranges) == 0 && start < 0 {
+		return
+	}
+	d.ops = append(d.ops, op{kind: opSet, group: group, start: start, ranges: ranges})
+}
+
+// Reset forgets every record of group and starts it at start.
+func (d *Delta) Reset(group string, start int64) {
+	d.ops = append(d.ops, op{kind: opReset, group: group, start: start})
+}
+
+// Delete forgets group's state on the partition.
+func (d *Delta) Delete(group string) {
+	d.ops = append(d.ops, op{kind: opDelete, group: group})
+}
+
+const deltaVersion = 1
+
+// Encode returns d's replicated form.
+func (d *Delta) Encode() []byte {
+	b := []byte{deltaVersion}
+	b = binary.AppendUvarint(b, uint64(len(d.ops)))
+	for _, o := range d.ops {
+		b = append(b, byte(o.kind))
+		b = appendString(b, o.group)
+		b = binary.AppendVarint(b, o.start)
+		b = binary.AppendUvarint(b, uint64(len(o.ranges)))
+		for _, r := range o.ranges {
+			b = appendRange(b, r)
+		}
+	}
+	return b
+}
+
+func appendRange(b []byte, r Range) []byte {
+	b = binary.AppendVarint(b, r.First)
+	b = binary.AppendUvarint(b, uint64(r.Last-r.First))
+	b = append(b, byte(r.State))
+	b = binary.AppendUvarint(b, uint64(uint16(r.Count)))
+	b = appendString(b, r.Member)
+	return binary.AppendVarint(b, r.Deadline)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// ErrCorrupt is returned for a delta or snapshot that does not decode.
+var ErrCorrupt = errors.New("sharepart: corrupt share state")
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = ErrCorrupt
+	}
+	r.b = nil
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte() byte {
+	if len(r.b) < 1 {
+		r.fail()
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+// count reads a length no larger than what remains could hold (each
+// element takes at least min bytes), so corrupt input never allocates
+// more than its own size.
+func (r *reader) count(min int) int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)/min) {
+		r.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) string() string {
+	n := r.count(1)
+	if r.err != nil {
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) rangeOf() Range {
+	var x Range
+	x.First = r.varint()
+	span := r.uvarint()
+	x.State = RecordState(r.byte())
+	x.Count = int16(uint16(r.uvarint()))
+	x.Member = r.string()
+	x.Deadline = r.varint()
+	if r.err == nil && (span > maxSpan || x.First < 0 || !validState(x.State)) {
+		r.fail()
+	}
+	x.Last = x.First + int64(span)
+	return x
+}
+
+// maxSpan bounds one range (and so what one delta can make a state hold):
+// far above any record-lock limit (group.share.partition.max.record.locks
+// is at most 10,000), far below what would exhaust memory.
+const maxSpan = 1 << 20
+
+// maxWindow bounds how far past Start a state reaches: a range beyond it
+// is ignored (the leader never makes one; a corrupt delta cannot make a
+// replica allocate without bound).
+const maxWindow = 1 << 22
+
+func validState(s RecordState) bool {
+	return s == Available || s == Acquired || s == Acknowledged || s == Archived
+}
+
+// DecodeDelta parses a delta's replicated form.
+func DecodeDelta(b []byte) (Delta, error) {
+	r := &reader{b: b}
+	if r.byte() != deltaVersion {
+		return Delta{}, fmt.Errorf("%w: delta version", ErrCorrupt)
+	}
+	n := r.count(4)
+	d := Delta{ops: make([]op, 0, n)}
+	for i := 0; i < n && r.err == nil; i++ {
+		var o op
+		o.kind = opKind(r.byte())
+		o.group = r.string()
+		o.start = r.varint()
+		nr := r.count(6)
+		for j := 0; j < nr && r.err == nil; j++ {
+			o.ranges = append(o.ranges, r.rangeOf())
+		}
+		if o.kind < opInit || o.kind > opDelete {
+			r.fail()
+		}
+		d.ops = append(d.ops, o)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail()
+	}
+	if r.err != nil {
+		return Delta{}, r.err
+	}
+	return d, nil
+}
+
+// ---- the registry: every group's state on one partition ----
+
+// Registry is the share state of one partition: every share group's State
+// on it. Every replica of the partition holds one, changed only by Apply
+// in the partition's log order (the partition's Raft group applies the
+// deltas its leader proposed), and carried whole in the group's snapshots.
+// Safe for concurrent use.
+type Registry struct {
+	mu     sync.Mutex
+	groups map[string]*State // protected by mu
+	// version counts applied deltas, so a reader can tell a state moved.
+	version uint64 // protected by mu
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{groups: map[string]*State{}} }
+
+// Apply applies one replicated delta. A delta that does not decode
+// changes nothing and returns ErrCorrupt.
+func (r *Registry) Apply(b []byte) error {
+	d, err := DecodeDelta(b)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applyLocked(&d)
+	return nil
+}
+
+// ApplyDelta applies d (tests and the scripted state machine).
+func (r *Registry) ApplyDelta(d *Delta) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applyLocked(d)
+}
+
+func (r *Registry) applyLocked(d *Delta) {
+	r.version++
+	for _, o := range d.ops {
+		s := r.groups[o.group]
+		switch o.kind {
+		case opInit:
+			if s == nil {
+				r.groups[o.group] = &State{Start: max(o.start, 0)}
+			}
+		case opReset:
+			epoch := int32(0)
+			if s != nil {
+				epoch = s.Epoch + 1
+			}
+			r.groups[o.group] = &State{Start: max(o.start, 0), Epoch: epoch}
+		case opDelete:
+			delete(r.groups, o.group)
+		case opSet:
+			if s == nil {
+				continue // deleted since the leader computed it
+			}
+			s.set(o.ranges, o.start)
+		}
+	}
+}
+
+func (s *State) set(ranges []Range, start int64) {
+	for _, x := range ranges {
+		if x.Last < s.Start || x.Last < x.First || x.Last-s.Start >= maxWindow {
+			continue
+		}
+		first := max(x.First, s.Start)
+		if end := s.End(); x.Last >= end {
+			for off := end; off <= x.Last; off++ {
+				s.recs = append(s.recs, rec{state: Archived})
+			}
+		}
+		for off := first; off <= x.Last; off++ {
+			r := &s.recs[off-s.Start]
+			r.state, r.count = x.State, x.Count
+			r.member, r.deadline = "", 0
+			if x.State == Acquired {
+				r.member, r.deadline = x.Member, x.Deadline
+			}
+		}
+	}
+	if start > s.Start {
+		if start >= s.End() {
+			s.recs = s.recs[:0]
+		} else {
+			s.recs = append(s.recs[:0], s.recs[start-s.Start:]...)
+		}
+		s.Start = start
+	}
+	s.advance()
+}
+
+// Group returns a copy of group's state (nil when it has none) and the
+// registry's version.
+func (r *Registry) Group(group string) (*State, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.groups[group]
+	if s == nil {
+		return nil, r.version
+	}
+	return s.clone(), r.version
+}
+
+// Groups returns the names of the groups with state here, sorted.
+func (r *Registry) Groups() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.groups))
+	for g := range r.groups {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out
+}
+
+const snapshotVersion = 1
+
+// Snapshot returns the registry's whole state, compacted: runs of records
+// with the same state, count, holder and deadline are one range.
+func (r *Registry) Snapshot() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.groups))
+	for g := range r.groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	b := []byte{snapshotVersion}
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, g := range names {
+		s := r.groups[g]
+		b = appendString(b, g)
+		b = binary.AppendVarint(b, s.Start)
+		b = binary.AppendVarint(b, int64(s.Epoch))
+		runs := s.runs()
+		b = binary.AppendUvarint(b, uint64(len(runs)))
+		for _, x := range runs {
+			b = appendRange(b, x)
+		}
+	}
+	return b
+}
+
+// runs returns s's records as maximal ranges of equal records.
+func (s *State) runs() []Range {
+	var out []Range
+	for i, x := range s.recs {
+		off := s.Start + int64(i)
+		if n := len(out); n > 0 {
+			l := &out[n-1]
+			if l.Last == off-1 && l.State == x.state && l.Count == x.count && l.Member == x.member && l.Deadline == x.deadline {
+				l.Last = off
+				continue
+			}
+		}
+		out = append(out, Range{First: off, Last: off, State: x.state, Count: x.count, Member: x.member, Deadline: x.deadline})
+	}
+	return out
+}
+
+// Restore replaces the registry's state with a snapshot's (nil or empty:
+// no state). A snapshot that does not decode changes nothing.
+func (r *Registry) Restore(b []byte) error {
+	groups := map[string]*State{}
+	if len(b) > 0 {
+		rd := &reader{b: b}
+		if rd.byte() != snapshotVersion {
+			return fmt.Errorf("%w: snapshot version", ErrCorrupt)
+		}
+		n := rd.count(3)
+		for i := 0; i < n && rd.err == nil; i++ {
+			g := rd.string()
+			s := &State{Start: rd.varint(), Epoch: int32(rd.varint())}
+			nr := rd.count(6)
+			ranges := make([]Range, 0, nr)
+			for j := 0; j < nr && rd.err == nil; j++ {
+				ranges = append(ranges, rd.rangeOf())
+			}
+			if rd.err == nil && s.Start < 0 {
+				rd.fail()
+			}
+			s.set(ranges, -1)
+			groups[g] = s
+		}
+		if rd.err == nil && len(rd.b) != 0 {
+			rd.fail()
+		}
+		if rd.err != nil {
+			return rd.err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.groups = groups
+	r.version++
+	return nil
+}
