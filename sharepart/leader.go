@@ -1,0 +1,341 @@
+package sharepart
+
+import "errors"
+
+// The leader's decisions: each reads a State (never changes it) and
+// returns the Delta that carries it out once applied. The caller holds the
+// share partition's lock from the decision until the delta is applied, so
+// no two decisions see the same state.
+
+// Config is the share group's settings that decisions use (Kafka's
+// share.record.lock.duration.ms, share.delivery.count.limit,
+// share.partition.max.record.locks).
+type Config struct {
+	LockMs        int64
+	DeliveryLimit int16
+	MaxLocks      int
+}
+
+// Acknowledgement types, as on the wire (ShareFetch, ShareAcknowledge).
+const (
+	AckGap     int8 = 0
+	AckAccept  int8 = 1
+	AckRelease int8 = 2
+	AckReject  int8 = 3
+	AckRenew   int8 = 4 // KIP-1222
+)
+
+var (
+	// ErrInvalidRecordState: an acknowledgement names a record that is
+	// not acquired by that member under a live lock (Kafka's
+	// INVALID_RECORD_STATE).
+	ErrInvalidRecordState = errors.New("sharepart: record is not acquired by this member")
+	// ErrInvalidAck: a malformed acknowledgement batch (INVALID_REQUEST).
+	ErrInvalidAck = errors.New("sharepart: invalid acknowledgement batch")
+)
+
+// Batch is one stored batch of the log as acquisition sees it.
+type Batch struct {
+	First, Last int64
+	// Skip: a control batch, or an aborted transaction's batch read
+	// read_committed: never delivered, archived as it is passed.
+	Skip bool
+}
+
+// AcquiredRange is a range of offsets acquired with one delivery count, as a
+// ShareFetch response's AcquiredRecords lists them.
+type AcquiredRange struct {
+	First, Last int64
+	Count       int16
+}
+
+// Stats counts what one decision did, for metrics.
+type Stats struct {
+	Acquired    int // records acquired (first deliveries and redeliveries)
+	Redelivered int // of which redeliveries
+	Accepted    int
+	Released    int
+	Rejected    int
+	Renewed     int
+	Gaps        int
+	Expired     int // locks that lapsed (Expire)
+	// Archived by cause: the delivery count limit, or skipped (control
+	// batches, aborted transactions, records below the log start).
+	ArchivedLimit int
+	ArchivedSkip  int
+}
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	s.Acquired += o.Acquired
+	s.Redelivered += o.Redelivered
+	s.Accepted += o.Accepted
+	s.Released += o.Released
+	s.Rejected += o.Rejected
+	s.Renewed += o.Renewed
+	s.Gaps += o.Gaps
+	s.Expired += o.Expired
+	s.ArchivedLimit += o.ArchivedLimit
+	s.ArchivedSkip += o.ArchivedSkip
+}
+
+// AcquireParams is one acquisition round's request.
+type AcquireParams struct {
+	Member string
+	// Max is how many records to acquire at most (ShareFetch MaxRecords);
+	// Strict (record-limit acquire mode, KIP-1206) cuts a batch to honour
+	// it exactly, otherwise whole batches are acquired while fewer than
+	// Max are (batch-optimized mode).
+	Max    int
+	Strict bool
+	// LogStart is the partition's log start: records below it are gone.
+	LogStart int64
+	NowMs    int64
+}
+
+// NeedFrom is where acquisition needs the log's batches from: the end
+// offset (every record below it has a state already).
+func NeedFrom(s *State) int64 { return s.End() }
+
+// Acquire acquires for p.Member, first the in-flight records that are
+// available again (released, or whose lock expired), in offset order,
+// then new records from batches (the log's batches from NeedFrom up to the
+// high watermark, or the last stable offset read_committed), within the
+// record-lock window (cfg.MaxLocks past Start). A record whose delivery
+// count has reached the limit is archived instead.
+func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batch) (Delta, []AcquiredRange, Stats) {
+	var d Delta
+	var st Stats
+	var ranges []Range
+	var out []AcquiredRange
+	n := 0
+	deadline := p.NowMs + cfg.LockMs
+	take := func(first, last int64, count int16) {
+		ranges = append(ranges, Range{First: first, Last: last, State: Acquired, Count: count, Member: p.Member, Deadline: deadline})
+		if k := len(out); k > 0 && out[k-1].Last == first-1 && out[k-1].Count == count {
+			out[k-1].Last = last
+		} else {
+			out = append(out, AcquiredRange{First: first, Last: last, Count: count})
+		}
+		c := int(last - first + 1)
+		n += c
+		st.Acquired += c
+		if count > 1 {
+			st.Redelivered += c
+		}
+	}
+	start := int64(-1)
+	if p.LogStart > s.Start {
+		start = p.LogStart // gone from the log: never delivered again
+		st.ArchivedSkip += int(min(p.LogStart, s.End()) - s.Start)
+	}
+	from := max(s.Start, p.LogStart)
+	for off := from; off < s.End() && n < p.Max; off++ {
+		r := s.recs[off-s.Start]
+		if r.state != Available && (r.state != Acquired || r.deadline > p.NowMs) {
+			continue
+		}
+		if r.count >= cfg.DeliveryLimit {
+			ranges = append(ranges, Range{First: off, Last: off, State: Archived, Count: r.count})
+			st.ArchivedLimit++
+			continue
+		}
+		take(off, off, r.count+1)
+	}
+	window := max(s.Start, p.LogStart) + int64(cfg.MaxLocks) // first offset past the window
+	next := max(s.End(), p.LogStart)
+	for _, b := range batches {
+		if n >= p.Max || next >= window {
+			break
+		}
+		if b.Last < next {
+			continue
+		}
+		first := max(b.First, next)
+		last := min(b.Last, window-1)
+		if b.Skip {
+			ranges = append(ranges, Range{First: first, Last: last, State: Archived})
+			st.ArchivedSkip += int(last - first + 1)
+			next = last + 1
+			continue
+		}
+		if p.Strict {
+			last = min(last, first+int64(p.Max-n)-1)
+		}
+		take(first, last, 1)
+		next = last + 1
+	}
+	if len(ranges) > 0 || start >= 0 {
+		d.Set(group, start, ranges...)
+	}
+	return d, out, st
+}
+
+// AckBatch is one acknowledgement batch: Types has one type for every
+// offset of [First, Last], or one for all of them.
+type AckBatch struct {
+	First, Last int64
+	Types       []int8
+}
+
+// Ack applies member's acknowledgements, all or none: every offset named
+// must be acquired by member under a live lock (ErrInvalidRecordState) and
+// every batch well formed (ErrInvalidAck). Renew (allowed only when
+// renew is true) extends the lock by cfg.LockMs from now.
+func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew bool, nowMs int64) (Delta, Stats, error) {
+	var d Delta
+	var st Stats
+	var ranges []Range
+	for _, b := range batches {
+		span := b.Last - b.First + 1
+		if b.First < 0 || span <= 0 || span > maxSpan || (len(b.Types) != 1 && int64(len(b.Types)) != span) {
+			return Delta{}, Stats{}, ErrInvalidAck
+		}
+		for _, t := range b.Types {
+			if t < AckGap || t > AckRenew || (t == AckRenew && !renew) {
+				return Delta{}, Stats{}, ErrInvalidAck
+			}
+		}
+		for off := b.First; off <= b.Last; off++ {
+			if off < s.Start || off >= s.End() {
+				return Delta{}, Stats{}, ErrInvalidRecordState
+			}
+			r := s.recs[off-s.Start]
+			if r.state != Acquired || r.member != member || r.deadline <= nowMs {
+				return Delta{}, Stats{}, ErrInvalidRecordState
+			}
+			t := b.Types[0]
+			if len(b.Types) > 1 {
+				t = b.Types[off-b.First]
+			}
+			x := Range{First: off, Last: off, Count: r.count}
+			switch t {
+			case AckGap:
+				x.State = Archived
+				st.Gaps++
+			case AckAccept:
+				x.State = Acknowledged
+				st.Accepted++
+			case AckRelease:
+				x.State = Available
+				st.Released++
+				if r.count >= cfg.DeliveryLimit {
+					x.State = Archived
+					st.ArchivedLimit++
+				}
+			case AckReject:
+				x.State = Archived
+				st.Rejected++
+			case AckRenew:
+				x.State, x.Member, x.Deadline = Acquired, member, nowMs+cfg.LockMs
+				st.Renewed++
+			}
+			ranges = appendRange1(ranges, x)
+		}
+	}
+	d.Set(group, -1, ranges...)
+	return d, st, nil
+}
+
+// appendRange1 appends a one-offset range, merging it into the previous
+// range when it continues it with the same values.
+func appendRange1(ranges []Range, x Range) []Range {
+	if k := len(ranges); k > 0 {
+		l := &ranges[k-1]
+		if l.Last == x.First-1 && l.State == x.State && l.Count == x.Count && l.Member == x.Member && l.Deadline == x.Deadline {
+			l.Last = x.Last
+			return ranges
+		}
+	}
+	return append(ranges, x)
+}
+
+// Release makes every record member holds available again (the member's
+// share session closed or it left the group); a record at the delivery
+// count limit is archived instead. The delivery count stays: the record
+// was delivered.
+func Release(s *State, group, member string, cfg Config) (Delta, Stats) {
+	var d Delta
+	var st Stats
+	var ranges []Range
+	for i, r := range s.recs {
+		if r.state != Acquired || r.member != member {
+			continue
+		}
+		x := Range{First: s.Start + int64(i), Last: s.Start + int64(i), State: Available, Count: r.count}
+		st.Released++
+		if r.count >= cfg.DeliveryLimit {
+			x.State = Archived
+			st.ArchivedLimit++
+		}
+		ranges = appendRange1(ranges, x)
+	}
+	d.Set(group, -1, ranges...)
+	return d, st
+}
+
+// Expire ends the locks that lapsed by now: their records become
+// available again, or archived at the delivery count limit. Acquisition
+// treats a lapsed lock as ended anyway; Expire makes it visible (metrics,
+// DescribeShareGroupOffsets) and archives poison records without waiting
+// for the next fetch.
+func Expire(s *State, group string, cfg Config, nowMs int64) (Delta, Stats, int64) {
+	var d Delta
+	var st Stats
+	var ranges []Range
+	next := int64(0) // the earliest live deadline, 0 = none
+	for i, r := range s.recs {
+		if r.state != Acquired {
+			continue
+		}
+		if r.deadline > nowMs {
+			if next == 0 || r.deadline < next {
+				next = r.deadline
+			}
+			continue
+		}
+		x := Range{First: s.Start + int64(i), Last: s.Start + int64(i), State: Available, Count: r.count}
+		st.Expired++
+		if r.count >= cfg.DeliveryLimit {
+			x.State = Archived
+			st.ArchivedLimit++
+		}
+		ranges = appendRange1(ranges, x)
+	}
+	d.Set(group, -1, ranges...)
+	return d, st, next
+}
+
+// Lag is the number of records of the partition not yet done for the
+// group: everything from Start to the high watermark hw that is not
+// acknowledged or archived (Kafka's share-group lag, KIP-1226, counts the
+// same).
+func Lag(s *State, hw int64) int64 {
+	if s == nil {
+		return 0
+	}
+	lag := max(hw-s.Start, 0)
+	for _, r := range s.recs {
+		if r.state == Acknowledged || r.state == Archived {
+			lag--
+		}
+	}
+	return max(lag, 0)
+}
+
+// OldestUnacked returns the offset of the first record at or above Start
+// that is not done, or -1.
+func OldestUnacked(s *State, hw int64) int64 {
+	if s == nil {
+		return -1
+	}
+	for i, r := range s.recs {
+		if r.state != Acknowledged && r.state != Archived {
+			return s.Start + int64(i)
+		}
+	}
+	if s.End() < hw {
+		return s.End()
+	}
+	return -1
+}
