@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"time"
+
+	"github.com/strata-io/strata/internal/coord"
 )
 
 // OffsetsTopic is the internal compacted topic that holds every group's
@@ -39,7 +41,10 @@ type Config struct {
 	// to commit before giving up (and trying again on the next request).
 	LoadTimeout time.Duration
 	Logger      *slog.Logger
-	Now         func() time.Time // nil = time.Now
+	// Clock drives the coordinator's timers (ticks, load waits); nil =
+	// the wall clock. Now, when set, overrides the clock's time only.
+	Clock coord.Clock
+	Now   func() time.Time // nil = Clock.Now
 	// NewMemberID makes a member ID for a client ID; nil = Kafka's form,
 	// "<client.id>-<random UUID>".
 	NewMemberID func(clientID string) string
@@ -91,8 +96,11 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Clock == nil {
+		c.Clock = coord.Real()
+	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = c.Clock.Now
 	}
 	if c.NewMemberID == nil {
 		c.NewMemberID = randomMemberID
@@ -110,31 +118,6 @@ func randomMemberID(clientID string) string {
 	return clientID + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// javaStringHashCode is Java's String.hashCode over UTF-16 code units,
-// which Kafka uses to place a group: the coordinator partition must match
-// Kafka's so that tools computing it agree.
-func javaStringHashCode(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
-
 // PartitionFor is the __consumer_offsets partition of a group:
 // abs(hashCode) % n, with Kafka's Utils.abs (MinInt32 maps to 0).
-func PartitionFor(groupID string, n int32) int32 {
-	h := javaStringHashCode(groupID)
-	if h == -2147483648 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
+func PartitionFor(groupID string, n int32) int32 { return coord.PartitionFor(groupID, n) }

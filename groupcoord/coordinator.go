@@ -2,155 +2,92 @@ package groupcoord
 
 import (
 	"context"
-	"errors"
 	"sort"
-	"sync"
-	"time"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/coord"
 	"github.com/strata-io/strata/replication"
 )
 
-// loadWait is how long a request waits for its coordinator partition to
-// load before it is answered COORDINATOR_LOAD_IN_PROGRESS (clients retry).
-const loadWait = 2 * time.Second
-
 // Coordinator is this broker's group coordinator: it routes each group's
 // requests to the shard of the __consumer_offsets partition the group
-// hashes to, loading that shard when this broker leads the partition.
+// hashes to, loading that shard when this broker leads the partition (the
+// routing, loading and shard goroutines are the core's, internal/coord).
 // Methods are safe for concurrent use; each returns an error only when ctx
 // ends first (the connection is going away).
 type Coordinator struct {
 	cfg    Config
 	broker *replication.Broker
-
-	createMu sync.Mutex // serializes creation of the offsets topic
-
-	mu     sync.Mutex
-	shards map[int32]*shard // protected by mu
-	closed bool             // protected by mu
+	core   *coord.Coordinator[*shard]
 }
 
 // New returns a coordinator over broker. Nothing is loaded until a request
 // for a group arrives.
 func New(cfg Config, broker *replication.Broker) *Coordinator {
-	return &Coordinator{cfg: cfg.withDefaults(), broker: broker, shards: map[int32]*shard{}}
+	c := &Coordinator{cfg: cfg.withDefaults(), broker: broker}
+	c.core = coord.New(coord.Config[*shard]{
+		Name:              "group coordinator",
+		Topic:             OffsetsTopic,
+		NumPartitions:     c.cfg.NumPartitions,
+		ReplicationFactor: c.cfg.ReplicationFactor,
+		TopicConfigs: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    strconv.FormatInt(c.cfg.SegmentBytes, 10),
+		},
+		NewState: func(sh *coord.Shard[*shard]) *shard {
+			s := newShard(c, sh.Partition(), sh.Epoch())
+			s.core = sh
+			return s
+		},
+		TickInterval: c.cfg.TickInterval,
+		LoadTimeout:  c.cfg.LoadTimeout,
+		// A shard at the placeholder epoch 0 of a partition whose first
+		// leader is not recorded yet (replication/doc.go, "Leaders and
+		// epochs") would be replaced at the elected epoch, and the members
+		// it took in memory (KIP-394's pending member IDs) lost -- a member
+		// rejoining with its ID got UNKNOWN_MEMBER_ID. Clients retry the
+		// COORDINATOR_LOAD_IN_PROGRESS this answers instead.
+		RequireElectedEpoch: true,
+		Clock:               coord.WithNow(c.cfg.Clock, c.cfg.Now),
+		Logger:              c.cfg.Logger,
+	}, broker)
+	return c
 }
 
 // Close stops every shard and waits for them. Later requests are answered
 // NOT_COORDINATOR.
-func (c *Coordinator) Close() {
-	c.mu.Lock()
-	c.closed = true
-	shards := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		shards = append(shards, s)
-	}
-	c.mu.Unlock()
-	for _, s := range shards {
-		s.halt()
-		<-s.done
-	}
-}
-
-func (s *shard) halt() {
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-	}
-}
-
-func (c *Coordinator) forget(s *shard) {
-	c.mu.Lock()
-	if c.shards[s.partition] == s {
-		delete(c.shards, s.partition)
-	}
-	c.mu.Unlock()
-}
+func (c *Coordinator) Close() { c.core.Close() }
 
 // leads reports whether this broker leads partition p at epoch.
-func (c *Coordinator) leads(p, epoch int32) bool {
-	t, ok := c.broker.Topic(OffsetsTopic)
-	if !ok || int(p) >= len(t.Partitions) {
-		return false
-	}
-	pi := t.Partitions[p]
-	return pi.Leader == c.broker.NodeID() && pi.LeaderEpoch == epoch
-}
+func (c *Coordinator) leads(p, epoch int32) bool { return c.core.Leads(p, epoch) }
 
 // route finds (starting a load if needed) the shard of groupID: 0, or
 // NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Coordinator) route(groupID string) (*shard, int16) {
-	t, ok := c.broker.Topic(OffsetsTopic)
-	if !ok || len(t.Partitions) == 0 {
-		return nil, kerr.NotCoordinator.Code
-	}
-	return c.routePartition(t.Partitions[PartitionFor(groupID, int32(len(t.Partitions)))])
+	return state(c.core.Route(groupID))
 }
 
 // routePartition is route for a known partition of the offsets topic: it
-// waits (up to loadWait) for the shard to load.
+// waits (up to the core's LoadWait) for the shard to load.
 func (c *Coordinator) routePartition(pi replication.PartitionInfo) (*shard, int16) {
-	s, code := c.shardFor(pi)
-	if code != 0 {
-		return nil, code
-	}
-	if s.loaded.Load() {
-		return s, 0
-	}
-	t := time.NewTimer(loadWait)
-	defer t.Stop()
-	select {
-	case <-s.loadedCh:
-		return s, 0
-	case <-s.done:
-		return nil, kerr.NotCoordinator.Code
-	case <-t.C:
-		return nil, kerr.CoordinatorLoadInProgress.Code
-	}
+	return state(c.core.RoutePartition(pi))
 }
 
 // shardFor returns the shard of a partition this broker leads, starting
 // its load (or a reload at a new leader epoch) without waiting for it.
 func (c *Coordinator) shardFor(pi replication.PartitionInfo) (*shard, int16) {
-	p := pi.Partition
-	if pi.Leader != c.broker.NodeID() {
-		return nil, kerr.NotCoordinator.Code
+	return state(c.core.ShardFor(pi))
+}
+
+func state(sh *coord.Shard[*shard], code int16) (*shard, int16) {
+	if sh == nil {
+		return nil, code
 	}
-	if pi.LeaderEpoch <= 0 {
-		// The placeholder of a partition whose first leader is not
-		// recorded yet (replication/doc.go, "Leaders and epochs"): a
-		// shard started at it would be replaced at the elected epoch,
-		// and the members it took in memory (KIP-394's pending member
-		// IDs) lost -- a member rejoining with its ID got
-		// UNKNOWN_MEMBER_ID. Clients retry this.
-		return nil, kerr.CoordinatorLoadInProgress.Code
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, kerr.NotCoordinator.Code
-	}
-	s := c.shards[p]
-	switch {
-	case s != nil && s.epoch != pi.LeaderEpoch:
-		s.halt()
-		prev := s
-		s = newShard(c, p, pi.LeaderEpoch)
-		c.shards[p] = s
-		go func() {
-			<-prev.done // the old epoch's writes finish before the replay
-			s.run()
-		}()
-	case s == nil:
-		s = newShard(c, p, pi.LeaderEpoch)
-		c.shards[p] = s
-		go s.run()
-	}
-	return s, 0
+	return sh.State(), code
 }
 
 // do runs fn on groupID's shard and returns what it replies, or the
@@ -161,84 +98,16 @@ func (c *Coordinator) do(ctx context.Context, groupID string, fn func(s *shard, 
 }
 
 func (c *Coordinator) doOn(ctx context.Context, s *shard, code int16, fn func(s *shard, e *effects, rid uint64)) (kmsg.Response, int16, error) {
-	if code != 0 {
-		return nil, code, nil
+	var sh *coord.Shard[*shard]
+	if s != nil {
+		sh = s.core
 	}
-	ch := make(chan kmsg.Response, 1)
-	select {
-	case s.calls <- call{fn: fn, ch: ch}:
-	case <-s.done:
-		return nil, kerr.NotCoordinator.Code, nil
-	case <-ctx.Done():
-		return nil, 0, ctx.Err()
-	}
-	select {
-	case r := <-ch:
-		return r, 0, nil
-	case <-s.done:
-		select {
-		case r := <-ch:
-			return r, 0, nil
-		default:
-			return nil, kerr.NotCoordinator.Code, nil
-		}
-	case <-ctx.Done():
-		return nil, 0, ctx.Err()
-	}
+	return coord.Call(ctx, sh, code, func(s *shard, reply func(kmsg.Response)) { s.call(fn, reply) })
 }
 
 // ensureTopic returns the offsets topic, creating it on first use.
 func (c *Coordinator) ensureTopic(ctx context.Context) (replication.TopicInfo, error) {
-	if t, ok := c.broker.Topic(OffsetsTopic); ok {
-		return t, nil
-	}
-	c.createMu.Lock()
-	defer c.createMu.Unlock()
-	if t, ok := c.broker.Topic(OffsetsTopic); ok {
-		return t, nil
-	}
-	rf := c.cfg.ReplicationFactor
-	if n := len(c.broker.Brokers()); int(rf) > n {
-		rf = int16(n)
-	}
-	t, err := c.broker.CreateTopic(ctx, replication.CreateTopicRequest{
-		Name:              OffsetsTopic,
-		NumPartitions:     c.cfg.NumPartitions,
-		ReplicationFactor: rf,
-		Configs: map[string]string{
-			"cleanup.policy":   "compact",
-			"compression.type": "producer",
-			"segment.bytes":    itoa64(c.cfg.SegmentBytes),
-		},
-	})
-	if errors.Is(err, replication.ErrTopicExists) {
-		if t, ok := c.broker.Topic(OffsetsTopic); ok {
-			return t, nil
-		}
-	}
-	return t, err
-}
-
-func itoa64(v int64) string {
-	if v == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := v < 0
-	if neg {
-		v = -v
-	}
-	for v > 0 {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
+	return c.core.EnsureTopic(ctx)
 }
 
 // FindCoordinator answers FindCoordinator (v0-6, batched keys from v4).
@@ -274,29 +143,7 @@ func (c *Coordinator) findOne(ctx context.Context, typ int8, key string) kmsg.Fi
 	if typ != 0 {
 		return fail(kerr.CoordinatorNotAvailable)
 	}
-	if key == "" {
-		return fail(kerr.InvalidRequest)
-	}
-	t, err := c.ensureTopic(ctx)
-	if err != nil || len(t.Partitions) == 0 {
-		c.cfg.Logger.Warn("offsets topic unavailable", "err", err)
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	pi := t.Partitions[PartitionFor(key, int32(len(t.Partitions)))]
-	if pi.Leader < 0 {
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	for _, b := range c.broker.Brokers() {
-		if b.NodeID == pi.Leader {
-			co.NodeID, co.Host, co.Port = b.NodeID, b.Host, b.Port
-			if b.NodeID == c.broker.NodeID() {
-				// Start loading now: the client's next request is for it.
-				c.shardFor(pi)
-			}
-			return co
-		}
-	}
-	return fail(kerr.CoordinatorNotAvailable)
+	return c.core.Find(ctx, key)
 }
 
 // JoinGroup answers JoinGroup (v0-9); it may wait for the rebalance.

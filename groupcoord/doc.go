@@ -32,9 +32,13 @@
 //
 // # Goroutines
 //
-// One goroutine per loaded coordinator partition (a shard, shard.go) owns
-// that partition's groups; nothing else touches them. Requests reach it as
-// calls on a bounded channel and timers as ticks every TickInterval. One
+// One goroutine per loaded coordinator partition (a shard: the core's,
+// package internal/coord, with this package's state of it in shard.go)
+// owns that partition's groups; nothing else touches them. The core does
+// the routing, the load by replay, the leader-epoch checks and the writes;
+// see its package doc for the contract. Requests reach a shard as calls on
+// a bounded channel and timers as ticks every TickInterval (from
+// Config.Clock: the wall clock unless a test injects one). One
 // goroutine per partition rather than one for all because a shard's
 // writes block on Broker.Produce (with Raft, on a quorum round trip):
 // with one goroutine for all, every group's heartbeat would wait behind
@@ -62,10 +66,9 @@
 //
 // # Locks
 //
-// Coordinator.mu guards the shard map; Coordinator.createMu serializes
-// creating the offsets topic. Neither is held while waiting on a shard.
-// Lock order: createMu, then (inside the broker) the broker's own locks;
-// mu is never held with createMu.
+// The shard map and the creation of the offsets topic are the core's
+// (internal/coord: its mu and createMu, never held while waiting on a
+// shard, never held together). This package has no lock of its own.
 //
 // # Differences from Kafka
 //

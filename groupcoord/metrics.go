@@ -75,14 +75,12 @@ type offsetSnap struct {
 
 func (col collector) Collect(ch chan<- prometheus.Metric) {
 	c := col.c
-	c.mu.Lock()
-	shards := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		if s.loaded.Load() {
-			shards = append(shards, s)
+	var shards []*shard
+	for _, sh := range c.core.Shards() {
+		if sh.IsLoaded() {
+			shards = append(shards, sh.State())
 		}
 	}
-	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 

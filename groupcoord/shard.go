@@ -1,59 +1,34 @@
 package groupcoord
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/internal/coord"
 )
 
 // A shard owns the groups of one __consumer_offsets partition that this
-// broker leads, at one leader epoch. Its goroutine (run) is the only one
-// that touches the groups: requests arrive as calls on a bounded channel,
-// timers as ticks. Records are written through Broker.Produce before the
-// replies they back are sent, so a client never sees state that is not in
-// the log. Any write failure unloads the shard: the next request reloads
-// it from the log, the only source of truth.
-
-const (
-	maxQueuedCalls = 1024    // calls waiting for a shard; more wait in the sender
-	loadReadBytes  = 1 << 20 // bytes per Read while loading
-	// maxLoadReads bounds the load loop (1 MiB reads: 1 TiB).
-	maxLoadReads = 1 << 20
-	writeTimeout = 30 * time.Second
-)
-
-// errShardGone is returned to callers whose shard stopped.
-var errShardGone = errors.New("groupcoord: coordinator partition unloaded")
-
-// call is one request for a shard: fn runs on the shard goroutine with a
-// reply ID; whatever it (or a later event) replies under that ID goes to ch.
-type call struct {
-	fn func(s *shard, e *effects, rid uint64)
-	ch chan kmsg.Response // buffered 1
-}
+// broker leads, at one leader epoch: it is the state of a shard of the
+// coordinator core (internal/coord), whose goroutine is the only one that
+// touches the groups -- requests arrive as calls, timers as ticks (Tick).
+// Records are written through the core's Write before the replies they
+// back are sent, so a client never sees state that is not in the log. Any
+// write failure unloads the shard: the next request reloads it from the
+// log, the only source of truth.
 
 type shard struct {
 	c         *Coordinator
 	partition int32
 	epoch     int32
+	core      *coord.Shard[*shard] // nil in tests that only replay
 
-	calls    chan call
-	stop     chan struct{} // closed to ask run to return
-	done     chan struct{} // closed when run returned
-	loaded   atomic.Bool   // set once the partition is replayed
-	loadedCh chan struct{} // closed with loaded set
-
-	// Owned by the run goroutine.
+	// Owned by the shard goroutine.
 	groups  map[string]*group  // classic groups, and the offsets of every group
 	cgroups map[string]*cgroup // KIP-848 consumer groups
-	waiters map[uint64]chan kmsg.Response
+	// waiters are the replies of calls not answered yet, by reply ID.
+	waiters map[uint64]func(kmsg.Response)
 	nextRID uint64
 	// nextExpiry is when offsets are next checked against the retention.
 	nextExpiry time.Time
@@ -65,65 +40,54 @@ type shard struct {
 func newShard(c *Coordinator, partition, epoch int32) *shard {
 	return &shard{
 		c: c, partition: partition, epoch: epoch,
-		calls:    make(chan call, maxQueuedCalls),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		loadedCh: make(chan struct{}),
-		groups:   map[string]*group{},
-		cgroups:  map[string]*cgroup{},
-		waiters:  map[uint64]chan kmsg.Response{},
+		groups:  map[string]*group{},
+		cgroups: map[string]*cgroup{},
+		waiters: map[uint64]func(kmsg.Response){},
 	}
 }
 
-func (s *shard) run() {
-	defer close(s.done)
-	defer s.c.forget(s)
-	start := time.Now()
-	if err := s.load(); err != nil {
-		s.c.cfg.Logger.Warn("group coordinator load failed", "partition", s.partition, "epoch", s.epoch, "err", err)
-		return
+// call runs fn with a new reply ID: whatever it (or a later event)
+// replies under that ID goes to reply. Then its effects are applied.
+func (s *shard) call(fn func(s *shard, e *effects, rid uint64), reply func(kmsg.Response)) {
+	s.nextRID++
+	rid := s.nextRID
+	s.waiters[rid] = reply
+	var e effects
+	fn(s, &e, rid)
+	s.apply(&e)
+}
+
+// Replay is coord.State's: one stored record.
+func (s *shard) Replay(r coord.Decoded, now time.Time) error { return s.replay(r, now) }
+
+// Loaded is coord.State's: forget what the replay left empty.
+func (s *shard) Loaded() []any {
+	for id, g := range s.groups {
+		s.dropIfGone(id, g)
 	}
-	s.loaded.Store(true)
-	close(s.loadedCh)
-	s.c.cfg.Logger.Info("group coordinator loaded", "partition", s.partition, "epoch", s.epoch, "groups", len(s.groups), "took", time.Since(start))
-	tick := time.NewTicker(s.c.cfg.TickInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case cl := <-s.calls:
-			s.nextRID++
-			rid := s.nextRID
-			s.waiters[rid] = cl.ch
-			var e effects
-			cl.fn(s, &e, rid)
-			if !s.apply(&e) {
-				return
-			}
-		case <-tick.C:
-			if !s.c.leads(s.partition, s.epoch) {
-				s.c.cfg.Logger.Info("group coordinator unloading: no longer leader", "partition", s.partition, "epoch", s.epoch)
-				return
-			}
-			now := s.c.cfg.Now()
-			var e effects
-			for id, g := range s.groups {
-				g.tick(&e, now)
-				s.dropIfGone(id, g)
-			}
-			for _, cg := range s.cgroups {
-				cg.tick(&e, now)
-			}
-			if !now.Before(s.nextExpiry) {
-				s.nextExpiry = now.Add(s.c.cfg.OffsetsRetentionCheckInterval)
-				s.expireOffsets(&e, now)
-			}
-			if !s.apply(&e) {
-				return
-			}
-		}
+	return []any{"groups", len(s.groups)}
+}
+
+// Stopped is coord.State's: callers still waiting see the shard's end
+// (NOT_COORDINATOR) through the core.
+func (s *shard) Stopped() {}
+
+// Tick is coord.State's: group timers, and the offsets retention.
+func (s *shard) Tick(time.Time) {
+	now := s.c.cfg.Now()
+	var e effects
+	for id, g := range s.groups {
+		g.tick(&e, now)
+		s.dropIfGone(id, g)
 	}
+	for _, cg := range s.cgroups {
+		cg.tick(&e, now)
+	}
+	if !now.Before(s.nextExpiry) {
+		s.nextExpiry = now.Add(s.c.cfg.OffsetsRetentionCheckInterval)
+		s.expireOffsets(&e, now)
+	}
+	s.apply(&e)
 }
 
 // expireOffsets applies offsets.retention.minutes to every empty group
@@ -158,12 +122,12 @@ func (s *shard) group(id string, create bool) *group {
 }
 
 // apply writes e's records, then sends its replies. A failed write turns
-// every reply into NOT_COORDINATOR and reports false: the shard must
-// unload, its memory being ahead of the log.
+// every reply into NOT_COORDINATOR and reports false: the core has
+// stopped the shard, its memory being ahead of the log.
 func (s *shard) apply(e *effects) bool {
 	ok := true
 	if len(e.txn) > 0 {
-		if err := s.writeTxn(e.txn, e.txnPID, e.txnEpoch); err != nil {
+		if err := s.core.WriteTxn(e.txn, e.txnPID, e.txnEpoch); err != nil {
 			s.c.cfg.Logger.Warn("group coordinator transactional write failed; unloading", "partition", s.partition, "err", err)
 			for i := range e.replies {
 				setErrorCode(e.replies[i].resp, kerr.NotCoordinator.Code)
@@ -172,7 +136,7 @@ func (s *shard) apply(e *effects) bool {
 		}
 	}
 	if len(e.records) > 0 {
-		if err := s.write(e.records); err != nil {
+		if err := s.core.Write(e.records); err != nil {
 			s.c.cfg.Logger.Warn("group coordinator write failed; unloading", "partition", s.partition, "err", err)
 			for i := range e.replies {
 				setErrorCode(e.replies[i].resp, kerr.NotCoordinator.Code)
@@ -181,73 +145,12 @@ func (s *shard) apply(e *effects) bool {
 		}
 	}
 	for _, r := range e.replies {
-		if ch, found := s.waiters[r.id]; found {
+		if reply, found := s.waiters[r.id]; found {
 			delete(s.waiters, r.id)
-			ch <- r.resp
+			reply(r.resp)
 		}
 	}
 	return ok
-}
-
-func (s *shard) write(recs []record) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	for _, b := range buildBatches(recs, s.c.cfg.Now().UnixMilli()) {
-		if _, err := s.c.broker.Produce(ctx, OffsetsTopic, s.partition, b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// load replays the partition from its log start to the log end seen at
-// start, waiting (bounded) for that tail to commit: as leader, everything
-// in the log will commit, and state must include all of it.
-func (s *shard) load() error {
-	lp, err := s.c.broker.Partition(OffsetsTopic, s.partition)
-	if err != nil {
-		return err
-	}
-	target := lp.Offsets().LogEnd
-	off := lp.Offsets().LogStart
-	deadline := time.NewTimer(s.c.cfg.LoadTimeout)
-	defer deadline.Stop()
-	now := s.c.cfg.Now()
-	for i := 0; off < target; i++ {
-		if i >= maxLoadReads {
-			return fmt.Errorf("groupcoord: load of partition %d did not finish in %d reads", s.partition, maxLoadReads)
-		}
-		res, err := lp.Read(off, loadReadBytes)
-		if errors.Is(err, log.ErrOffsetOutOfRange) && off < res.Offsets.LogStart {
-			off = res.Offsets.LogStart // retention moved the start meanwhile
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if len(res.Records) == 0 {
-			select {
-			case <-lp.Wait(off):
-			case <-deadline.C:
-				return fmt.Errorf("groupcoord: partition %d tail did not commit in %v", s.partition, s.c.cfg.LoadTimeout)
-			case <-s.stop:
-				return errShardGone
-			}
-			continue
-		}
-		next, err := decodeBatches(res.Records, off, func(r decodedRecord) error { return s.replay(r, now) })
-		if err != nil {
-			return err
-		}
-		if next <= off {
-			return fmt.Errorf("%w: no progress at offset %d", ErrBadRecord, off)
-		}
-		off = next
-	}
-	for id, g := range s.groups {
-		s.dropIfGone(id, g)
-	}
-	return nil
 }
 
 // replay applies one stored record. Records that do not decode are logged

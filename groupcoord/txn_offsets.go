@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/coord"
 	"github.com/strata-io/strata/replication"
-	"github.com/strata-io/strata/segment"
 )
 
 // Transactional offset commits (TxnOffsetCommit, KIP-98 and KIP-447).
@@ -114,26 +114,6 @@ func (s *shard) replayTxnOffset(r decodedRecord) {
 	s.pendingFor(r.ProducerID).put(k.Group, k.Topic, k.Partition, offsetEntry{Offset: v.Offset, LeaderEpoch: le, Metadata: v.Metadata, CommitMs: v.CommitTimestamp})
 }
 
-// writeTxn writes records as one transactional batch of the producer.
-func (s *shard) writeTxn(recs []record, pid int64, epoch int16) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	b := buildBatch(recs, s.c.cfg.Now().UnixMilli())
-	// Producer fields and the transactional bit, then the CRC again.
-	putInt64(b[43:], pid)
-	b[51], b[52] = byte(uint16(epoch)>>8), byte(epoch)
-	attrs := uint16(b[21])<<8 | uint16(b[22]) | segment.AttrTransactional
-	b[21], b[22] = byte(attrs>>8), byte(attrs)
-	putInt32(b[17:], int32(segment.ComputeCRC(b)))
-	_, err := s.c.broker.Produce(ctx, OffsetsTopic, s.partition, b)
-	return err
-}
-
-func putInt64(b []byte, v int64) {
-	putInt32(b, int32(v>>32))
-	putInt32(b[4:], int32(v))
-}
-
 // EnsureOffsetsTopic returns __consumer_offsets, creating it on first use
 // (the transaction coordinator needs its partition count).
 func (c *Coordinator) EnsureOffsetsTopic(ctx context.Context) (replication.TopicInfo, error) {
@@ -145,13 +125,12 @@ func (c *Coordinator) EnsureOffsetsTopic(ctx context.Context) (replication.Topic
 // committed (commit) or are dropped. If the partition's shard is not
 // loaded, its next load replays the marker.
 func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) {
-	c.mu.Lock()
-	s := c.shards[partition]
-	c.mu.Unlock()
-	if s == nil || !s.loaded.Load() {
+	sh := c.core.Lookup(partition)
+	if sh == nil || !sh.IsLoaded() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	s := sh.State()
+	ctx, cancel := context.WithTimeout(ctx, coord.WriteTimeout)
 	defer cancel()
 	c.doOn(ctx, s, 0, func(s *shard, e *effects, rid uint64) {
 		s.completeTxn(pid, commit)
