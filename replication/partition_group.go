@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/sharepart"
 )
 
 // The partition Raft groups this broker runs (doc.go, "Partition groups"):
@@ -56,6 +58,11 @@ type partitionGroup struct {
 	voters  []int32 // the replicas when the group was opened
 	timing  raftTiming
 	single  bool // this broker is the only voter
+	// share is the partition's share state, applied by the FSM
+	// (share_state.go); shareReady is the term in which, as leader, a
+	// barrier made it hold every entry of earlier terms.
+	share      *sharepart.Registry
+	shareReady atomic.Uint64
 
 	mu     sync.Mutex
 	failed map[raft.ServerID]bool // protected by mu; followers whose heartbeats fail (leader only)
@@ -173,7 +180,8 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		conf.HeartbeatTimeout += time.Millisecond
 		conf.ElectionTimeout = max(conf.ElectionTimeout, conf.HeartbeatTimeout)
 	}
-	fsm := &partitionFSM{store: store}
+	share := sharepart.NewRegistry()
+	fsm := &partitionFSM{store: store, share: share}
 	existing, err := raft.HasExistingState(store, stable, snaps)
 	if err != nil {
 		trans.Close()
@@ -191,7 +199,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
 	trans.SetCatchUp(r)
-	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, trans: trans, voters: replicas, timing: timing, single: single, failed: map[raft.ServerID]bool{},
+	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, trans: trans, voters: replicas, timing: timing, single: single, share: share, failed: map[raft.ServerID]bool{},
 		stopped: make(chan struct{})}
 	b.groupsMu.Lock()
 	b.groups[tp] = g
@@ -404,6 +412,37 @@ func (b *Broker) groupOf(r *raft.Raft) *partitionGroup {
 	return b.byRaft[r]
 }
 
+// awaitLeader returns nil on the group's leader; on a group that has no
+// leader yet (just opened: its preferred replica starts the election at
+// once) it waits up to leaderWait for one. ErrNotLeader naming the leader
+// otherwise.
+func (g *partitionGroup) awaitLeader(ctx context.Context) error {
+	if g.raft.State() == raft.Leader {
+		return nil
+	}
+	if _, id := g.raft.LeaderWithID(); id != "" {
+		return fmt.Errorf("%w: %s is led by broker %s", ErrNotLeader, g.tp, id)
+	}
+	t := time.NewTimer(leaderWait)
+	defer t.Stop()
+	for g.raft.State() != raft.Leader {
+		if g.raft.State() == raft.Shutdown {
+			return ErrShuttingDown
+		}
+		if _, id := g.raft.LeaderWithID(); id != "" && g.raft.State() != raft.Leader {
+			return fmt.Errorf("%w: %s is led by broker %s", ErrNotLeader, g.tp, id)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return fmt.Errorf("%w: %s has no leader yet", ErrNotLeader, g.tp)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // unstampedExt is the extension of every produced entry (shared: raft
 // never writes to an entry's slices).
 var unstampedExt = []byte{extUnstamped}
@@ -413,29 +452,8 @@ var unstampedExt = []byte{extUnstamped}
 // Produce returns (protocol's pooled bodies): produce returns only after
 // raft is done with it (below).
 func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.AppendResult, error) {
-	if g.raft.State() != raft.Leader {
-		if _, id := g.raft.LeaderWithID(); id != "" {
-			return log.AppendResult{}, fmt.Errorf("%w: %s is led by broker %s", ErrNotLeader, g.tp, id)
-		}
-		// No leader yet: a group that was just opened elects one at once
-		// (its preferred replica starts the election).
-		t := time.NewTimer(leaderWait)
-		defer t.Stop()
-		for g.raft.State() != raft.Leader {
-			if g.raft.State() == raft.Shutdown {
-				return log.AppendResult{}, ErrShuttingDown
-			}
-			if _, id := g.raft.LeaderWithID(); id != "" && g.raft.State() != raft.Leader {
-				return log.AppendResult{}, fmt.Errorf("%w: %s is led by broker %s", ErrNotLeader, g.tp, id)
-			}
-			select {
-			case <-ctx.Done():
-				return log.AppendResult{}, ctx.Err()
-			case <-t.C:
-				return log.AppendResult{}, fmt.Errorf("%w: %s has no leader yet", ErrNotLeader, g.tp)
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+	if err := g.awaitLeader(ctx); err != nil {
+		return log.AppendResult{}, err
 	}
 	// No copy of records (protocol reuses the buffer once Produce
 	// returns): raft uses an entry's Data only until its future is

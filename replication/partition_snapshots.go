@@ -39,12 +39,35 @@ import (
 // crashes mid-install finds the mark at start and resets the partition to
 // empty, so raft fetches everything again. The position a snapshot stores
 // locally is the same header with kind 0 and no batches.
+//
+// The partition's share state (share_state.go) is the one thing a
+// snapshot holds beyond the position: when the registry is not empty, the
+// header's kind is 2 (local) or 3 (transfer) and a share section follows
+// the header, before any batch:
+//
+//	+-------------+----------------------------------------+
+//	| length (u32)| sharepart.Registry.Snapshot() bytes    |
+//	+-------------+----------------------------------------+
+//
+// A snapshot of kind 0 or 1 (every snapshot written before share state
+// existed, and those of partitions without any) restores an empty
+// registry; readers before share state refuse kinds 2 and 3 rather than
+// drop the section.
 
 const (
 	snapKindLocal    = 0
 	snapKindTransfer = 1
-	snapHeaderBytes  = 1 + 8 + 8
-	snapXferHeader   = snapHeaderBytes + 8
+	// snapKindShare is added to a kind whose header is followed by a share
+	// section (kinds 2 and 3).
+	snapKindShare   = 2
+	snapHeaderBytes = 1 + 8 + 8
+	snapXferHeader  = snapHeaderBytes + 8
+	// snapShareLenBytes is the share section's length prefix.
+	snapShareLenBytes = 4
+	// maxShareSection bounds a share section (a registry holds at most
+	// group.share.partition.max.record.locks in-flight records per group,
+	// compacted into runs: far below this).
+	maxShareSection = 256 << 20
 	// installKey marks an interrupted snapshot install in the stable store.
 	installKey = "StrataInstalling"
 	// maxInstallBatch bounds one batch of an install stream (the largest
@@ -89,39 +112,97 @@ func openPartitionSnapshots(fsys segment.FS, dir string, lp *log.Partition, stab
 
 // snapPosition is a decoded snapshot header.
 type snapPosition struct {
-	kind  byte
+	kind  byte  // snapKindLocal or snapKindTransfer (the share bit is share's)
 	end   int64 // every batch below end is in the segments
 	start int64 // the log start offset
 	first int64 // transfer only: base offset of the first batch
+	// share is the share registry's snapshot (nil: none, an empty
+	// registry).
+	share []byte
 }
 
 func (h snapPosition) encode() []byte {
-	b := make([]byte, 0, snapXferHeader)
-	b = append(b, h.kind)
+	b := make([]byte, 0, snapXferHeader+snapShareLenBytes+len(h.share))
+	kind := h.kind
+	if h.share != nil {
+		kind |= snapKindShare
+	}
+	b = append(b, kind)
 	b = binary.BigEndian.AppendUint64(b, uint64(h.end))
 	b = binary.BigEndian.AppendUint64(b, uint64(h.start))
 	if h.kind == snapKindTransfer {
 		b = binary.BigEndian.AppendUint64(b, uint64(h.first))
 	}
+	if h.share != nil {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(h.share)))
+		b = append(b, h.share...)
+	}
 	return b
 }
 
-// readSnapPosition reads a header (either kind) from r.
-func readSnapPosition(r io.Reader) (snapPosition, error) {
-	var b [snapXferHeader]byte
-	if _, err := io.ReadFull(r, b[:snapHeaderBytes]); err != nil {
-		return snapPosition{}, fmt.Errorf("%w: snapshot header: %v", errPartitionStore, err)
+// snapHeaderNeed returns how many bytes the header that head begins
+// takes, as far as head tells (the kind byte, then the share section's
+// length): a caller reads up to it and asks again until head is that long.
+func snapHeaderNeed(head []byte) (int, error) {
+	if len(head) == 0 {
+		return 1, nil
 	}
-	h := snapPosition{kind: b[0], end: int64(binary.BigEndian.Uint64(b[1:])), start: int64(binary.BigEndian.Uint64(b[9:]))}
-	switch h.kind {
-	case snapKindLocal:
-	case snapKindTransfer:
-		if _, err := io.ReadFull(r, b[snapHeaderBytes:]); err != nil {
+	kind := head[0]
+	if kind > snapKindTransfer|snapKindShare {
+		return 0, fmt.Errorf("%w: snapshot kind %d", errPartitionStore, kind)
+	}
+	n := snapHeaderBytes
+	if kind&^snapKindShare == snapKindTransfer {
+		n = snapXferHeader
+	}
+	if kind&snapKindShare == 0 {
+		return n, nil
+	}
+	if len(head) < n+snapShareLenBytes {
+		return n + snapShareLenBytes, nil
+	}
+	size := binary.BigEndian.Uint32(head[n:])
+	if size > maxShareSection {
+		return 0, fmt.Errorf("%w: snapshot share section of %d bytes", errPartitionStore, size)
+	}
+	return n + snapShareLenBytes + int(size), nil
+}
+
+// readSnapPosition reads a header (any kind) from r.
+func readSnapPosition(r io.Reader) (snapPosition, error) {
+	var head []byte
+	for {
+		need, err := snapHeaderNeed(head)
+		if err != nil {
+			return snapPosition{}, err
+		}
+		if len(head) == need {
+			break
+		}
+		// Grown a piece at a time: a corrupt length allocates no more
+		// than r holds (and at most maxShareSection).
+		more := min(need-len(head), 1<<20)
+		head = append(head, make([]byte, more)...)
+		if _, err := io.ReadFull(r, head[len(head)-more:]); err != nil {
 			return snapPosition{}, fmt.Errorf("%w: snapshot header: %v", errPartitionStore, err)
 		}
+	}
+	return parseSnapPosition(head)
+}
+
+// parseSnapPosition decodes a whole header (snapHeaderNeed's length).
+func parseSnapPosition(b []byte) (snapPosition, error) {
+	if need, err := snapHeaderNeed(b); err != nil || need != len(b) {
+		return snapPosition{}, fmt.Errorf("%w: snapshot header of %d bytes (%v)", errPartitionStore, len(b), err)
+	}
+	h := snapPosition{kind: b[0] &^ snapKindShare, end: int64(binary.BigEndian.Uint64(b[1:])), start: int64(binary.BigEndian.Uint64(b[9:]))}
+	n := snapHeaderBytes
+	if h.kind == snapKindTransfer {
 		h.first = int64(binary.BigEndian.Uint64(b[snapHeaderBytes:]))
-	default:
-		return snapPosition{}, fmt.Errorf("%w: snapshot kind %d", errPartitionStore, h.kind)
+		n = snapXferHeader
+	}
+	if b[0]&snapKindShare != 0 {
+		h.share = b[n+snapShareLenBytes:]
 	}
 	if h.end < 0 || h.start < 0 || h.first < 0 || h.start > h.end {
 		return snapPosition{}, fmt.Errorf("%w: snapshot header end %d start %d first %d", errPartitionStore, h.end, h.start, h.first)
@@ -156,10 +237,11 @@ func (s *partitionSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser,
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errSnapshotChanged, err)
 	}
-	hdr := snapPosition{kind: snapKindTransfer, end: pos.end, start: from, first: first}
+	hdr := snapPosition{kind: snapKindTransfer, end: pos.end, start: from, first: first, share: pos.share}
+	enc := hdr.encode()
 	m := *meta
-	m.Size = snapXferHeader + size
-	return &m, &transferReader{lp: s.lp, hdr: hdr.encode(), cursor: first, end: pos.end, left: size}, nil
+	m.Size = int64(len(enc)) + size
+	return &m, &transferReader{lp: s.lp, hdr: enc, cursor: first, end: pos.end, left: size}, nil
 }
 
 // transferReader streams the batches [cursor, end) after a header.
@@ -240,23 +322,22 @@ func (k *partitionSink) Write(p []byte) (int, error) {
 		return 0, k.err
 	}
 	n := len(p)
-	if k.hdr == nil {
-		need := snapHeaderBytes
-		if len(k.head) > 0 && k.head[0] == snapKindTransfer {
-			need = snapXferHeader
+	for k.hdr == nil {
+		need, err := snapHeaderNeed(k.head)
+		if err != nil {
+			k.err = err
+			return 0, err
 		}
-		take := min(need-len(k.head), len(p))
-		k.head = append(k.head, p[:take]...)
-		p = p[take:]
-		if len(k.head) == snapHeaderBytes && k.head[0] == snapKindTransfer {
-			take = min(snapXferHeader-len(k.head), len(p))
+		if len(k.head) < need {
+			if len(p) == 0 {
+				return n, nil
+			}
+			take := min(need-len(k.head), len(p))
 			k.head = append(k.head, p[:take]...)
 			p = p[take:]
+			continue
 		}
-		if len(k.head) < snapHeaderBytes || (k.head[0] == snapKindTransfer && len(k.head) < snapXferHeader) {
-			return n, nil
-		}
-		h, err := readSnapPosition(bytesReader(k.head))
+		h, err := parseSnapPosition(k.head)
 		if err != nil {
 			k.err = err
 			return 0, err
@@ -280,19 +361,6 @@ func (k *partitionSink) Write(p []byte) (int, error) {
 		k.err = err
 		return 0, err
 	}
-	return n, nil
-}
-
-func bytesReader(b []byte) io.Reader { return &sliceReader{b: b} }
-
-type sliceReader struct{ b []byte }
-
-func (r *sliceReader) Read(p []byte) (int, error) {
-	if len(r.b) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, r.b)
-	r.b = r.b[n:]
 	return n, nil
 }
 
@@ -387,7 +455,7 @@ func (k *partitionSink) Close() error {
 			k.Cancel()
 			return err
 		}
-		local := snapPosition{kind: snapKindLocal, end: h.end, start: lp.LogStartOffset()}
+		local := snapPosition{kind: snapKindLocal, end: h.end, start: lp.LogStartOffset(), share: h.share}
 		if _, err := k.inner.Write(local.encode()); err != nil {
 			k.Cancel()
 			return err

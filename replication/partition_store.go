@@ -15,6 +15,7 @@ import (
 	"github.com/strata-io/strata/internal/procs"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/segment"
+	"github.com/strata-io/strata/sharepart"
 )
 
 // A partition group's raft.LogStore over the partition's own segments
@@ -38,6 +39,11 @@ const (
 	// the new log start offset (8 bytes, big endian), which every replica's
 	// FSM applies (DeleteRecords moves the log start on every replica).
 	extDeleteRecords = 3
+	// extShareState marks a share-state entry (side log): its data is the
+	// leader epoch the leader computed it at (4 bytes, big endian; -1: not
+	// fenced) then a sharepart delta, which every replica's FSM applies to
+	// the partition's share registry (share_state.go).
+	extShareState = 4
 
 	sideLogName = "raft-side.log"
 	// maxPartitionEntries bounds the index map (raft compacts it long
@@ -46,6 +52,12 @@ const (
 )
 
 var errPartitionStore = errors.New("replication: partition raft store")
+
+// isSideExt reports whether a command entry with extension ext is kept in
+// the side log (no batch: no offsets of its own).
+func isSideExt(ext byte) bool {
+	return ext == extSide || ext == extDeleteRecords || ext == extShareState
+}
 
 // entryLoc is where one raft entry lives.
 type entryLoc struct {
@@ -346,7 +358,7 @@ func (s *partitionStore) StoreLogs(logs []*raft.Log) (err error) {
 			return fmt.Errorf("%w: more than %d entries since the last snapshot", errPartitionStore, maxPartitionEntries)
 		}
 		leo := s.p.Offsets().LogEnd
-		if e.Type != raft.LogCommand || (len(e.Extensions) == 1 && (e.Extensions[0] == extSide || e.Extensions[0] == extDeleteRecords)) {
+		if e.Type != raft.LogCommand || (len(e.Extensions) == 1 && isSideExt(e.Extensions[0])) {
 			if err := s.storeSideLocked(e, leo); err != nil {
 				return err
 			}
@@ -466,6 +478,9 @@ type partitionResult struct {
 // batch returns the refusal.
 type partitionFSM struct {
 	store *partitionStore
+	// share is the partition's share state (share_state.go): changed by
+	// extShareState entries, carried by the group's snapshots.
+	share *sharepart.Registry
 }
 
 var _ raft.FSM = (*partitionFSM)(nil)
@@ -482,6 +497,9 @@ func (f *partitionFSM) Apply(l *raft.Log) any {
 		}
 		if len(e.Extensions) == 1 && e.Extensions[0] == extDeleteRecords {
 			return f.applyDeleteRecords(e.Data)
+		}
+		if len(e.Extensions) == 1 && e.Extensions[0] == extShareState {
+			return f.applyShareState(e.Term, e.Data)
 		}
 		var ref partitionRefusal
 		if err := json.Unmarshal(e.Data, &ref); err != nil {
@@ -522,16 +540,18 @@ func (f *partitionFSM) applyDeleteRecords(data []byte) any {
 }
 
 // Snapshot: "everything up to the applied index is in the segments". The
-// snapshot holds the high watermark (the end of applied data).
+// snapshot holds the high watermark (the end of applied data) and the
+// share registry as of the applied index (raft calls Snapshot between
+// two Applies; nil when it is empty: partition_snapshots.go).
 func (f *partitionFSM) Snapshot() (raft.FSMSnapshot, error) {
 	o := f.store.p.Offsets()
-	return partitionSnapshot{kind: snapKindLocal, end: o.HighWatermark, start: o.LogStart}, nil
+	return partitionSnapshot{kind: snapKindLocal, end: o.HighWatermark, start: o.LogStart, share: f.shareSnapshot()}, nil
 }
 
 // Restore is called with this replica's own newest snapshot at start, and
 // after an install (partition_snapshots.go has then already written the
 // leader's batches): either way the segments cover the position; it
-// commits up to it.
+// commits up to it and replaces the share registry with the snapshot's.
 func (f *partitionFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	h, err := readSnapPosition(rc)
@@ -540,6 +560,11 @@ func (f *partitionFSM) Restore(rc io.ReadCloser) error {
 	}
 	if o := f.store.p.Offsets(); h.end > o.LogEnd {
 		return fmt.Errorf("%w: snapshot up to offset %d is past the local log end %d", errPartitionStore, h.end, o.LogEnd)
+	}
+	if f.share != nil {
+		if err := f.share.Restore(h.share); err != nil {
+			return fmt.Errorf("%w: snapshot share state: %w", errPartitionStore, err)
+		}
 	}
 	f.store.p.Commit(h.end)
 	return nil

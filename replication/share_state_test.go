@@ -1,0 +1,305 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/strata-io/strata/sharepart"
+)
+
+// shareDeltas returns n deltas that exercise every kind of operation:
+// groups created, records acquired, acknowledged, released, a group reset
+// and one deleted.
+func shareDeltas(n int, from int) [][]byte {
+	var out [][]byte
+	for i := from; i < from+n; i++ {
+		var d sharepart.Delta
+		g := fmt.Sprintf("g%d", i%3)
+		base := int64(i * 10)
+		switch i % 5 {
+		case 0:
+			d.Init(g, base)
+			d.Set(g, -1, sharepart.Range{First: base, Last: base + 9, State: sharepart.Acquired, Count: 1, Member: fmt.Sprintf("m%d", i), Deadline: 1_700_000_000_000 + int64(i)})
+		case 1:
+			d.Init(g, 0)
+			d.Set(g, -1,
+				sharepart.Range{First: base - 10, Last: base - 6, State: sharepart.Acknowledged, Count: 1},
+				sharepart.Range{First: base - 5, Last: base - 1, State: sharepart.Available, Count: 1})
+		case 2:
+			d.Init(g, 0)
+			d.Set(g, base, sharepart.Range{First: base, Last: base + 3, State: sharepart.Archived, Count: 5})
+		case 3:
+			d.Reset(g, base+100)
+		case 4:
+			d.Delete(fmt.Sprintf("g%d", (i+1)%3))
+			d.Init("keep", 7)
+			d.Set("keep", -1, sharepart.Range{First: int64(7 + i), Last: int64(7 + i), State: sharepart.Acquired, Count: int16(i % 7), Member: "k", Deadline: int64(i)})
+		}
+		out = append(out, d.Encode())
+	}
+	return out
+}
+
+// expectRegistry applies deltas to a fresh registry: what every replica
+// must hold.
+func expectRegistry(t *testing.T, deltas [][]byte) []byte {
+	t.Helper()
+	r := sharepart.NewRegistry()
+	for _, d := range deltas {
+		if err := r.Apply(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r.Snapshot()
+}
+
+// shareLeader waits for b's ShareLeader of topic-p.
+func shareLeader(t *testing.T, b *Broker, topic string, p int32) (*sharepart.Registry, int32) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		reg, epoch, err := b.ShareLeader(ctx, topic, p)
+		cancel()
+		if err == nil {
+			return reg, epoch
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ShareLeader %s-%d: %v", topic, p, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// One voter: deltas applied through the partition's group, interleaved
+// with produced batches (side entries take no offsets), reach the
+// registry; leadership, fencing and bad input are refused with the
+// broker's errors; a restart rebuilds the registry from the raft log.
+func TestShareStateSingleVoter(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t.TempDir())
+	b := startBroker(t, cfg)
+	defer func() { b.Close() }()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "q", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	reg, epoch := shareLeader(t, b, "q", 0)
+	if epoch <= 0 {
+		t.Fatalf("leader epoch %d", epoch)
+	}
+	deltas := shareDeltas(12, 0)
+	for i, d := range deltas {
+		var err error
+		if i%2 == 0 {
+			err = b.ShareApplyAt(ctx, "q", 0, epoch, d)
+		} else {
+			err = b.ShareApply(ctx, "q", 0, d)
+		}
+		if err != nil {
+			t.Fatalf("delta %d: %v", i, err)
+		}
+		res, err := b.Produce(ctx, "q", 0, batch(2, -1, -1, -1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.BaseOffset != int64(2*i) {
+			t.Fatalf("batch after %d deltas at offset %d, want %d", i+1, res.BaseOffset, 2*i)
+		}
+	}
+	want := expectRegistry(t, deltas)
+	if got := reg.Snapshot(); !bytes.Equal(got, want) {
+		t.Fatalf("registry after the deltas differs from their application")
+	}
+	if r2, err := b.ShareRegistry("q", 0); err != nil || r2 != reg {
+		t.Fatalf("ShareRegistry: %p %v, ShareLeader's %p", r2, err, reg)
+	}
+
+	// Refusals: unknown partitions, a stale epoch, a delta that does not
+	// decode (the registry is unchanged by each).
+	if _, err := b.ShareRegistry("nope", 0); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+	if err := b.ShareApply(ctx, "q", 1, deltas[0]); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatalf("unknown partition: %v", err)
+	}
+	if _, _, err := b.ShareLeader(ctx, "q", -1); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatalf("partition -1: %v", err)
+	}
+	if err := b.ShareApplyAt(ctx, "q", 0, epoch+1, deltas[0]); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("epoch %d at %d: %v", epoch+1, epoch, err)
+	}
+	if err := b.ShareApply(ctx, "q", 0, []byte{0xff, 1, 2}); !errors.Is(err, sharepart.ErrCorrupt) {
+		t.Fatalf("corrupt delta: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.ShareApply(cctx, "q", 0, deltas[0]); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if got := reg.Snapshot(); !bytes.Equal(got, want) {
+		t.Fatal("a refused delta changed the registry")
+	}
+	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(2*len(deltas)) {
+		t.Fatalf("offsets %+v after %d batches", off, len(deltas))
+	}
+
+	// A restart replays the side entries into a new registry.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, cfg)
+	reg, _ = shareLeader(t, b, "q", 0)
+	if got := reg.Snapshot(); !bytes.Equal(got, want) {
+		t.Fatal("registry after a restart differs")
+	}
+	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(2*len(deltas)) {
+		t.Fatalf("offsets %+v after a restart", off)
+	}
+
+	// A snapshot carries the registry; the deltas after it replay on top.
+	g := b.group(b.LocalLog("q", 0).TopicPartition())
+	if err := g.snapshotNow(); err != nil {
+		t.Fatal(err)
+	}
+	more := shareDeltas(7, len(deltas))
+	for _, d := range more {
+		if err := b.ShareApply(ctx, "q", 0, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deltas = append(deltas, more...)
+	want = expectRegistry(t, deltas)
+	if got := reg.Snapshot(); !bytes.Equal(got, want) {
+		t.Fatal("registry after more deltas differs")
+	}
+	for round := 0; round < 2; round++ {
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b = startBroker(t, cfg)
+		reg, _ = shareLeader(t, b, "q", 0)
+		if got := reg.Snapshot(); !bytes.Equal(got, want) {
+			t.Fatalf("round %d: registry after a restart from a snapshot differs", round)
+		}
+		// The second round restarts from a snapshot taken with nothing
+		// after it.
+		if err := b.group(b.LocalLog("q", 0).TopicPartition()).snapshotNow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(2*12) {
+		t.Fatalf("offsets %+v after restarts from snapshots", off)
+	}
+}
+
+// The FSM applies an entry only at the epoch it was computed at, the same
+// on every replica.
+func TestShareStateFenced(t *testing.T) {
+	reg := sharepart.NewRegistry()
+	f := &partitionFSM{share: reg}
+	var d sharepart.Delta
+	d.Init("g", 3)
+	entry := func(epoch int32) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(epoch))
+		return append(b, d.Encode()...)
+	}
+	if r := f.applyShareState(5, entry(4)).(partitionResult); !errors.Is(r.err, ErrNotLeader) {
+		t.Fatalf("epoch 4 at term 5: %v", r.err)
+	}
+	if s, _ := reg.Group("g"); s != nil {
+		t.Fatal("a fenced delta was applied")
+	}
+	if r := f.applyShareState(5, []byte{0, 0}).(partitionResult); r.err == nil {
+		t.Fatal("short entry applied")
+	}
+	if r := f.applyShareState(5, entry(5)).(partitionResult); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := f.applyShareState(9, entry(noShareFence)).(partitionResult); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if s, _ := reg.Group("g"); s == nil || s.Start != 3 {
+		t.Fatalf("state %+v", s)
+	}
+}
+
+// Snapshot headers with and without a share section round-trip, read a
+// byte at a time too; a header written before share state (kind 0 or 1)
+// reads as having none; corrupt headers are errors, never a panic or a
+// large allocation.
+func TestSnapshotShareSection(t *testing.T) {
+	reg := sharepart.NewRegistry()
+	for _, d := range shareDeltas(9, 0) {
+		if err := reg.Apply(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	share := reg.Snapshot()
+	for _, h := range []snapPosition{
+		{kind: snapKindLocal, end: 40, start: 3},
+		{kind: snapKindTransfer, end: 40, start: 3, first: 5},
+		{kind: snapKindLocal, end: 40, start: 3, share: share},
+		{kind: snapKindTransfer, end: 40, start: 3, first: 5, share: share},
+		{kind: snapKindLocal, end: 0, start: 0, share: []byte{}},
+	} {
+		enc := h.encode()
+		if want := byte(h.kind); h.share == nil && enc[0] != want {
+			t.Fatalf("%+v: kind byte %d: a snapshot without share state must keep the old format", h, enc[0])
+		}
+		for _, one := range []bool{false, true} {
+			var r io.Reader = bytes.NewReader(append(enc, 0xee)) // a batch byte after the header
+			if one {
+				r = iotest.OneByteReader(r)
+			}
+			got, err := readSnapPosition(r)
+			if err != nil {
+				t.Fatalf("%+v: %v", h, err)
+			}
+			if got.kind != h.kind || got.end != h.end || got.start != h.start || got.first != h.first ||
+				(got.share == nil) != (h.share == nil) || !bytes.Equal(got.share, h.share) {
+				t.Fatalf("read %+v, wrote %+v", got, h)
+			}
+		}
+		// The sink parses the header however raft splits the stream.
+		for _, step := range []int{1, 3, len(enc)} {
+			k := &partitionSink{}
+			for i := 0; i < len(enc); i += step {
+				if h.kind == snapKindTransfer && i+step >= len(enc) {
+					break // the last bytes would begin an install
+				}
+				if _, err := k.Write(enc[i:min(i+step, len(enc))]); err != nil {
+					t.Fatalf("%+v step %d: %v", h, step, err)
+				}
+			}
+			if h.kind == snapKindLocal && (k.hdr == nil || !bytes.Equal(k.hdr.share, h.share) || k.hdr.end != h.end) {
+				t.Fatalf("sink parsed %+v from %+v", k.hdr, h)
+			}
+		}
+	}
+	// The old format, byte for byte: kind 0, end, start.
+	old := append([]byte{0}, binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 12), 2)...)
+	if got, err := readSnapPosition(bytes.NewReader(old)); err != nil || got.share != nil || got.end != 12 || got.start != 2 {
+		t.Fatalf("old header: %+v %v", got, err)
+	}
+	full := snapPosition{kind: snapKindLocal, end: 40, start: 3, share: share}.encode()
+	for _, bad := range [][]byte{
+		{7},
+		full[:len(full)-1],
+		append([]byte{snapKindShare}, append(old[1:], 0xff, 0xff, 0xff, 0xff)...), // 4 GiB section
+		append([]byte{snapKindShare}, append(old[1:], 0, 0, 0, 3, 9, 9, 9)...),    // not a registry: Restore's to refuse
+	} {
+		h, err := readSnapPosition(bytes.NewReader(bad))
+		if err == nil {
+			if rerr := sharepart.NewRegistry().Restore(h.share); rerr == nil {
+				t.Fatalf("%x read as %+v", bad, h)
+			}
+		}
+	}
+}
