@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/coord"
 )
 
 // Topic is the internal compacted topic holding transaction state.
@@ -46,7 +46,10 @@ type Config struct {
 	// KIP-98 protocol. Both are served either way.
 	TransactionVersion int16
 
-	Now    func() time.Time // nil = time.Now
+	// Clock drives the coordinator's timers (ticks, load waits); nil =
+	// the wall clock. Now, when set, overrides the clock's time only.
+	Clock  coord.Clock
+	Now    func() time.Time // nil = Clock.Now
 	Logger *slog.Logger     // nil = slog.Default()
 }
 
@@ -81,8 +84,11 @@ func (c Config) withDefaults() Config {
 	if c.MarkerTimeout <= 0 {
 		c.MarkerTimeout = 10 * time.Second
 	}
+	if c.Clock == nil {
+		c.Clock = coord.Real()
+	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = c.Clock.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -92,4 +98,4 @@ func (c Config) withDefaults() Config {
 
 // PartitionFor is the __transaction_state partition of a transactional
 // ID: abs(hashCode) % n, Kafka's formula (the same as for groups).
-func PartitionFor(txnID string, n int32) int32 { return groupcoord.PartitionFor(txnID, n) }
+func PartitionFor(txnID string, n int32) int32 { return coord.PartitionFor(txnID, n) }

@@ -5,19 +5,15 @@ import (
 	"errors"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/coord"
 	"github.com/strata-io/strata/replication"
 )
-
-// loadWait is how long a request waits for its coordinator partition to
-// load before it is answered COORDINATOR_LOAD_IN_PROGRESS.
-const loadWait = 2 * time.Second
 
 // scrapeTimeout bounds one metrics scrape's calls to the shards.
 const scrapeTimeout = 2 * time.Second
@@ -25,26 +21,42 @@ const scrapeTimeout = 2 * time.Second
 // Coordinator is this broker's transaction coordinator: it routes each
 // transactional ID's requests to the shard of the __transaction_state
 // partition the ID hashes to, loading that shard when this broker leads
-// the partition. Methods are safe for concurrent use.
+// the partition (the routing, loading and shard goroutines are the
+// core's, internal/coord). Methods are safe for concurrent use.
 type Coordinator struct {
 	cfg    Config
 	broker *replication.Broker
 	groups *groupcoord.Coordinator // told of markers on __consumer_offsets
 	remote *remoteMarkers          // markers for partitions led elsewhere
 	stats  counters                // event counts (metrics.go)
-
-	createMu sync.Mutex // serializes creation of the state topic
-
-	mu     sync.Mutex
-	shards map[int32]*shard // protected by mu
-	closed bool             // protected by mu
+	core   *coord.Coordinator[*shard]
 }
 
 // New returns a coordinator over broker. groups (may be nil in tests) is
 // told when a marker lands on a __consumer_offsets partition, so pending
 // transactional offsets become visible or are dropped.
 func New(cfg Config, broker *replication.Broker, groups *groupcoord.Coordinator) *Coordinator {
-	c := &Coordinator{cfg: cfg.withDefaults(), broker: broker, groups: groups, shards: map[int32]*shard{}}
+	c := &Coordinator{cfg: cfg.withDefaults(), broker: broker, groups: groups}
+	c.core = coord.New(coord.Config[*shard]{
+		Name:              "transaction coordinator",
+		Topic:             Topic,
+		NumPartitions:     c.cfg.NumPartitions,
+		ReplicationFactor: c.cfg.ReplicationFactor,
+		TopicConfigs: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "uncompressed",
+			"segment.bytes":    strconv.FormatInt(c.cfg.SegmentBytes, 10),
+		},
+		NewState: func(sh *coord.Shard[*shard]) *shard {
+			s := newShard(c, sh.Partition(), sh.Epoch())
+			s.core = sh
+			return s
+		},
+		TickInterval: c.cfg.AbortTimedOutInterval,
+		LoadTimeout:  c.cfg.LoadTimeout,
+		Clock:        coord.WithNow(c.cfg.Clock, c.cfg.Now),
+		Logger:       c.cfg.Logger,
+	}, broker)
 	c.remote = newRemoteMarkers(c)
 	return c
 }
@@ -55,193 +67,26 @@ func (c *Coordinator) TransactionVersion() int16 { return c.cfg.TransactionVersi
 
 // Close stops every shard and waits for them.
 func (c *Coordinator) Close() {
-	c.mu.Lock()
-	c.closed = true
-	shards := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		shards = append(shards, s)
-	}
-	c.mu.Unlock()
-	for _, s := range shards {
-		s.halt()
-		<-s.done
-	}
+	c.core.Close()
 	c.remote.close()
-}
-
-func (c *Coordinator) forget(s *shard) {
-	c.mu.Lock()
-	if c.shards[s.partition] == s {
-		delete(c.shards, s.partition)
-	}
-	c.mu.Unlock()
-}
-
-// leads reports whether this broker leads partition p at epoch.
-func (c *Coordinator) leads(p, epoch int32) bool {
-	t, ok := c.broker.Topic(Topic)
-	if !ok || int(p) >= len(t.Partitions) {
-		return false
-	}
-	pi := t.Partitions[p]
-	return pi.Leader == c.broker.NodeID() && pi.LeaderEpoch == epoch
-}
-
-// route finds (loading if needed) the shard of a transactional ID: the
-// shard, or NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS.
-func (c *Coordinator) route(id string) (*shard, int16) {
-	t, ok := c.broker.Topic(Topic)
-	if !ok || len(t.Partitions) == 0 {
-		return nil, kerr.NotCoordinator.Code
-	}
-	s, code := c.shardFor(t.Partitions[PartitionFor(id, int32(len(t.Partitions)))])
-	if code != 0 {
-		return nil, code
-	}
-	if s.loaded.Load() {
-		return s, 0
-	}
-	tm := time.NewTimer(loadWait)
-	defer tm.Stop()
-	select {
-	case <-s.loadedCh:
-		return s, 0
-	case <-s.done:
-		return nil, kerr.NotCoordinator.Code
-	case <-tm.C:
-		return nil, kerr.CoordinatorLoadInProgress.Code
-	}
-}
-
-// shardFor returns the shard of a partition this broker leads, starting
-// its load (or a reload at a new leader epoch).
-func (c *Coordinator) shardFor(pi replication.PartitionInfo) (*shard, int16) {
-	if pi.Leader != c.broker.NodeID() {
-		return nil, kerr.NotCoordinator.Code
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, kerr.NotCoordinator.Code
-	}
-	s := c.shards[pi.Partition]
-	switch {
-	case s != nil && s.epoch != pi.LeaderEpoch:
-		s.halt()
-		prev := s
-		s = newShard(c, pi.Partition, pi.LeaderEpoch)
-		c.shards[pi.Partition] = s
-		go func() {
-			<-prev.done // the old epoch's writes finish before the replay
-			s.run()
-		}()
-	case s == nil:
-		s = newShard(c, pi.Partition, pi.LeaderEpoch)
-		c.shards[pi.Partition] = s
-		go s.run()
-	}
-	return s, 0
 }
 
 // do runs fn on the shard of id and waits for it: the routing error code,
 // NOT_COORDINATOR when the shard stops first, or ctx's error.
 func (c *Coordinator) do(ctx context.Context, id string, fn func(s *shard)) (int16, error) {
-	s, code := c.route(id)
-	if code != 0 {
-		return code, nil
-	}
-	return c.doOn(ctx, s, fn)
-}
-
-func (c *Coordinator) doOn(ctx context.Context, s *shard, fn func(s *shard)) (int16, error) {
-	done := make(chan struct{})
-	select {
-	case s.calls <- call{fn: func(s *shard) { fn(s); close(done) }}:
-	case <-s.done:
-		return kerr.NotCoordinator.Code, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	select {
-	case <-done:
-		return 0, nil
-	case <-s.done:
-		select {
-		case <-done:
-			return 0, nil
-		default:
-			return kerr.NotCoordinator.Code, nil
-		}
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
+	sh, code := c.core.Route(id)
+	return coord.Do(ctx, sh, code, fn)
 }
 
 // ensureTopic returns the state topic, creating it on first use.
 func (c *Coordinator) ensureTopic(ctx context.Context) (replication.TopicInfo, error) {
-	if t, ok := c.broker.Topic(Topic); ok {
-		return t, nil
-	}
-	c.createMu.Lock()
-	defer c.createMu.Unlock()
-	if t, ok := c.broker.Topic(Topic); ok {
-		return t, nil
-	}
-	rf := c.cfg.ReplicationFactor
-	if n := len(c.broker.Brokers()); int(rf) > n {
-		rf = int16(n)
-	}
-	t, err := c.broker.CreateTopic(ctx, replication.CreateTopicRequest{
-		Name:              Topic,
-		NumPartitions:     c.cfg.NumPartitions,
-		ReplicationFactor: rf,
-		Configs: map[string]string{
-			"cleanup.policy":   "compact",
-			"compression.type": "uncompressed",
-			"segment.bytes":    strconv.FormatInt(c.cfg.SegmentBytes, 10),
-		},
-	})
-	if errors.Is(err, replication.ErrTopicExists) {
-		if t, ok := c.broker.Topic(Topic); ok {
-			return t, nil
-		}
-	}
-	return t, err
+	return c.core.EnsureTopic(ctx)
 }
 
 // FindCoordinator answers one transaction key of FindCoordinator: the
 // leader of the ID's __transaction_state partition (created on first use).
 func (c *Coordinator) FindCoordinator(ctx context.Context, key string) kmsg.FindCoordinatorResponseCoordinator {
-	co := kmsg.NewFindCoordinatorResponseCoordinator()
-	co.Key, co.NodeID, co.Port = key, -1, -1
-	fail := func(e *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
-		co.ErrorCode = e.Code
-		msg := e.Message
-		co.ErrorMessage = &msg
-		return co
-	}
-	if key == "" {
-		return fail(kerr.InvalidRequest)
-	}
-	t, err := c.ensureTopic(ctx)
-	if err != nil || len(t.Partitions) == 0 {
-		c.cfg.Logger.Warn("transaction state topic unavailable", "err", err)
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	pi := t.Partitions[PartitionFor(key, int32(len(t.Partitions)))]
-	if pi.Leader < 0 {
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	for _, b := range c.broker.Brokers() {
-		if b.NodeID == pi.Leader {
-			co.NodeID, co.Host, co.Port = b.NodeID, b.Host, b.Port
-			if b.NodeID == c.broker.NodeID() {
-				c.shardFor(pi) // start loading: the client's next request is for it
-			}
-			return co
-		}
-	}
-	return fail(kerr.CoordinatorNotAvailable)
+	return c.core.Find(ctx, key)
 }
 
 // InitProducerID answers InitProducerId for a transactional ID (the
@@ -416,7 +261,7 @@ func (c *Coordinator) AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsT
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil
 	}
-	p := groupcoord.PartitionFor(req.Group, int32(len(ot.Partitions)))
+	p := coord.PartitionFor(req.Group, int32(len(ot.Partitions)))
 	codes, err := c.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, []tp{{groupcoord.OffsetsTopic, p}}, req.Version >= 2)
 	if err != nil {
 		return nil, err
@@ -480,9 +325,9 @@ func (c *Coordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) (*kms
 }
 
 // allocate hands out a new producer ID (the broker's, durable). It runs
-// on a shard goroutine, bounded by writeTimeout.
+// on a shard goroutine, bounded by coord.WriteTimeout.
 func (c *Coordinator) allocate() (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), coord.WriteTimeout)
 	defer cancel()
 	return c.broker.AllocateProducerID(ctx)
 }
@@ -598,35 +443,22 @@ func (c *Coordinator) ListTransactions(ctx context.Context, req *kmsg.ListTransa
 	nowMs := c.cfg.Now().UnixMilli()
 	// Coordinator partitions this broker leads get loaded, so the list is
 	// complete for them.
-	if t, ok := c.broker.Topic(Topic); ok {
-		for _, pi := range t.Partitions {
-			if pi.Leader == c.broker.NodeID() {
-				c.shardFor(pi)
-			}
-		}
-	}
-	c.mu.Lock()
-	shards := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		shards = append(shards, s)
-	}
-	c.mu.Unlock()
-	sort.Slice(shards, func(i, j int) bool { return shards[i].partition < shards[j].partition })
-	loading := time.NewTimer(loadWait) // one bound for all the loads
+	c.core.LoadLeading()
+	loading := c.core.Clock().NewTimer(c.core.LoadWait()) // one bound for all the loads
 	defer loading.Stop()
-	for _, s := range shards {
+	for _, s := range c.core.Shards() {
 		select {
-		case <-s.loadedCh:
-		case <-s.done:
+		case <-s.LoadedC():
+		case <-s.Done():
 			continue
-		case <-loading.C:
+		case <-loading.C():
 			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 			return resp, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 		var part []TxnState
-		if _, err := c.doOn(ctx, s, func(s *shard) {
+		if _, err := coord.Do(ctx, s, 0, func(s *shard) {
 			for _, id := range s.mc.sortedIDs() {
 				part = append(part, s.mc.txns[id].export())
 			}

@@ -15,14 +15,17 @@
 // ID belongs to partition abs(javaHashCode(id)) % partitions, and its
 // coordinator is that partition's leader. Memory is a cache of the
 // partition, rebuilt by replaying it whenever this broker starts leading
-// it at a new leader epoch (modelled on groupcoord).
+// it at a new leader epoch (the coordinator core's load, internal/coord).
 //
 // # Goroutines
 //
-// One goroutine per loaded partition (a shard, shard.go) owns that
-// partition's transactions (the pure state machine of txn.go); requests
-// reach it as calls on a bounded channel, timers as ticks every
-// transaction.abort.timed.out.transaction.cleanup.interval.ms. Markers are
+// One goroutine per loaded partition (a shard: the core's, package
+// internal/coord, shared with groupcoord; this package's state of it in
+// shard.go) owns that partition's transactions (the pure state machine of
+// txn.go); requests reach it as calls on a bounded channel, timers as
+// ticks every transaction.abort.timed.out.transaction.cleanup.interval.ms
+// (from Config.Clock). The core does the routing, the load by replay, the
+// leader-epoch checks and the writes; see its package doc. Markers are
 // written by one goroutine per completing transaction (at most
 // maxMarkerJobs per shard), which hands the completion back to the shard
 // as a call; a shard never waits on a marker.
@@ -63,8 +66,8 @@
 //
 // # Locks
 //
-// Coordinator.mu guards the shard map; createMu serializes creating the
-// topic; remoteMarkers.mu guards its client. None is held while waiting on
+// The shard map and the creation of the topic are the core's
+// (internal/coord); remoteMarkers.mu guards its client. None is held while waiting on
 // a shard or on I/O, and none is taken while another is held.
 //
 // # Differences from Kafka

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-io/strata/internal/coord"
 )
 
 // Every series the transaction coordinator exports. Transactions by state
@@ -51,12 +53,7 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 
 func (col collector) Collect(ch chan<- prometheus.Metric) {
 	c := col.c
-	c.mu.Lock()
-	shards := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		shards = append(shards, s)
-	}
-	c.mu.Unlock()
+	shards := c.core.Shards()
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	byState := map[string]float64{}
@@ -66,11 +63,11 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range shards {
-		if !s.loaded.Load() {
+		if !s.IsLoaded() {
 			continue
 		}
 		counts := map[string]float64{}
-		code, err := c.doOn(ctx, s, func(s *shard) {
+		code, err := coord.Do(ctx, s, 0, func(s *shard) {
 			for _, m := range s.mc.txns {
 				counts[StateName(m.state)]++
 			}

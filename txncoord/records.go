@@ -1,13 +1,12 @@
 package txncoord
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/segment"
+	"github.com/strata-io/strata/internal/coord"
 )
 
 // This file is the on-disk format of __transaction_state: Kafka's own
@@ -32,12 +31,10 @@ const (
 	// decoded value): far above what a client adds, small enough to keep
 	// one record well under max.message.bytes.
 	maxTxnPartitions = 10000
-	// maxRecordBatchBytes keeps a batch under the default max.message.bytes.
-	maxRecordBatchBytes = 900 << 10
 )
 
 // ErrBadRecord is a __transaction_state record that does not decode.
-var ErrBadRecord = errors.New("txncoord: bad __transaction_state record")
+var ErrBadRecord = coord.ErrBadRecord
 
 // Transaction states (on-disk format: Kafka's ids).
 const (
@@ -166,106 +163,21 @@ func decodeRecord(key, value []byte) (string, *txnMeta, error) {
 }
 
 // record is one key/value pair to write; Value nil is a tombstone.
-type record struct{ Key, Value []byte }
+type record = coord.Record
 
 // buildBatches packs records into uncompressed v2 batches.
-func buildBatches(recs []record, nowMs int64) [][]byte {
-	var out [][]byte
-	for len(recs) > 0 {
-		n, size := 0, 0
-		for n < len(recs) && (n == 0 || size+len(recs[n].Key)+len(recs[n].Value)+32 < maxRecordBatchBytes) {
-			size += len(recs[n].Key) + len(recs[n].Value) + 32
-			n++
-		}
-		out = append(out, buildBatch(recs[:n], nowMs))
-		recs = recs[n:]
-	}
-	return out
-}
+func buildBatches(recs []record, nowMs int64) [][]byte { return coord.BuildBatches(recs, nowMs) }
 
-func buildBatch(recs []record, nowMs int64) []byte {
-	var body []byte
-	for i, r := range recs {
-		kr := kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
-		inner := kr.AppendTo(nil)[1:] // a zero Length encodes as one varint byte
-		body = appendVarint(body, int64(len(inner)))
-		body = append(body, inner...)
-	}
-	b := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1, Magic: segment.Magic,
-		LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: nowMs, MaxTimestamp: nowMs,
-		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
-		NumRecords: int32(len(recs)), Records: body,
-	}
-	raw := b.AppendTo(nil)
-	putInt32(raw[8:], int32(len(raw)-12))
-	putInt32(raw[17:], int32(segment.ComputeCRC(raw)))
-	return raw
-}
+func buildBatch(recs []record, nowMs int64) []byte { return coord.BuildBatch(recs, nowMs) }
 
-func appendVarint(dst []byte, v int64) []byte {
-	u := uint64((v << 1) ^ (v >> 63))
-	for u >= 0x80 {
-		dst = append(dst, byte(u)|0x80)
-		u >>= 7
-	}
-	return append(dst, byte(u))
-}
-
-func putInt32(b []byte, v int32) {
-	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
-}
-
-// maxRecordsPerBatch bounds the records decoded from one stored batch.
-const maxRecordsPerBatch = 1 << 20
-
-// decodeBatches walks whole stored batches, calling fn for each record at
-// or after from; it returns the offset after the last batch. Compressed
-// and control batches are skipped (never written here).
+// decodeBatches walks whole stored batches, calling fn for each data
+// record at or after from; it returns the offset after the last batch.
+// Control batches are skipped (never written here).
 func decodeBatches(raw []byte, from int64, fn func(off int64, key, value []byte)) (int64, error) {
-	next := from
-	spans, err := segment.SplitBatches(raw, 1<<20)
-	if err != nil {
-		return next, fmt.Errorf("%w: %w", ErrBadRecord, err)
-	}
-	for _, sp := range spans {
-		var b kmsg.RecordBatch
-		if err := b.ReadFrom(raw[sp[0]:sp[1]]); err != nil {
-			return next, fmt.Errorf("%w: %w", ErrBadRecord, err)
+	return coord.DecodeBatches(raw, from, func(r coord.Decoded) error {
+		if r.Control < 0 {
+			fn(r.Offset, r.Key, r.Value)
 		}
-		if last := b.FirstOffset + int64(b.LastOffsetDelta); last+1 > next {
-			next = last + 1
-		}
-		if b.Attributes&(segment.AttrCompressionMask|segment.AttrControl) != 0 || b.NumRecords <= 0 || b.NumRecords > maxRecordsPerBatch {
-			continue
-		}
-		recs := b.Records
-		for i := int32(0); i < b.NumRecords && len(recs) > 0; i++ {
-			l, n := readVarint(recs)
-			if n <= 0 || l < 0 || int64(len(recs)-n) < l {
-				return next, fmt.Errorf("%w: record length", ErrBadRecord)
-			}
-			end := n + int(l)
-			var r kmsg.Record
-			if err := r.ReadFrom(recs[:end]); err != nil {
-				return next, fmt.Errorf("%w: %w", ErrBadRecord, err)
-			}
-			recs = recs[end:]
-			if off := b.FirstOffset + int64(r.OffsetDelta); off >= from {
-				fn(off, r.Key, r.Value)
-			}
-		}
-	}
-	return next, nil
-}
-
-func readVarint(b []byte) (int64, int) {
-	var u uint64
-	for i := 0; i < len(b) && i < 10; i++ {
-		u |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i] < 0x80 {
-			return int64(u>>1) ^ -int64(u&1), i + 1
-		}
-	}
-	return 0, -1
+		return nil
+	})
 }
