@@ -91,6 +91,10 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.txns.DescribeTransactions(ctx, req)
 	case *kmsg.ListTransactionsRequest:
 		return s.txns.ListTransactions(ctx, req)
+	case *kmsg.ShareFetchRequest:
+		return s.handleShareFetch(ctx, req)
+	case *kmsg.ShareAcknowledgeRequest:
+		return s.handleShareAcknowledge(ctx, req)
 	default:
 		// A key registered without a case here: the coverage test catches it.
 		return nil, fmt.Errorf("%w: %s has no handler", ErrUnknownKey, kmsg.NameForKey(kreq.Key()))

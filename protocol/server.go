@@ -43,6 +43,9 @@ type Config struct {
 	// Groups configures the group coordinator (offsets.topic.*, group.*
 	// settings); zero values take Kafka's defaults.
 	Groups groupcoord.Config
+	// Share configures the share-partition leader (group.share.*
+	// settings); zero values take Kafka's defaults.
+	Share ShareConfig
 	// Txns configures the transaction coordinator (transaction.state.log.*,
 	// transaction.* settings); zero values take Kafka's defaults.
 	Txns txncoord.Config
@@ -83,6 +86,7 @@ type Server struct {
 
 	groups *groupcoord.Coordinator // consumer groups and offsets (08-16, 42, 47, 68, 69)
 	txns   *txncoord.Coordinator   // transactions (22, 24-28, 65, 66)
+	share  *shareLeader            // share partitions this broker leads (78, 79)
 
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
@@ -137,10 +141,17 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		conns:     make(map[*conn]struct{}),
 	}
 	s.txns = txncoord.New(cfg.Txns, b, s.groups)
+	s.share = newShareLeader(cfg.Share, b)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.share.sweep(s.draining)
+	}()
 	s.metrics = newMetrics(cfg.Registerer, s.connCount)
 	if cfg.Registerer != nil {
 		groupcoord.RegisterMetrics(cfg.Registerer, s.groups)
 		txncoord.RegisterMetrics(cfg.Registerer, s.txns)
+		cfg.Registerer.MustRegister(shareCollector{s})
 	}
 	return s
 }

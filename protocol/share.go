@@ -1,0 +1,487 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/segment"
+	"github.com/strata-io/strata/sharepart"
+)
+
+// The share-partition leader (KIP-932): this broker's side of ShareFetch
+// and ShareAcknowledge for the partitions it leads. The state itself is
+// package sharepart's, replicated through each partition's Raft group
+// (replication/share_state.go); here are the decisions' inputs (the log's
+// batches, the time, the group's settings), one lock per share partition
+// held from a decision until its delta is applied, and the wake-ups of
+// long polls when records become available again.
+
+// ShareConfig is the broker's share-group settings (group.share.*), with
+// Kafka's names; zero values take Kafka's defaults.
+type ShareConfig struct {
+	// RecordLockDuration is group.share.record.lock.duration.ms (30 s):
+	// how long a member holds a record it acquired.
+	RecordLockDuration time.Duration
+	// DeliveryCountLimit is group.share.delivery.count.limit (5): a record
+	// delivered this many times is archived instead of being delivered
+	// again.
+	DeliveryCountLimit int
+	// PartitionMaxRecordLocks is group.share.partition.max.record.locks
+	// (2000): the most records in flight past a share partition's start
+	// offset.
+	PartitionMaxRecordLocks int
+	// MaxShareSessions is group.share.max.share.sessions (2000): share
+	// sessions this broker keeps.
+	MaxShareSessions int
+	// AutoOffsetResetEarliest starts a new share partition at the log
+	// start instead of the high watermark (share.auto.offset.reset; a
+	// group config in Kafka, a broker default here until group configs
+	// exist for share groups).
+	AutoOffsetResetEarliest bool
+	// ReadCommitted is share.isolation.level=read_committed: aborted
+	// transactions' records are archived, never delivered.
+	ReadCommitted bool
+	// Now is the clock (unix time); nil = time.Now.
+	Now func() time.Time
+}
+
+func (c *ShareConfig) withDefaults() {
+	if c.RecordLockDuration <= 0 {
+		c.RecordLockDuration = 30 * time.Second
+	}
+	if c.DeliveryCountLimit <= 0 {
+		c.DeliveryCountLimit = 5
+	}
+	if c.PartitionMaxRecordLocks <= 0 {
+		c.PartitionMaxRecordLocks = 2000
+	}
+	if c.MaxShareSessions <= 0 {
+		c.MaxShareSessions = 2000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *ShareConfig) part() sharepart.Config {
+	return sharepart.Config{LockMs: c.RecordLockDuration.Milliseconds(), DeliveryLimit: int16(c.DeliveryCountLimit), MaxLocks: c.PartitionMaxRecordLocks}
+}
+
+// shareKey names one share partition: a group on a topic partition.
+type shareKey struct {
+	topicID   [16]byte
+	partition int32
+	group     string
+}
+
+// sharePart is the leader's runtime for one share partition.
+type sharePart struct {
+	lock chan struct{} // a one-slot semaphore: held from a decision until its delta is applied
+	// wake is closed (and replaced) whenever records may have become
+	// available: acknowledgements that release, lapsed locks.
+	mu   sync.Mutex
+	wake chan struct{}
+}
+
+func (p *sharePart) acquire(ctx context.Context) error {
+	select {
+	case p.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *sharePart) release() { <-p.lock }
+
+func (p *sharePart) waitCh() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wake
+}
+
+func (p *sharePart) notify() {
+	p.mu.Lock()
+	close(p.wake)
+	p.wake = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// shareStats are the broker's share counters (metrics.go exports them).
+type shareStats struct {
+	acquired, redelivered                       atomic.Int64
+	accepted, released, rejected, renewed, gaps atomic.Int64
+	expired, archivedLimit, archivedSkip        atomic.Int64
+}
+
+// count adds one decision's counts to the broker's and the share
+// partition's counters.
+func (l *shareLeader) count(k shareKey, st sharepart.Stats) {
+	l.stats.add(st)
+	l.metrics.add(k, st)
+}
+
+func (s *shareStats) add(st sharepart.Stats) {
+	s.acquired.Add(int64(st.Acquired))
+	s.redelivered.Add(int64(st.Redelivered))
+	s.accepted.Add(int64(st.Accepted))
+	s.released.Add(int64(st.Released))
+	s.rejected.Add(int64(st.Rejected))
+	s.renewed.Add(int64(st.Renewed))
+	s.gaps.Add(int64(st.Gaps))
+	s.expired.Add(int64(st.Expired))
+	s.archivedLimit.Add(int64(st.ArchivedLimit))
+	s.archivedSkip.Add(int64(st.ArchivedSkip))
+}
+
+// shareLeader is the share-partition leader side of the server.
+type shareLeader struct {
+	cfg      ShareConfig
+	broker   *replication.Broker
+	sessions *shareSessions
+	stats    shareStats
+	metrics  shareMetrics
+
+	mu    sync.Mutex
+	parts map[shareKey]*sharePart // protected by mu
+}
+
+func newShareLeader(cfg ShareConfig, b *replication.Broker) *shareLeader {
+	cfg.withDefaults()
+	return &shareLeader{cfg: cfg, broker: b, sessions: newShareSessions(cfg.MaxShareSessions, cfg.Now), parts: map[shareKey]*sharePart{}}
+}
+
+func (l *shareLeader) part(k shareKey) *sharePart {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.parts[k]
+	if p == nil {
+		p = &sharePart{lock: make(chan struct{}, 1), wake: make(chan struct{})}
+		l.parts[k] = p
+	}
+	return p
+}
+
+// shareTarget is one partition a share request names, resolved.
+type shareTarget struct {
+	topicID   [16]byte
+	topic     string
+	partition int32
+}
+
+// errShareCode maps a share operation's error to its Kafka code.
+func errShareCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, sharepart.ErrInvalidRecordState):
+		return kerr.InvalidRecordState.Code
+	case errors.Is(err, sharepart.ErrInvalidAck):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code
+	}
+	return errCode(err)
+}
+
+// ack applies one member's acknowledgements to one share partition, all
+// or none, and returns once they are replicated.
+func (l *shareLeader) ack(ctx context.Context, t shareTarget, group, member string, batches []sharepart.AckBatch, renew bool) error {
+	reg, epoch, err := l.broker.ShareLeader(ctx, t.topic, t.partition)
+	if err != nil {
+		return err
+	}
+	key := shareKey{t.topicID, t.partition, group}
+	sp := l.part(key)
+	if err := sp.acquire(ctx); err != nil {
+		return err
+	}
+	defer sp.release()
+	st, _ := reg.Group(group)
+	if st == nil {
+		return sharepart.ErrInvalidRecordState
+	}
+	d, stats, err := sharepart.Ack(st, group, member, l.cfg.part(), batches, renew, l.cfg.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if err := l.broker.ShareApplyAt(ctx, t.topic, t.partition, epoch, d.Encode()); err != nil {
+		return err
+	}
+	l.count(key, stats)
+	if stats.Released > 0 {
+		sp.notify()
+	}
+	return nil
+}
+
+// releaseMember makes every record member holds on t available again (its
+// share session closed).
+func (l *shareLeader) releaseMember(ctx context.Context, t shareTarget, group, member string) error {
+	reg, epoch, err := l.broker.ShareLeader(ctx, t.topic, t.partition)
+	if err != nil {
+		return err
+	}
+	key := shareKey{t.topicID, t.partition, group}
+	sp := l.part(key)
+	if err := sp.acquire(ctx); err != nil {
+		return err
+	}
+	defer sp.release()
+	st, _ := reg.Group(group)
+	if st == nil {
+		return nil
+	}
+	d, stats := sharepart.Release(st, group, member, l.cfg.part())
+	if d.Empty() {
+		return nil
+	}
+	if err := l.broker.ShareApplyAt(ctx, t.topic, t.partition, epoch, d.Encode()); err != nil {
+		return err
+	}
+	l.count(key, stats)
+	sp.notify()
+	return nil
+}
+
+// acquired is what one acquisition round got from one partition.
+type acquired struct {
+	records []byte
+	ranges  []sharepart.AcquiredRange
+	// next is the earliest live lock deadline (unix ms) and hw the
+	// offset to wait past, for a long poll that got nothing.
+	wake <-chan struct{}
+	lp   *log.Partition
+	hw   int64
+}
+
+// acquire runs one acquisition round for member on t: records available
+// again first, then new ones, up to max records and maxBytes of batches.
+func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member string, maxRecords int, strict bool, maxBytes int32) (acquired, error) {
+	var out acquired
+	reg, epoch, err := l.broker.ShareLeader(ctx, t.topic, t.partition)
+	if err != nil {
+		return out, err
+	}
+	lp, err := l.broker.Partition(t.topic, t.partition)
+	if err != nil {
+		return out, err
+	}
+	out.lp = lp
+	key := shareKey{t.topicID, t.partition, group}
+	sp := l.part(key)
+	out.wake = sp.waitCh()
+	if err := sp.acquire(ctx); err != nil {
+		return out, err
+	}
+	defer sp.release()
+	offs := lp.Offsets()
+	end := offs.HighWatermark
+	if l.cfg.ReadCommitted {
+		end = offs.LastStable
+	}
+	out.hw = end
+	st, _ := reg.Group(group)
+	if st == nil {
+		// A new share partition starts at share.auto.offset.reset.
+		start := offs.HighWatermark
+		if l.cfg.AutoOffsetResetEarliest {
+			start = offs.LogStart
+		}
+		var d sharepart.Delta
+		d.Init(group, start)
+		if err := l.broker.ShareApplyAt(ctx, t.topic, t.partition, epoch, d.Encode()); err != nil {
+			return out, err
+		}
+		if st, _ = reg.Group(group); st == nil {
+			return out, fmt.Errorf("%w: share state of %s-%d for %s not created", log.ErrStorage, t.topic, t.partition, group)
+		}
+	}
+	from := max(sharepart.NeedFrom(st), offs.LogStart)
+	var batches []sharepart.Batch
+	if from < end {
+		batches, err = l.readBatches(lp, from, end, maxBytes)
+		if err != nil {
+			return out, err
+		}
+	}
+	now := l.cfg.Now().UnixMilli()
+	d, ranges, stats := sharepart.Acquire(st, group, l.cfg.part(), sharepart.AcquireParams{Member: member, Max: maxRecords, Strict: strict, LogStart: offs.LogStart, NowMs: now}, batches)
+	if d.Empty() {
+		return out, nil
+	}
+	if err := l.broker.ShareApplyAt(ctx, t.topic, t.partition, epoch, d.Encode()); err != nil {
+		return out, err
+	}
+	l.count(key, stats)
+	if len(ranges) == 0 {
+		return out, nil
+	}
+	out.ranges = ranges
+	out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last, maxBytes)
+	return out, err
+}
+
+// readBatches reads the batch bounds of [from, end) (end: the high
+// watermark, or the last stable offset), about maxBytes of them, marking
+// control batches and, read_committed, aborted transactions' batches as
+// skipped.
+func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxBytes int32) ([]sharepart.Batch, error) {
+	var res log.ReadResult
+	var err error
+	if l.cfg.ReadCommitted {
+		res, err = lp.ReadCommitted(from, max(maxBytes, 1))
+	} else {
+		res, err = lp.Read(from, max(maxBytes, 1))
+	}
+	if err != nil {
+		return nil, err
+	}
+	aborted := map[int64]int64{} // producer ID -> first offset of its aborted transaction
+	for _, a := range res.Aborted {
+		aborted[a.ProducerID] = a.FirstOffset
+	}
+	spans, err := segment.SplitBatches(res.Records, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", log.ErrStorage, err)
+	}
+	out := make([]sharepart.Batch, 0, len(spans))
+	for _, s := range spans {
+		h, err := segment.ParseHeader(res.Records[s[0]:s[1]])
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", log.ErrStorage, err)
+		}
+		if h.BaseOffset >= end {
+			break
+		}
+		skip := h.IsControl()
+		if first, ok := aborted[h.ProducerID]; ok && h.IsTransactional() && h.BaseOffset >= first {
+			skip = true
+			if h.IsControl() {
+				delete(aborted, h.ProducerID) // the abort marker ends it
+			}
+		}
+		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: min(h.LastOffset(), end-1), Skip: skip})
+	}
+	return out, nil
+}
+
+// readSpan reads the stored batches that cover [first, last].
+func (l *shareLeader) readSpan(lp *log.Partition, first, last int64, maxBytes int32) ([]byte, error) {
+	var out []byte
+	off := first
+	for off <= last {
+		res, err := lp.Read(off, max(maxBytes, 1<<20))
+		if err != nil {
+			if errors.Is(err, log.ErrOffsetOutOfRange) && len(out) > 0 {
+				break
+			}
+			return out, err
+		}
+		spans, err := segment.SplitBatches(res.Records, 0)
+		if err != nil {
+			return out, fmt.Errorf("%w: %v", log.ErrStorage, err)
+		}
+		if len(spans) == 0 {
+			break
+		}
+		for _, s := range spans {
+			h, err := segment.ParseHeader(res.Records[s[0]:s[1]])
+			if err != nil {
+				return out, fmt.Errorf("%w: %v", log.ErrStorage, err)
+			}
+			if h.BaseOffset > last {
+				return out, nil
+			}
+			if h.LastOffset() >= off {
+				out = append(out, res.Records[s[0]:s[1]]...)
+			}
+			off = h.LastOffset() + 1
+		}
+	}
+	return out, nil
+}
+
+// shareSweepEvery is how often the leader ends lapsed locks.
+const shareSweepEvery = 500 * time.Millisecond
+
+// sweep ends lapsed acquisition locks on the share partitions this broker
+// leads, until stop closes: their records become available (or archived at
+// the delivery count limit) without waiting for a fetch, so the metrics
+// and DescribeShareGroupOffsets tell the truth and long polls wake.
+// Share partitions no longer led here are forgotten.
+func (l *shareLeader) sweep(stop <-chan struct{}) {
+	t := time.NewTicker(shareSweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		keys := make([]shareKey, 0, len(l.parts))
+		for k := range l.parts {
+			keys = append(keys, k)
+		}
+		l.mu.Unlock()
+		for _, k := range keys {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !l.expire(k) {
+				l.mu.Lock()
+				delete(l.parts, k)
+				l.mu.Unlock()
+			}
+		}
+	}
+}
+
+// expire ends k's lapsed locks; false when this broker no longer leads k's
+// partition or the group has no state there.
+func (l *shareLeader) expire(k shareKey) bool {
+	t, ok := l.broker.TopicByID(k.topicID)
+	if !ok {
+		return false
+	}
+	pi, ok := partitionInfo(t, k.partition)
+	if !ok || pi.Leader != l.broker.NodeID() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	reg, epoch, err := l.broker.ShareLeader(ctx, t.Name, k.partition)
+	if err != nil {
+		return !errors.Is(err, replication.ErrNotLeader) && !errors.Is(err, replication.ErrUnknownTopicOrPartition)
+	}
+	sp := l.part(k)
+	if err := sp.acquire(ctx); err != nil {
+		return true
+	}
+	defer sp.release()
+	st, _ := reg.Group(k.group)
+	if st == nil {
+		return false
+	}
+	d, stats, _ := sharepart.Expire(st, k.group, l.cfg.part(), l.cfg.Now().UnixMilli())
+	if d.Empty() {
+		return true
+	}
+	if err := l.broker.ShareApplyAt(ctx, t.Name, k.partition, epoch, d.Encode()); err != nil {
+		return true
+	}
+	l.count(k, stats)
+	sp.notify()
+	return true
+}

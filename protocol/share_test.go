@@ -1,0 +1,246 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// newShareCluster is newCluster with share settings.
+func newShareCluster(t *testing.T, share ShareConfig) *testCluster {
+	t.Helper()
+	var b *replication.Broker
+	s, addr := startServerWith(t, Config{Share: share}, func(p int32) *replication.Broker {
+		b = testBroker(t, func(c *replication.BrokerConfig) { c.AdvertisedPort = p })
+		return b
+	})
+	return &testCluster{t: t, b: b, s: s, addr: addr, broker: b}
+}
+
+// shareClient sends share requests for one member by hand.
+type shareClient struct {
+	t       *testing.T
+	cl      *kgo.Client
+	group   string
+	member  string
+	epoch   int32
+	topicID [16]byte
+}
+
+type ackSpec struct {
+	first, last int64
+	types       []int8
+}
+
+func (c *shareClient) fetch(maxRecords int32, wait time.Duration, acks ...ackSpec) *kmsg.ShareFetchResponse {
+	c.t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = 2
+	req.GroupID, req.MemberID = kmsg.StringPtr(c.group), kmsg.StringPtr(c.member)
+	req.ShareSessionEpoch = c.epoch
+	req.MaxWaitMillis = int32(wait.Milliseconds())
+	req.MaxBytes = 1 << 20
+	req.MaxRecords = maxRecords
+	req.ShareAcquireMode = 1
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = c.topicID
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	for _, a := range acks {
+		ab := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+		ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = a.first, a.last, a.types
+		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(c.t), c.cl)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if resp.ErrorCode == 0 {
+		c.epoch = nextShareEpoch(c.epoch)
+	}
+	return resp
+}
+
+func (c *shareClient) ack(epoch int32, acks ...ackSpec) *kmsg.ShareAcknowledgeResponse {
+	c.t.Helper()
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.Version = 2
+	req.GroupID, req.MemberID = kmsg.StringPtr(c.group), kmsg.StringPtr(c.member)
+	req.ShareSessionEpoch = epoch
+	for _, a := range acks {
+		req.IsRenewAck = req.IsRenewAck || (len(a.types) == 1 && a.types[0] == 4)
+	}
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = c.topicID
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	for _, a := range acks {
+		ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+		ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = a.first, a.last, a.types
+		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(c.t), c.cl)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if resp.ErrorCode == 0 && epoch > 0 {
+		c.epoch = nextShareEpoch(c.epoch)
+	}
+	return resp
+}
+
+// acquiredOf returns the acquired ranges of the only partition as
+// "first-last#count" and the number of records in its batches.
+func acquiredOf(t *testing.T, resp *kmsg.ShareFetchResponse) (string, int16, int16) {
+	t.Helper()
+	if resp.ErrorCode != 0 {
+		t.Fatalf("ShareFetch error %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	out := ""
+	var code, ackCode int16
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			code, ackCode = p.ErrorCode, p.AcknowledgeErrorCode
+			for _, a := range p.AcquiredRecords {
+				if out != "" {
+					out += " "
+				}
+				out += fmt.Sprintf("%d-%d#%d", a.FirstOffset, a.LastOffset, a.DeliveryCount)
+			}
+			if len(p.AcquiredRecords) > 0 && len(p.Records) == 0 {
+				t.Fatalf("acquired %s but no record batches", out)
+			}
+		}
+	}
+	return out, code, ackCode
+}
+
+// TestShareFetchAcknowledge drives two members of one share group on one
+// partition through ShareFetch and ShareAcknowledge over a real socket:
+// records are spread with none held by two members, acknowledgements
+// finish or release records, a release is redelivered with a higher
+// delivery count, a lapsed lock redelivers, and the session errors are
+// Kafka's.
+func TestShareFetchAcknowledge(t *testing.T) {
+	c := newShareCluster(t, ShareConfig{AutoOffsetResetEarliest: true, RecordLockDuration: 500 * time.Millisecond, DeliveryCountLimit: 3})
+	c.createTopic("jobs", 1)
+	cl := c.client()
+	for i := range 20 {
+		if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: "jobs", Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, ok := c.b.Topic("jobs")
+	if !ok {
+		t.Fatal("no topic")
+	}
+	a := &shareClient{t: t, cl: c.client(), group: "g", member: "member-a", topicID: info.ID}
+	b := &shareClient{t: t, cl: c.client(), group: "g", member: "member-b", topicID: info.ID}
+
+	if got, _, _ := acquiredOf(t, a.fetch(5, 0)); got != "0-4#1" {
+		t.Fatalf("a acquired %q, want 0-4#1", got)
+	}
+	if got, _, _ := acquiredOf(t, b.fetch(5, 0)); got != "5-9#1" {
+		t.Fatalf("b acquired %q, want 5-9#1", got)
+	}
+	// a: accept 0-2, release 3, reject 4; then fetch again: 3 comes back
+	// (delivery 2) before new records.
+	got, _, ackCode := acquiredOf(t, a.fetch(3, 0, ackSpec{0, 2, []int8{1}}, ackSpec{3, 3, []int8{2}}, ackSpec{4, 4, []int8{3}}))
+	if ackCode != 0 || got != "3-3#2 10-11#1" {
+		t.Fatalf("a: ack code %d, acquired %q, want 0 and 3-3#2 10-11#1", ackCode, got)
+	}
+	// b cannot acknowledge a's records.
+	r := b.ack(b.epoch, ackSpec{10, 10, []int8{1}})
+	if code := r.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRecordState.Code {
+		t.Fatalf("b acking a's record: %v, want INVALID_RECORD_STATE", kerr.ErrorForCode(code))
+	}
+	// Session errors.
+	if r := b.ack(0, ackSpec{5, 5, []int8{1}}); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("ShareAcknowledge at epoch 0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := b.ack(b.epoch+5, ackSpec{5, 5, []int8{1}}); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("ShareAcknowledge at a wrong epoch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	stranger := &shareClient{t: t, cl: c.client(), group: "g", member: "nobody", topicID: info.ID, epoch: 3}
+	if r := stranger.ack(3, ackSpec{5, 5, []int8{1}}); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("ShareAcknowledge without a session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// b accepts 5-9 with ShareAcknowledge.
+	if r := b.ack(b.epoch, ackSpec{5, 9, []int8{1}}); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("b accepting 5-9: %+v", r)
+	}
+	// b takes the rest of the log; a's locks on 3, 10, 11 lapse: b gets
+	// them back with delivery 3 and 2.
+	if got, _, _ := acquiredOf(t, b.fetch(10, 0)); got != "12-19#1" {
+		t.Fatalf("b acquired %q, want 12-19#1", got)
+	}
+	if r := b.ack(b.epoch, ackSpec{12, 19, []int8{1}}); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("b accepting 12-19: %+v", r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _, _ = acquiredOf(t, b.fetch(10, 200*time.Millisecond))
+		if got != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's lapsed locks never came back to b")
+		}
+	}
+	if got != "3-3#3 10-11#2" {
+		t.Fatalf("b after a's locks lapsed: %q, want 3-3#3 10-11#2", got)
+	}
+	// Record 3 is at the delivery limit (3): released, it is archived.
+	if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: "jobs", Value: []byte("20")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got, _, ackCode = acquiredOf(t, b.fetch(1, 0, ackSpec{3, 3, []int8{2}}, ackSpec{10, 11, []int8{1}}))
+	if ackCode != 0 || got != "20-20#1" {
+		t.Fatalf("b's acks: %v, acquired %q, want 20-20#1", kerr.ErrorForCode(ackCode), got)
+	}
+	reg, err := c.b.ShareRegistry("jobs", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := reg.Group("g")
+	if st == nil || st.Start != 20 {
+		t.Fatalf("share partition start = %+v, want 20 (0-19 done, 20 acquired by b)", st)
+	}
+	// Closing b's session releases 20 at once.
+	if r := b.ack(-1); r.ErrorCode != 0 {
+		t.Fatalf("closing b's session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if got, _, _ := acquiredOf(t, a.fetch(10, 0)); got != "20-20#2" {
+		t.Fatalf("a after b closed: %q, want 20-20#2", got)
+	}
+}
+
+// TestShareFetchLongPoll waits for records produced while it waits.
+func TestShareFetchLongPoll(t *testing.T) {
+	c := newShareCluster(t, ShareConfig{})
+	c.createTopic("lp", 1)
+	info, _ := c.b.Topic("lp")
+	a := &shareClient{t: t, cl: c.client(), group: "g", member: "m", topicID: info.ID}
+	if got, _, _ := acquiredOf(t, a.fetch(10, 0)); got != "" {
+		t.Fatalf("empty topic gave %q", got)
+	}
+	cl := c.client()
+	go func() {
+		time.Sleep(100 * time.Millisecond) // produce while the fetch below waits
+		cl.ProduceSync(context.Background(), &kgo.Record{Topic: "lp", Value: []byte("x")})
+	}()
+	start := time.Now()
+	got, _, _ := acquiredOf(t, a.fetch(10, 5*time.Second))
+	if got != "0-0#1" {
+		t.Fatalf("long poll got %q after %v, want 0-0#1", got, time.Since(start))
+	}
+}
