@@ -97,6 +97,7 @@ type cliRun struct {
 	TopicPrefix string
 	JSON        bool
 	Every       time.Duration // progress lines while producing, 0 = none
+	Loadgen     string        // workload only: LoadgenFranz (default), LoadgenKafka, LoadgenKafkaShare
 }
 
 func splitList(s string) []string {
@@ -191,7 +192,11 @@ func ParseWorkloadFlags(args []string, stderr io.Writer) (*cliRun, error) {
 	fs.StringVar(&c.TopicPrefix, "topic-prefix", "bench", "prefix of the fresh topics the run creates (and deletes)")
 	fs.BoolVar(&c.JSON, "json", false, "print the result as JSON")
 	fs.DurationVar(&c.Every, "reporting-interval", 5*time.Second, "print a progress line this often while producing (to stderr), 0 = never")
+	fs.StringVar(&c.Loadgen, "loadgen", LoadgenFranz, "load generator: franz (franz-go, this process), kafka (kafka-producer-perf-test, kafka-consumer-perf-test) or kafka-share (consume with kafka-share-consumer-perf-test)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := checkLoadgen(c.Loadgen); err != nil {
 		return nil, err
 	}
 	if fs.NArg() != 1 {
@@ -233,8 +238,14 @@ func baseName(p string) string {
 }
 
 func runCLI(ctx context.Context, c *cliRun, stdout, stderr io.Writer) error {
-	res, err := Run(ctx, c.Workload, RunOptions{Bootstrap: c.Bootstrap, TopicPrefix: c.TopicPrefix,
-		Progress: stderr, ProgressEvery: c.Every})
+	opts := RunOptions{Bootstrap: c.Bootstrap, TopicPrefix: c.TopicPrefix, Progress: stderr, ProgressEvery: c.Every}
+	var res *Result
+	var err error
+	if c.Loadgen == "" || c.Loadgen == LoadgenFranz {
+		res, err = Run(ctx, c.Workload, opts)
+	} else {
+		res, err = RunKafkaTool(ctx, c.Workload, opts, c.Loadgen)
+	}
 	if res != nil {
 		if c.JSON {
 			enc := json.NewEncoder(stdout)

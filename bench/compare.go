@@ -66,6 +66,11 @@ type CompareConfig struct {
 	// ReplicationFactor per broker name, for workloads that leave it at 0:
 	// --replication-factor name=N, else 3 for strata-3 and 1 for the rest.
 	ReplicationFactor map[string]int
+	// KafkaHeap is each Kafka JVM's heap (-Xms and -Xmx), default 1g.
+	KafkaHeap string
+	// Loadgen drives the workloads: LoadgenFranz (default), LoadgenKafka
+	// or LoadgenKafkaShare.
+	Loadgen string
 }
 
 // ParseCompareFlags parses `compare [flags] WORKLOAD_FILE...`.
@@ -74,7 +79,7 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	brokers := fs.String("brokers", strings.Join(DefaultBrokers, ","),
-		"brokers to start, in order (the first is the ratio's base): strata, strata-fsync, strata-3, kfake-disk, kfake-mem, null, strata-base, strata-base-fsync")
+		"brokers to start, in order (the first is the ratio's base): strata, strata-fsync, strata-3, kfake-disk, kfake-mem, null, kafka, kafka-3, strata-base, strata-base-fsync")
 	fs.Func("external", "also run against a running broker: `name=host:port` (repeatable; no CPU or RSS figures)", func(s string) error {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" || v == "" {
@@ -99,12 +104,17 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	fs.StringVar(&c.OutDir, "out", "", "write compare.json, compare.md and compare.png to this `dir`")
 	fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each Strata broker to this `dir`")
 	fs.StringVar(&c.Note, "note", "", "a note recorded in the report")
+	fs.StringVar(&c.KafkaHeap, "kafka-heap", DefaultKafkaHeap, "heap of each Kafka JVM of the brokers kafka and kafka-3 (-Xms and -Xmx)")
+	fs.StringVar(&c.Loadgen, "loadgen", LoadgenFranz, "load generator: franz (franz-go, this process), kafka (kafka-producer-perf-test, kafka-consumer-perf-test) or kafka-share (consume with kafka-share-consumer-perf-test)")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "keep the brokers' data dirs and logs in this `dir`, new or empty (default: a temporary dir, removed at the end)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() == 0 {
 		return nil, fmt.Errorf("%w: compare needs at least one workload file", ErrUsage)
+	}
+	if err := checkLoadgen(c.Loadgen); err != nil {
+		return nil, err
 	}
 	if c.Rounds < 1 || c.Rounds > 100 {
 		return nil, fmt.Errorf("%w: --rounds %d: want 1..100", ErrUsage, c.Rounds)
@@ -113,7 +123,7 @@ func ParseCompareFlags(args []string, stderr io.Writer) (*CompareConfig, error) 
 	seen := map[string]bool{}
 	for _, b := range c.Brokers {
 		switch b {
-		case BrokerStrata, BrokerStrataFsync, BrokerStrata3, BrokerKfakeDisk, BrokerKfakeMem, BrokerNull:
+		case BrokerStrata, BrokerStrataFsync, BrokerStrata3, BrokerKfakeDisk, BrokerKfakeMem, BrokerNull, BrokerKafka, BrokerKafka3:
 		case BrokerStrataBase, BrokerStrataBaseFsync:
 			if c.StrataBaseBin == "" {
 				return nil, fmt.Errorf("%w: broker %q needs --strata-base", ErrUsage, b)
@@ -158,6 +168,7 @@ type Report struct {
 	Started   time.Time        `json:"started"`
 	Host      string           `json:"host"`
 	Rounds    int              `json:"rounds"`
+	Loadgen   string           `json:"loadgen,omitempty"`
 	Workloads []WorkloadReport `json:"workloads"`
 }
 
@@ -176,6 +187,10 @@ type BrokerReport struct {
 	Median     map[string]float64 `json:"median"`
 	Ratio      map[string]float64 `json:"ratio_to_first"`
 	PeakRSSMiB float64            `json:"peak_rss_mib,omitempty"` // summed over a cluster's processes
+	// ReadySeconds is start to ready: from starting the (first) broker
+	// process to the first Metadata answer listing all its brokers
+	// (Kafka: its JVM start, after kafka-storage format).
+	ReadySeconds float64 `json:"ready_seconds,omitempty"`
 	// ReplicationFactor of the topics the runs created on this broker.
 	ReplicationFactor int `json:"replication_factor,omitempty"`
 	// Processes is how many broker processes the CPU and RSS figures sum.
@@ -238,8 +253,12 @@ func figures(r *Result, brokerCPU, clientCPU float64, haveCPU bool) map[string]f
 	if haveCPU && gib > 0 {
 		f[FigBrokerCPU] = brokerCPU / gib
 	}
-	if haveCPU && r.Seconds > 0 {
-		f[FigBrokerCore] = brokerCPU / r.Seconds
+	secs := r.Seconds
+	if r.MeasuredSeconds > 0 {
+		secs = r.MeasuredSeconds
+	}
+	if haveCPU && secs > 0 {
+		f[FigBrokerCore] = brokerCPU / secs
 	}
 	if gib > 0 {
 		f[FigClientCPU] = clientCPU / gib
@@ -296,13 +315,26 @@ type child struct {
 	// members are the processes whose CPU time and RSS are the broker's:
 	// the child itself, or the brokers a dev-cluster child started.
 	members []int
+	// peers are the other processes of a cluster compare started node by
+	// node (kafka-3): their CPU time and RSS count as this child's, and
+	// they stop with it.
+	peers []*child
+	// started is when the (first) process was started; nodes is how many
+	// brokers a Metadata answer lists once the broker is ready.
+	started time.Time
+	nodes   int
+	readyc  <-chan string // the address from the ready line
 }
 
 func (c *child) pids() []int {
 	if len(c.members) > 0 {
 		return c.members
 	}
-	return []int{c.cmd.Process.Pid}
+	pids := []int{c.cmd.Process.Pid}
+	for _, p := range c.peers {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	return pids
 }
 
 // cpu sums the members' CPU seconds.
@@ -334,6 +366,15 @@ func (c *child) peakRSS() (int64, error) {
 // stop sends SIGTERM and waits (bounded) for exit, then SIGKILL (to its
 // members too).
 func (c *child) stop() {
+	var peers sync.WaitGroup
+	for _, p := range c.peers {
+		peers.Add(1)
+		go func() {
+			defer peers.Done()
+			p.stop()
+		}()
+	}
+	defer peers.Wait()
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.waited:
@@ -353,12 +394,27 @@ func (c *child) stop() {
 // ADDR" on stdout (bench's children) or strata's "strata ready ...
 // listener=ADDR" log line on stderr. All output goes to logPath.
 func startChild(ctx context.Context, name, dir, logPath string, argv []string) (*child, error) {
+	c, err := startChildAsync(ctx, name, dir, logPath, argv, nil, readyAddr)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.awaitReady(ctx, 60*time.Second); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startChildAsync starts argv (with env added to the environment) and
+// returns at once; ready finds the ready line and returns the address to
+// use; awaitReady waits for it.
+func startChildAsync(ctx context.Context, name, dir, logPath string, argv, env []string, ready func(string) (string, bool)) (*child, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	cmd.Env = append(childEnv(), env...)
 	setDeathSignal(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -370,12 +426,14 @@ func startChild(ctx context.Context, name, dir, logPath string, argv []string) (
 		logf.Close()
 		return nil, err
 	}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("%w: start %s: %v", ErrBroker, name, err)
 	}
-	c := &child{name: name, cmd: cmd, dir: dir, logf: logf, waited: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, dir: dir, logf: logf, waited: make(chan struct{}), started: started, nodes: 1}
 	addrc := make(chan string, 2)
+	c.readyc = addrc
 	var mu sync.Mutex // one writer at a time into the log file
 	var scans sync.WaitGroup
 	scan := func(r io.Reader) {
@@ -387,7 +445,7 @@ func startChild(ctx context.Context, name, dir, logPath string, argv []string) (
 			mu.Lock()
 			fmt.Fprintln(logf, line)
 			mu.Unlock()
-			if a, ok := readyAddr(line); ok {
+			if a, ok := ready(line); ok {
 				select {
 				case addrc <- a:
 				default:
@@ -404,16 +462,23 @@ func startChild(ctx context.Context, name, dir, logPath string, argv []string) (
 		cmd.Wait()
 		close(c.waited)
 	}()
+	return c, nil
+}
+
+// awaitReady waits (bounded) for the child's ready line and sets its
+// address; a child that exits or is not ready in time is stopped.
+func (c *child) awaitReady(ctx context.Context, timeout time.Duration) error {
 	select {
-	case c.addr = <-addrc:
-		return c, nil
+	case c.addr = <-c.readyc:
+		return nil
 	case <-c.waited:
-		return nil, fmt.Errorf("%w: %s exited before it was ready (see %s)", ErrBroker, name, logf.Name())
-	case <-time.After(60 * time.Second):
+		c.logf.Close()
+		return fmt.Errorf("%w: %s exited before it was ready (see %s)", ErrBroker, c.name, c.logf.Name())
+	case <-time.After(timeout):
 	case <-ctx.Done():
 	}
 	c.stop()
-	return nil, fmt.Errorf("%w: %s not ready within 60s (see %s)", ErrBroker, name, logf.Name())
+	return fmt.Errorf("%w: %s not ready within %v (see %s)", ErrBroker, c.name, timeout, c.logf.Name())
 }
 
 // readyAddr finds the address in a ready line; dev-cluster's
@@ -469,6 +534,10 @@ func (c *CompareConfig) startBroker(ctx context.Context, name, dir, logPath, pro
 		argv = []string{c.StrataBin, "bench", "kfake-server"}
 	case BrokerNull:
 		argv = []string{c.StrataBin, "bench", "null-server"}
+	case BrokerKafka:
+		return c.startKafka(ctx, name, dir, logPath, 1)
+	case BrokerKafka3:
+		return c.startKafka(ctx, name, dir, logPath, 3)
 	default:
 		return nil, fmt.Errorf("%w: unknown broker %q", ErrUsage, name)
 	}
@@ -523,7 +592,7 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 	if err := c.resolveStrata(ctx, tmp); err != nil {
 		return nil, err
 	}
-	rep := &Report{Command: c.Command, Note: c.Note, Started: time.Now().UTC(), Rounds: c.Rounds,
+	rep := &Report{Command: c.Command, Note: c.Note, Started: time.Now().UTC(), Rounds: c.Rounds, Loadgen: c.Loadgen,
 		Host: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
 	for wi, w := range c.Workloads {
 		wr := WorkloadReport{Workload: w, Figures: figureNames(w.Kind)}
@@ -577,6 +646,9 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 				children[bi] = ch
 				if ch != nil {
 					br.Processes = len(ch.pids())
+					if err := probeBrokers(ctx, ch.addr, ch.nodes, clusterReadyTimeout); err == nil {
+						br.ReadySeconds = time.Since(ch.started).Seconds()
+					}
 				}
 			}
 			wr.Brokers = append(wr.Brokers, br)
@@ -601,7 +673,7 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 					}
 					addr = ch.addr
 				}
-				s := runSample(ctx, w, addr, ch, br.ReplicationFactor)
+				s := runSample(ctx, w, addr, ch, br.ReplicationFactor, c.Loadgen)
 				s.Round = round
 				br.Samples = append(br.Samples, s)
 				if s.Err != "" {
@@ -625,7 +697,7 @@ func Compare(ctx context.Context, c *CompareConfig, progress io.Writer) (*Report
 // runSample runs the workload once against addr (a comma-separated list);
 // ch (nil for an external broker) is read for CPU time around the
 // measured phase.
-func runSample(ctx context.Context, w Workload, addr string, ch *child, rf int) Sample {
+func runSample(ctx context.Context, w Workload, addr string, ch *child, rf int, loadgen string) Sample {
 	self := os.Getpid()
 	var b0, b1, s0, s1 float64
 	var cpuErr error
@@ -639,9 +711,21 @@ func runSample(ctx context.Context, w Workload, addr string, ch *child, rf int) 
 		}
 		*s, _ = ProcCPU(self)
 	}
-	res, err := Run(ctx, w, RunOptions{Bootstrap: splitList(addr), ReplicationFactor: rf,
-		MeasureStart: func() { read(&b0, &s0) }, MeasureEnd: func() { read(&b1, &s1) }})
+	opts := RunOptions{Bootstrap: splitList(addr), ReplicationFactor: rf,
+		MeasureStart: func() { read(&b0, &s0) }, MeasureEnd: func() { read(&b1, &s1) }}
+	var res *Result
+	var err error
+	if loadgen == "" || loadgen == LoadgenFranz {
+		res, err = Run(ctx, w, opts)
+	} else {
+		res, err = RunKafkaTool(ctx, w, opts, loadgen)
+	}
 	s := Sample{Result: res, BrokerCPUSeconds: b1 - b0, ClientCPUSeconds: s1 - s0}
+	if res != nil {
+		// A Kafka tool's JVM is a child process: its CPU time is not
+		// this process's.
+		s.ClientCPUSeconds += res.LoadgenCPUSeconds
+	}
 	if err != nil {
 		s.Err = err.Error()
 	}
@@ -657,7 +741,7 @@ func (c *CompareConfig) replicationFactor(name string) int {
 	if n := c.ReplicationFactor[name]; n > 0 {
 		return n
 	}
-	if name == BrokerStrata3 {
+	if name == BrokerStrata3 || name == BrokerKafka3 {
 		return 3
 	}
 	return 1
@@ -690,6 +774,9 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Command: `%s`  \n", r.Command)
 	fmt.Fprintf(&b, "Host: %s; %d rounds, medians; ratio = broker / %s.", r.Host, r.Rounds, firstBroker(r))
+	if r.Loadgen != "" && r.Loadgen != LoadgenFranz {
+		fmt.Fprintf(&b, " Load generator: %s.", loadgenLabel(r.Loadgen))
+	}
 	if r.Note != "" {
 		fmt.Fprintf(&b, "  \nNote: %s", r.Note)
 	}
@@ -701,11 +788,11 @@ func (r *Report) Markdown() string {
 		for _, f := range wr.Figures {
 			fmt.Fprintf(&b, " %s |", f)
 		}
-		b.WriteString(" peak RSS MiB |\n|---|")
+		b.WriteString(" peak RSS MiB | start to ready s |\n|---|")
 		for range wr.Figures {
 			b.WriteString("---:|")
 		}
-		b.WriteString("---:|\n")
+		b.WriteString("---:|---:|\n")
 		for i, br := range wr.Brokers {
 			fmt.Fprintf(&b, "| %s |", brokerLabel(br))
 			if br.Skipped != "" {
@@ -725,7 +812,12 @@ func (r *Report) Markdown() string {
 				}
 			}
 			if br.PeakRSSMiB > 0 {
-				fmt.Fprintf(&b, " %.0f |\n", br.PeakRSSMiB)
+				fmt.Fprintf(&b, " %.0f |", br.PeakRSSMiB)
+			} else {
+				b.WriteString(" - |")
+			}
+			if br.ReadySeconds > 0 {
+				fmt.Fprintf(&b, " %.2f |\n", br.ReadySeconds)
 			} else {
 				b.WriteString(" - |\n")
 			}

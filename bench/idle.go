@@ -241,6 +241,7 @@ func startDevCluster(ctx context.Context, name, dir, logPath, bin, data string, 
 	if err != nil {
 		return nil, err
 	}
+	ch.nodes = n
 	if err := ch.clusterReady(ctx, n); err != nil {
 		ch.stop()
 		return nil, fmt.Errorf("%w%s", err, brokerLogTails(data, 4))

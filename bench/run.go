@@ -35,6 +35,14 @@ type Result struct {
 	// MovedBytes is what the broker carried in the measured phase, the
 	// denominator of CPU seconds per GB: produced plus consumed bytes.
 	MovedBytes int64 `json:"moved_bytes"`
+	// Loadgen names a load generator other than franz-go's (a Kafka
+	// tool, loadgen.go); LoadgenCPUSeconds is its process's CPU time.
+	Loadgen           string  `json:"loadgen,omitempty"`
+	LoadgenCPUSeconds float64 `json:"loadgen_cpu_seconds,omitempty"`
+	// MeasuredSeconds, when set, is the measured phase's wall time where
+	// it differs from Seconds (a Kafka tool's figures leave out its JVM's
+	// start and, consuming, the group join): broker cores divide by it.
+	MeasuredSeconds float64 `json:"measured_seconds,omitempty"`
 }
 
 // RunOptions are the knobs of one run that are not part of the workload.
