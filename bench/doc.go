@@ -1,7 +1,8 @@
 // Package bench is Strata's load tool: `strata bench produce|consume|e2e|
 // workload|compare`. It speaks to brokers only over the Kafka protocol,
 // with franz-go's kgo client, so it works against any Kafka-compatible
-// broker; it imports nothing of Strata's.
+// broker; it imports nothing of Strata's but internal/kafkajars (which
+// finds Apache Kafka's jars for the kafka brokers and --loadgen kafka).
 //
 // # Commands
 //
@@ -18,7 +19,7 @@
 //	          time (ns), consumers in the same process take arrival minus send
 //	          time: end-to-end latency percentiles (the record timestamp has
 //	          only millisecond resolution, too coarse for a 1 ms target).
-//	workload  runs a workload file (below).
+//	workload  runs a workload file (below); --loadgen as compare's.
 //	compare   runs workload files against several brokers it starts itself,
 //	          interleaved, and reports medians and ratios (below).
 //	idle      idle cost (idle.go): starts `strata dev-cluster --brokers N`,
@@ -87,8 +88,9 @@
 // --brokers 3` on a free run of loopback ports: three `strata serve`
 // processes, all voters of the metadata quorum; compare waits until the
 // cluster lists three brokers, and sums the three processes' CPU time and
-// peak RSS, found as dev-cluster's children in /proc). Topics are created
-// at replication factor 3 on strata-3 and 1 elsewhere, unless the
+// peak RSS, found as dev-cluster's children in /proc), kafka and kafka-3
+// (Apache Kafka 4.4.0, below). Topics are created
+// at replication factor 3 on strata-3 and kafka-3 and 1 elsewhere, unless the
 // workload sets replicationFactor or --replication-factor name=N says
 // otherwise; the table shows a broker's factor when above 1. --external name=host:port adds a broker
 // started elsewhere (no CPU or RSS figures). --strata-base BINARY adds
@@ -112,7 +114,59 @@
 // `strata bench serve-profiled`, which writes a pprof CPU profile. The
 // brokers' data dirs are temporary (their logs go to DIR/logs with --out);
 // --work-dir DIR (new or empty) puts and keeps them in DIR (a cluster's broker logs are
-// in DIR/w<workload>-strata-3/data/broker-<id>.log).
+// in DIR/w<workload>-strata-3/data/broker-<id>.log). The last column, start
+// to ready, is from starting a broker's (first) process to the first
+// Metadata answer that lists all its brokers: one sample per workload.
+//
+// # Apache Kafka as a broker (kafka.go)
+//
+// kafka is one Apache Kafka 4.4.0 node in KRaft combined mode
+// (process.roles=broker,controller); kafka-3 is three such nodes, all
+// voters of the metadata quorum (as strata-3's brokers are), with
+// min.insync.replicas=2, its topics at replication factor 3. compare runs
+// them from Kafka's jars (internal/kafkajars: STRATA_KAFKA_CLASSPATH, else
+// kafka/fetch in the repository), each node a JVM started as
+// kafka-server-start.sh starts it: main class kafka.Kafka, heap -Xms1g
+// -Xmx1g (--kafka-heap), kafka-run-class.sh's G1 flags, a generated
+// server.properties (listeners on a free run of loopback ports, data in
+// the broker's temporary dir beside Strata's) and Kafka's defaults for
+// everything else, except that a single node gives its internal topics
+// (offsets, transactions, share state) replication factor 1. Each node's
+// storage is formatted first (kafka.tools.StorageTool format, a random
+// cluster id), which start to ready leaves out; a node is ready when it
+// logs "Kafka Server started" and Metadata lists every node. CPU time and
+// RSS are read from /proc as for the other brokers, summed over kafka-3's
+// three JVMs; they stop on SIGTERM (controlled shutdown), SIGKILL after
+// 40 s. Java and the jars missing: the broker is skipped with a note.
+//
+// # Load generators (--loadgen, loadgen.go)
+//
+// --loadgen franz (default) is this package's franz-go client. --loadgen
+// kafka drives a workload with Kafka 4.4.0's own perf-test tools, each run
+// as a JVM (-Xmx512M, as their scripts) by its main class:
+// produce with kafka-producer-perf-test (org.apache.kafka.tools.
+// ProducerPerformance: --num-records, --record-size, --throughput = the
+// workload's rate or -1, and the workload's acks, enable.idempotence,
+// compression.type, linger.ms and batch.size as --producer-props); consume
+// fills the topic with franz-go (not measured) and reads it with
+// kafka-consumer-perf-test (ConsumerPerformance, a classic consumer group
+// from the earliest offset). --loadgen kafka-share consumes with
+// kafka-share-consumer-perf-test (ShareConsumerPerformance, --threads =
+// consumerPerSubscription) in a share group whose share.auto.offset.reset
+// is set to earliest first (IncrementalAlterConfigs on the GROUP
+// resource); Strata has no share groups yet, so this runs against kafka
+// only for now. The tools' output becomes the same Result: the producer's
+// summary line (records/s, MB/s, avg, max and p50/p95/p99/p99.9 latency,
+// send to acknowledgement in whole ms); the consumers' header and figures
+// line, read by column name (data.consumed.in.MB and .nMsg over
+// fetch.time.ms, which leaves the group join out; kafka-consumer-perf-test's
+// rebalance.time.ms is the "first record ms" figure). The measured phase
+// is the tool's whole process (its JVM start included: broker cores divide
+// the broker's CPU by that wall time); client CPU is the tool's JVM's. The
+// tools take one topic, one producer and one subscription; e2e has no
+// Kafka tool at a fixed rate (kafka-e2e-latency sends one record at a
+// time) and is refused, as is a workload without a record count or a rate
+// and duration to derive one from.
 //
 // # Invariants and limits
 //
@@ -135,5 +189,7 @@
 // goroutines per child process draining its output into a log file (one
 // mutex around the file) and one waiting for it to exit. A strata-3
 // child that does not stop within 40 s of SIGTERM is killed with its
-// brokers.
+// brokers; kafka-3's nodes are stopped side by side, each bounded alike.
+// Children do not inherit STRATA_KAFKA_CLASSPATH (strata serve reads every
+// STRATA_ variable as a setting and refuses an unknown one).
 package bench
