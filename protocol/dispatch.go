@@ -95,6 +95,18 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleShareFetch(ctx, req)
 	case *kmsg.ShareAcknowledgeRequest:
 		return s.handleShareAcknowledge(ctx, req)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return s.handleDescribeShareGroupOffsets(ctx, req)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return s.handleAlterShareGroupOffsets(ctx, req)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return s.handleDeleteShareGroupOffsets(ctx, req)
+	case *kmsg.ReadShareGroupStateSummaryRequest:
+		return s.handleReadShareGroupStateSummary(ctx, req)
+	case *kmsg.InitializeShareGroupStateRequest:
+		return s.handleInitializeShareGroupState(ctx, req)
+	case *kmsg.DeleteShareGroupStateRequest:
+		return s.handleDeleteShareGroupState(ctx, req)
 	default:
 		// A key registered without a case here: the coverage test catches it.
 		return nil, fmt.Errorf("%w: %s has no handler", ErrUnknownKey, kmsg.NameForKey(kreq.Key()))

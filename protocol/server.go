@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/txncoord"
 )
@@ -46,6 +47,14 @@ type Config struct {
 	// Share configures the share-partition leader (group.share.*
 	// settings); zero values take Kafka's defaults.
 	Share ShareConfig
+	// GroupConfig is the broker settings behind group configs (defaults
+	// and bounds of group.share.* and group.consumer.*; share_config.go);
+	// zero values take Kafka's defaults.
+	GroupConfig groupconfig.Broker
+	// ShareVersion is the share.version feature level finalized until
+	// UpdateFeatures sets one in the metadata: 0 = the default (1, share
+	// groups served), ShareVersionOff = level 0 (share groups refused).
+	ShareVersion int16
 	// Txns configures the transaction coordinator (transaction.state.log.*,
 	// transaction.* settings); zero values take Kafka's defaults.
 	Txns txncoord.Config
@@ -87,6 +96,9 @@ type Server struct {
 	groups *groupcoord.Coordinator // consumer groups and offsets (08-16, 42, 47, 68, 69)
 	txns   *txncoord.Coordinator   // transactions (22, 24-28, 65, 66)
 	share  *shareLeader            // share partitions this broker leads (78, 79)
+	// shareRemote asks other brokers for their share partitions' state
+	// (83, 86, 87 for 90-92: share_admin.go).
+	shareRemote *shareRemote
 
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
@@ -127,6 +139,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	if cfg.Txns.Logger == nil {
 		cfg.Txns.Logger = cfg.Logger.With("component", "txncoord")
 	}
+	cfg.GroupConfig = cfg.GroupConfig.WithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:       cfg,
@@ -142,6 +155,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	}
 	s.txns = txncoord.New(cfg.Txns, b, s.groups)
 	s.share = newShareLeader(cfg.Share, b)
+	s.shareRemote = &shareRemote{broker: b}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -291,6 +305,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		defer close(coordsDone)
 		s.txns.Close() // before groups: its marker goroutines call into groups
 		s.groups.Close()
+		s.shareRemote.close()
 	}()
 	connsDone := make(chan struct{})
 	go func() { s.wg.Wait(); close(connsDone) }()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -242,5 +243,80 @@ func TestShareFetchLongPoll(t *testing.T) {
 	got, _, _ := acquiredOf(t, a.fetch(10, 5*time.Second))
 	if got != "0-0#1" {
 		t.Fatalf("long poll got %q after %v, want 0-0#1", got, time.Since(start))
+	}
+}
+
+// TestShareGroupOffsetsAdmin describes, alters and deletes a share group's
+// start offsets with kadm (DescribeShareGroupOffsets v1 with lag,
+// AlterShareGroupOffsets, DeleteShareGroupOffsets).
+func TestShareGroupOffsetsAdmin(t *testing.T) {
+	c := newShareCluster(t, ShareConfig{AutoOffsetResetEarliest: true})
+	c.createTopic("adm", 2)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 10 {
+		if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: "adm", Partition: 0, Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, _ := c.b.Topic("adm")
+	a := &shareClient{t: t, cl: c.client(), group: "sg", member: "m", topicID: info.ID}
+	if got, _, _ := acquiredOf(t, a.fetch(4, 0)); got != "0-3#1" {
+		t.Fatalf("acquired %q", got)
+	}
+	if r := a.ack(a.epoch, ackSpec{0, 1, []int8{1}}); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	adm := c.admin()
+	desc := func() map[int32][2]int64 {
+		t.Helper()
+		ds, err := adm.DescribeShareGroupOffsets(testCtx(t), "sg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int32][2]int64{}
+		for _, d := range ds {
+			if d.Err != nil {
+				t.Fatal(d.Err)
+			}
+			for _, ps := range d.Offsets {
+				for p, o := range ps {
+					if o.Err != nil {
+						t.Fatalf("partition %d: %v", p, o.Err)
+					}
+					out[p] = [2]int64{o.StartOffset, o.Lag}
+				}
+			}
+		}
+		return out
+	}
+	// Partition 0: 0-1 accepted, 2-3 in flight, 4-9 not delivered: start
+	// 2, lag 8. Partition 1 has no state: not listed.
+	if got := desc(); len(got) != 1 || got[0] != [2]int64{2, 8} {
+		t.Fatalf("described %v, want partition 0 at start 2 lag 8", got)
+	}
+	// Closing the session releases 2-3; then the group is reset to 7.
+	if r := a.ack(-1); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "adm", Partition: 0, At: 7})
+	ar, err := adm.AlterShareGroupOffsets(testCtx(t), "sg", offs)
+	if err != nil || ar.Error() != nil {
+		t.Fatalf("alter: %v %v", err, ar.Error())
+	}
+	if got := desc(); got[0] != [2]int64{7, 3} {
+		t.Fatalf("after alter: %v, want start 7 lag 3", got)
+	}
+	b := &shareClient{t: t, cl: c.client(), group: "sg", member: "m2", topicID: info.ID}
+	if got, _, _ := acquiredOf(t, b.fetch(10, 0)); got != "7-9#1" {
+		t.Fatalf("after alter acquired %q, want 7-9#1", got)
+	}
+	b.ack(-1)
+	dr, err := adm.DeleteShareGroupOffsets(testCtx(t), "sg", "adm")
+	if err != nil || dr.Error() != nil {
+		t.Fatalf("delete: %v %v", err, dr.Error())
+	}
+	if got := desc(); len(got) != 0 {
+		t.Fatalf("after delete: %v, want no partitions", got)
 	}
 }
