@@ -6,7 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/retention"
+	"github.com/strata-io/strata/segment"
 )
 
 // ListOffsets: v0-11
@@ -17,11 +20,15 @@ import (
 //     offset (read_committed: the first offset of a transaction not yet
 //     decided, or the high watermark).
 //   - -3 (max timestamp, v7+): the offset and timestamp of the record with the
-//     largest timestamp; offset -1 / timestamp -1 for an empty log.
+//     largest timestamp (the first such record of its batch, as Kafka 3.8+);
+//     offset -1 / timestamp -1 for an empty log.
 //   - -5 (earliest tiered, v9+) and -6 (earliest pending upload, v11+):
 //     offset -1 / timestamp -1, what Kafka answers without tiered storage.
-//   - any other value: the first offset whose timestamp is >= it
-//     (log.Partition.OffsetForTimestamp); offset -1 / timestamp -1 when none.
+//   - any other value: the offset and timestamp of the first record whose
+//     timestamp is >= it: log.Partition.OffsetForTimestamp finds its batch,
+//     whose records are then read (decompressed when need be), as Kafka's
+//     FileRecords.searchForTimestamp does; offset -1 / timestamp -1 when
+//     none.
 //
 // Timestamps are -1 for the special queries other than -3. The partition's
 // leader epoch is returned (v4+). CurrentLeaderEpoch is checked as in Fetch
@@ -96,7 +103,7 @@ func (s *Server) listOffset(req *kmsg.ListOffsetsRequest, topic replication.Topi
 		case -1:
 			sp.OldStyleOffsets = append(sp.OldStyleOffsets, off.HighWatermark)
 		default:
-			o, _, found := p.OffsetForTimestamp(rp.Timestamp)
+			o, _, found := offsetForTimestamp(p, rp.Timestamp)
 			if !found {
 				o = off.HighWatermark
 			}
@@ -116,12 +123,53 @@ func (s *Server) listOffset(req *kmsg.ListOffsetsRequest, topic replication.Topi
 		sp.Timestamp, sp.Offset = p.MaxTimestamp()
 		if sp.Offset < 0 {
 			sp.Timestamp, sp.Offset = -1, -1
+			break
+		}
+		// The log knows the batch (its last offset); the answer is the
+		// batch's first record with that timestamp.
+		if o, _, ok := recordAtOrAfter(p, sp.Offset, -1, func(t int64) bool { return t == sp.Timestamp }); ok {
+			sp.Offset = o
 		}
 	case (ts == -5 && req.Version >= 9) || (ts == -6 && req.Version >= 11):
 		// No tiered storage: nothing to report.
 	default:
-		if o, t, found := p.OffsetForTimestamp(ts); found {
+		if o, t, found := offsetForTimestamp(p, ts); found {
 			sp.Offset, sp.Timestamp = o, t
 		}
 	}
+}
+
+// offsetForTimestamp is the first record at or after the log start whose
+// timestamp is >= ts. The log answers with the first batch whose max
+// timestamp is >= ts (its base offset, or the log start inside it); the
+// record is found among that batch's records. A batch that cannot be read
+// leaves the batch's answer.
+func offsetForTimestamp(p *log.Partition, ts int64) (offset, timestamp int64, found bool) {
+	o, t, found := p.OffsetForTimestamp(ts)
+	if !found {
+		return o, t, false
+	}
+	if ro, rt, ok := recordAtOrAfter(p, o, o, func(rt int64) bool { return rt >= ts }); ok {
+		return ro, rt, true
+	}
+	return o, t, true
+}
+
+// recordAtOrAfter reads the committed batch holding offset and returns the
+// first of its records at or after from whose timestamp satisfies match.
+func recordAtOrAfter(p *log.Partition, offset, from int64, match func(int64) bool) (int64, int64, bool) {
+	rr, err := p.Read(offset, segment.HeaderSize)
+	if err != nil || len(rr.Records) < segment.HeaderSize {
+		return 0, 0, false
+	}
+	times, err := retention.BatchRecordTimes(rr.Records)
+	if err != nil {
+		return 0, 0, false
+	}
+	for i, o := range times.Offsets {
+		if o >= from && match(times.Timestamps[i]) {
+			return o, times.Timestamps[i], true
+		}
+	}
+	return 0, 0, false
 }

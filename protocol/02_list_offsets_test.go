@@ -1,10 +1,13 @@
 package protocol
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -106,5 +109,52 @@ func TestListOffsetsEmpty(t *testing.T) {
 	}
 	if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, "empty", 0, -3)); p.Offset != -1 || p.Timestamp != -1 {
 		t.Fatalf("max timestamp on empty: %+v", p)
+	}
+}
+
+// A timestamp query answers with the record, not its batch: the first
+// record whose timestamp is >= the one asked (its own offset and
+// timestamp), and -3 the first record holding the largest timestamp, as
+// Kafka does -- in a compressed batch too (the Java client's
+// offsetsForTimes after one producer batch found the batch's first offset).
+func TestListOffsetsRecordInBatch(t *testing.T) {
+	c := newCluster(t, nil)
+	for i, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.ZstdCompression(), kgo.Lz4Compression()} {
+		topic := "lorec-" + strconv.Itoa(i)
+		c.createTopic(topic, 1)
+		cl := c.client(kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(time.Second), kgo.DefaultProduceTopic(topic))
+		base := time.Now().Add(-time.Hour).UnixMilli()
+		var recs []*kgo.Record
+		for i := 0; i < 10; i++ {
+			ts := base + int64(i)*1000
+			if i == 7 {
+				ts = base + 100_000 // the largest, in the middle
+			}
+			recs = append(recs, &kgo.Record{Value: []byte(strconv.Itoa(i)), Timestamp: time.UnixMilli(ts)})
+		}
+		if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if recs[0].Offset != 0 || recs[9].Offset != 9 {
+			t.Fatalf("%s: offsets %d..%d", topic, recs[0].Offset, recs[9].Offset)
+		}
+		rc := dialRaw(t, c.addr)
+		maxV := kmsg.NewPtrListOffsetsRequest().MaxVersion()
+		if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, topic, 0, base+2500)); p.ErrorCode != 0 || p.Offset != 3 || p.Timestamp != base+3000 {
+			t.Fatalf("%s: by timestamp: offset %d timestamp %d, want 3 and base+3000", topic, p.Offset, p.Timestamp-base)
+		}
+		if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, topic, 0, base)); p.Offset != 0 || p.Timestamp != base {
+			t.Fatalf("%s: first timestamp: offset %d timestamp %d", topic, p.Offset, p.Timestamp-base)
+		}
+		if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, topic, 0, -3)); p.ErrorCode != 0 || p.Offset != 7 || p.Timestamp != base+100_000 {
+			t.Fatalf("%s: max timestamp: offset %d timestamp %d, want 7 and base+100000", topic, p.Offset, p.Timestamp-base)
+		}
+		// The log start inside the batch: the answer is at or after it.
+		if _, err := c.admin().DeleteRecords(testCtx(t), kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: 5}}}); err != nil {
+			t.Fatal(err)
+		}
+		if p := listOffsetsPart(t, rc, listOffsetsReq(maxV, topic, 0, base+2500)); p.Offset != 5 || p.Timestamp != base+5000 {
+			t.Fatalf("%s: by timestamp below the log start: offset %d timestamp %d, want 5 and base+5000", topic, p.Offset, p.Timestamp-base)
+		}
 	}
 }
