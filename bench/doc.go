@@ -190,6 +190,6 @@
 // mutex around the file) and one waiting for it to exit. A strata-3
 // child that does not stop within 40 s of SIGTERM is killed with its
 // brokers; kafka-3's nodes are stopped side by side, each bounded alike.
-// Children do not inherit STRATA_KAFKA_CLASSPATH (strata serve reads every
-// STRATA_ variable as a setting and refuses an unknown one).
+// Children do not inherit STRATA_ variables (strata serve reads every one
+// as a setting and refuses an unknown one, such as STRATA_KAFKA_CLASSPATH).
 package bench

@@ -239,13 +239,15 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// childEnv is this process's environment without STRATA_KAFKA_CLASSPATH,
-// which `strata serve` would read as the unknown setting kafka.classpath
-// (every STRATA_ variable is a setting) and refuse to start.
+// childEnv is this process's environment without STRATA_ variables:
+// `strata serve` reads every one as a setting (STRATA_LOG_DIRS is
+// log.dirs) and refuses an unknown one, such as STRATA_KAFKA_CLASSPATH or
+// a test's STRATA_BENCH_KAFKA_LONG; the brokers compare starts get their
+// settings from its command lines only.
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, kafkajars.Env+"=") {
+		if !strings.HasPrefix(kv, "STRATA_") {
 			env = append(env, kv)
 		}
 	}

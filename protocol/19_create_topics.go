@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,6 +58,12 @@ func (s *Server) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 			continue
 		}
 		t, err := s.createTopicBounded(ctx, ct)
+		if errors.Is(err, replication.ErrTopicExists) {
+			// Kafka's wording: kafka-topics prints it to the operator.
+			fail(kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", rt.Topic))
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		if err != nil {
 			fail(errCode(err), err.Error())
 			resp.Topics = append(resp.Topics, st)
@@ -153,19 +160,22 @@ func createTopicRequest(rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnl
 	return ct, 0, ""
 }
 
-// createdTopicConfigs lists a new topic's configs for the v5+ response. A
-// validate-only topic does not exist, so only its overrides are reported.
+// createdTopicConfigs lists a new topic's configs for the v5+ response, a
+// validate-only topic's too (the configs it would have: the Java admin
+// client reads the list, and a null one fails it). The list is never null.
 func (s *Server) createdTopicConfigs(t replication.TopicInfo, validateOnly bool) []kmsg.CreateTopicsResponseTopicConfig {
-	var out []kmsg.CreateTopicsResponseTopicConfig
-	if !validateOnly {
-		if entries, err := s.broker.TopicConfig(t.Name); err == nil {
-			for _, e := range entries {
-				c := kmsg.NewCreateTopicsResponseTopicConfig()
-				c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Source, e.Sensitive
-				out = append(out, c)
-			}
-			return out
+	out := []kmsg.CreateTopicsResponseTopicConfig{}
+	entries, err := s.broker.TopicConfig(t.Name)
+	if validateOnly {
+		entries, err = s.broker.TopicConfigWith(t.Configs)
+	}
+	if err == nil {
+		for _, e := range entries {
+			c := kmsg.NewCreateTopicsResponseTopicConfig()
+			c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Source, e.Sensitive
+			out = append(out, c)
 		}
+		return out
 	}
 	for name, v := range t.Configs {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -91,5 +92,48 @@ func TestCreateTopicsRaw(t *testing.T) {
 	req.Topics = []kmsg.CreateTopicsRequestTopic{topic("v0", 1, 1)}
 	if r := rc.roundTrip(req).(*kmsg.CreateTopicsResponse); r.Topics[0].ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+}
+
+// A validate-only creation answers (v5+) with the configs the topic would
+// have, overrides and defaults, never a null list: the Java admin client
+// reads the list and failed with a NullPointerException on null.
+func TestCreateTopicsValidateOnlyConfigs(t *testing.T) {
+	c := newCluster(t, nil)
+	rc := dialRaw(t, c.addr)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis, req.ValidateOnly = 7, 5000, true
+	for _, name := range []string{"vo-plain", "vo-override"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		if name == "vo-override" {
+			cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+			v := "3600000"
+			cfg.Name, cfg.Value = "retention.ms", &v
+			rt.Configs = append(rt.Configs, cfg)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	r := rc.roundTrip(req).(*kmsg.CreateTopicsResponse)
+	for _, st := range r.Topics {
+		if st.ErrorCode != 0 {
+			t.Fatalf("%s: %v", st.Topic, kerr.ErrorForCode(st.ErrorCode))
+		}
+		if st.Configs == nil {
+			t.Fatalf("%s: null configs", st.Topic)
+		}
+		got := map[string]string{}
+		for _, c := range st.Configs {
+			if c.Value != nil {
+				got[c.Name] = fmt.Sprintf("%s/%d", *c.Value, c.Source)
+			}
+		}
+		want := map[string]string{"vo-plain": "604800000/5", "vo-override": "3600000/1"}[st.Topic]
+		if got["retention.ms"] != want || got["cleanup.policy"] != "delete/5" {
+			t.Fatalf("%s: retention.ms %q cleanup.policy %q, want %q and delete/5 (of %d configs)", st.Topic, got["retention.ms"], got["cleanup.policy"], want, len(st.Configs))
+		}
+		if _, ok := c.b.Topic(st.Topic); ok {
+			t.Fatalf("validate-only created %s", st.Topic)
+		}
 	}
 }

@@ -35,7 +35,14 @@ func (b *Broker) TopicConfig(name string) ([]ConfigEntry, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
 	}
-	entries, err := retention.DescribeTopicLayers(t.Configs, b.brokerLayers(b.img.Load(), true))
+	return b.TopicConfigWith(t.Configs)
+}
+
+// TopicConfigWith is TopicConfig for a topic with these overrides that need
+// not exist (CreateTopics' validate-only answer lists the configs the
+// topic would have).
+func (b *Broker) TopicConfigWith(overrides map[string]string) ([]ConfigEntry, error) {
+	entries, err := retention.DescribeTopicLayers(overrides, b.brokerLayers(b.img.Load(), true))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
