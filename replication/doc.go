@@ -353,6 +353,23 @@
 // DeleteRecords is a raft entry (extDeleteRecords, in the side log) that
 // every replica's FSM applies: the log start moves on every replica.
 //
+// Share-partition state (share_state.go, package sharepart) lives in the
+// partition's own group: each ShareFetch or ShareAcknowledge that changes
+// it is one side entry (extShareState: the leader epoch it was computed
+// at, then a sharepart delta) that every replica's FSM applies, in log
+// order, to the partition's sharepart.Registry (one per group, made when
+// it opens); like every side entry it takes no offset. ShareApply and
+// ShareApplyAt propose a delta on the leader and return once it is
+// applied there; ShareApplyAt's entry is applied only at the term it was
+// computed at (a leader deposed and re-elected meanwhile is fenced, the
+// same on every replica). ShareLeader gives the leader its registry and
+// epoch after a barrier once per term, so it holds every entry committed
+// before. Snapshots carry the registry (a share section after the header,
+// kinds 2 and 3; none when it is empty, so older snapshots read as an
+// empty registry), locally and in the install stream; Restore replaces
+// it, and a restart rebuilds it from the newest snapshot plus the side
+// entries raft applies after it.
+//
 // Moving leadership (partition_transfer.go): ElectLeaders (preferred)
 // asks the current leader (over the Mux's forward channel when it is
 // another broker) for a raft leadership transfer to the first replica; a

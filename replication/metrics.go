@@ -14,6 +14,8 @@ import (
 //	kafka_server_replicamanager_underreplicatedpartitions  led here, ISR smaller than the replicas
 //	kafka_controller_kafkacontroller_activecontrollercount 1 on the metadata leader
 //	strata_partition_snapshot_installs_total           snapshot installs received (this process)
+//	strata_share_state_entries_total{result}           share-state entries the partition FSMs applied (this process):
+//	                                                   applied, fenced (computed at another leader epoch), refused (did not decode)
 //	strata_raft_heartbeats_total                       raft heartbeats this broker sent (all groups)
 //	strata_raft_heartbeat_frames_total                 frames that carried them (one per peer per round)
 //	strata_raft_elections_total{group}                 elections this broker started (a term it asked votes for)
@@ -45,6 +47,7 @@ var (
 	descPreDeferred  = prometheus.NewDesc("strata_raft_prevotes_deferred_total", "Raft pre-vote rounds of partition groups held back by their backoff or the broker's budget of rounds in flight.", nil, nil)
 	descBeatRTT      = prometheus.NewDesc("strata_raft_heartbeat_round_seconds", "Time from sending a round of coalesced raft heartbeats to a peer to its answer.", nil, nil)
 	descBeatGap      = prometheus.NewDesc("strata_raft_heartbeat_gap_seconds", "Time between two heartbeats handled by one follower group (a follower starts an election past its heartbeat timeout, 2-4 s by default).", nil, nil)
+	descShareEntries = prometheus.NewDesc("strata_share_state_entries_total", "Share-state entries (share-group deltas) the partition replicas of this process applied: applied, fenced (computed at another leader epoch) or refused (did not decode).", []string{"result"}, nil)
 	descLeaderChgs   = prometheus.NewDesc("strata_raft_leader_changes_total", "Raft leaderships this broker won (one per group and term it led).", []string{"group"}, nil)
 )
 
@@ -56,7 +59,7 @@ func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
 type brokerCollector struct{ b *Broker }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs, descBeatRTT, descBeatGap} {
+	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs, descBeatRTT, descBeatGap, descShareEntries} {
 		ch <- d
 	}
 }
@@ -88,6 +91,9 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUnderRep, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descActiveCtl, prometheus.GaugeValue, active)
 	ch <- prometheus.MustNewConstMetric(descInstalls, prometheus.CounterValue, float64(snapshotInstalls.Load()))
+	ch <- prometheus.MustNewConstMetric(descShareEntries, prometheus.CounterValue, float64(shareEntriesApplied.Load()), "applied")
+	ch <- prometheus.MustNewConstMetric(descShareEntries, prometheus.CounterValue, float64(shareEntriesFenced.Load()), "fenced")
+	ch <- prometheus.MustNewConstMetric(descShareEntries, prometheus.CounterValue, float64(shareEntriesRefused.Load()), "refused")
 	if b.mux != nil {
 		ch <- prometheus.MustNewConstMetric(descCatchUp, prometheus.CounterValue, float64(b.mux.catchUpPokes.Load()))
 		ch <- prometheus.MustNewConstMetric(descBeats, prometheus.CounterValue, float64(b.mux.beatsSent.Load()))

@@ -292,7 +292,7 @@ func (t *transferReader) Read(p []byte) (int, error) {
 func (t *transferReader) Close() error { return nil }
 
 // Create returns a sink for a local snapshot (the FSM persists a kind 0
-// header) or for an install (raft copies the leader's transfer stream).
+// header, kind 2 with its share section) or for an install (raft copies the leader's transfer stream).
 func (s *partitionSnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
 	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
 	inner, err := s.snapshotStore.Create(version, index, term, configuration, configurationIndex, trans)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -25,6 +26,10 @@ const shareEpochBytes = 4
 
 // noShareFence is the epoch of an entry applied whatever its term.
 const noShareFence = -1
+
+// Share-state entries the partition FSMs of this process applied, fenced
+// and refused (metrics.go).
+var shareEntriesApplied, shareEntriesFenced, shareEntriesRefused atomic.Int64
 
 // ShareRegistry returns this broker's replica of the partition's share
 // state, leader or follower: read it for reports; only the leader's
@@ -139,18 +144,25 @@ func (b *Broker) shareApply(ctx context.Context, topic string, partition int32, 
 // applyShareState applies an extShareState entry stored at term.
 func (f *partitionFSM) applyShareState(term uint64, data []byte) any {
 	if len(data) < shareEpochBytes {
+		shareEntriesRefused.Add(1)
 		return partitionResult{err: fmt.Errorf("%w: share-state entry of %d bytes", errPartitionStore, len(data))}
 	}
 	res := log.AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1}
 	epoch := int32(binary.BigEndian.Uint32(data))
 	if epoch != noShareFence && uint64(epoch) != term {
 		// Computed at another epoch than it was appended at: fenced.
+		shareEntriesFenced.Add(1)
 		return partitionResult{res: res, err: fmt.Errorf("%w: share state computed at leader epoch %d, appended at %d", ErrNotLeader, epoch, term)}
 	}
 	if f.share == nil {
 		return partitionResult{res: res}
 	}
-	return partitionResult{res: res, err: f.share.Apply(data[shareEpochBytes:])}
+	if err := f.share.Apply(data[shareEpochBytes:]); err != nil {
+		shareEntriesRefused.Add(1)
+		return partitionResult{res: res, err: err}
+	}
+	shareEntriesApplied.Add(1)
+	return partitionResult{res: res}
 }
 
 // shareSnapshot returns the registry's snapshot, nil when it holds no

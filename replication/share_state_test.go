@@ -11,6 +11,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/sharepart"
 )
 
@@ -90,6 +92,7 @@ func TestShareStateSingleVoter(t *testing.T) {
 	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "q", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
 		t.Fatal(err)
 	}
+	applied, refused := shareEntriesApplied.Load(), shareEntriesRefused.Load()
 	reg, epoch := shareLeader(t, b, "q", 0)
 	if epoch <= 0 {
 		t.Fatalf("leader epoch %d", epoch)
@@ -145,6 +148,9 @@ func TestShareStateSingleVoter(t *testing.T) {
 	}
 	if got := reg.Snapshot(); !bytes.Equal(got, want) {
 		t.Fatal("a refused delta changed the registry")
+	}
+	if n, r := shareEntriesApplied.Load()-applied, shareEntriesRefused.Load()-refused; n < int64(len(deltas)) || r < 1 {
+		t.Fatalf("metrics: %d entries applied, %d refused; want %d, 1", n, r, len(deltas))
 	}
 	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(2*len(deltas)) {
 		t.Fatalf("offsets %+v after %d batches", off, len(deltas))
@@ -301,5 +307,237 @@ func TestSnapshotShareSection(t *testing.T) {
 				t.Fatalf("%x read as %+v", bad, h)
 			}
 		}
+	}
+}
+
+// shareLeaderOf finds the running broker that leads topic-p's group and
+// returns it with its registry and epoch.
+func (q *testQuorum) shareLeaderOf(topic string, p int32) (int, *sharepart.Registry, int32) {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		for i, br := range q.brokers {
+			if br == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			reg, epoch, err := br.ShareLeader(ctx, topic, p)
+			cancel()
+			if err == nil {
+				return i, reg, epoch
+			}
+			last = err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	q.t.Fatalf("no share leader of %s-%d: %v", topic, p, last)
+	return -1, nil, -1
+}
+
+// shareApplyTo applies deltas through whichever broker leads topic-p,
+// each followed by a batch when produce is set.
+func (q *testQuorum) shareApplyTo(topic string, p int32, deltas [][]byte, produce bool) {
+	q.t.Helper()
+	for k, d := range deltas {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			li, _, epoch := q.shareLeaderOf(topic, p)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := q.brokers[li].ShareApplyAt(ctx, topic, p, epoch, d)
+			cancel()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrNotLeader) || time.Now().After(deadline) {
+				q.t.Fatalf("delta %d: %v", k, err)
+			}
+			// Not applied anywhere (fenced or refused before the
+			// proposal, or leadership lost before the commit, when the
+			// entry may be committed still: deltas set absolute values,
+			// applying one twice gives the same state).
+		}
+		if produce {
+			q.produceTo(topic, p, batch(1, -1, -1, -1))
+		}
+	}
+}
+
+// waitShareRegistries waits until every running broker's replica of
+// topic-p's share state is want.
+func (q *testQuorum) waitShareRegistries(topic string, p int32, want []byte) {
+	q.t.Helper()
+	// Followers learn of the last commit with the leader's next
+	// AppendEntries: on an idle group after CommitTimeout (raft_config.go).
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		same := true
+		for _, br := range q.brokers {
+			if br == nil {
+				continue
+			}
+			reg, err := br.ShareRegistry(topic, p)
+			if err != nil || !bytes.Equal(reg.Snapshot(), want) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return
+		}
+		if time.Now().After(deadline) {
+			for i, br := range q.brokers {
+				if br != nil {
+					reg, err := br.ShareRegistry(topic, p)
+					if err == nil {
+						q.t.Logf("broker %d: groups %v", i+1, reg.Groups())
+					} else {
+						q.t.Logf("broker %d: %v", i+1, err)
+					}
+				}
+			}
+			q.t.Fatalf("share state of %s-%d never converged on every replica", topic, p)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func newShareQuorum(t *testing.T, topic string, cfgs map[string]string) *testQuorum {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a 3-broker cluster: not in -short")
+	}
+	q := newTestQuorum(t)
+	q.controller()
+	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
+		time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
+	}
+	if _, err := q.brokers[0].CreateTopic(context.Background(), CreateTopicRequest{Name: topic, NumPartitions: 1, ReplicationFactor: 3, Configs: cfgs}); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// Three replicas: the leader's deltas reach every replica's registry;
+// followers refuse to apply; a new leader after the old one stops has
+// every committed delta, fences deltas computed at the old epoch, and the
+// old leader catches up when it returns.
+func TestShareStateReplicated(t *testing.T) {
+	q := newShareQuorum(t, "sq", nil)
+	ctx := context.Background()
+	li, _, epoch := q.shareLeaderOf("sq", 0)
+	for i, br := range q.brokers {
+		if i == li {
+			continue
+		}
+		if err := br.ShareApply(ctx, "sq", 0, shareDeltas(1, 0)[0]); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("follower %d: %v", i+1, err)
+		}
+		if _, _, err := br.ShareLeader(ctx, "sq", 0); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("follower %d ShareLeader: %v", i+1, err)
+		}
+	}
+	deltas := shareDeltas(15, 0)
+	q.shareApplyTo("sq", 0, deltas, true)
+	want := expectRegistry(t, deltas)
+	q.waitShareRegistries("sq", 0, want)
+
+	// Lose the leader: the next has every delta.
+	q.brokers[li].Close()
+	q.brokers[li] = nil
+	nl, reg, nepoch := q.shareLeaderOf("sq", 0)
+	if nl == li || nepoch <= epoch {
+		t.Fatalf("new share leader %d at epoch %d (old %d at %d)", nl+1, nepoch, li+1, epoch)
+	}
+	if got := reg.Snapshot(); !bytes.Equal(got, want) {
+		t.Fatal("the new leader's registry lacks committed deltas")
+	}
+	if err := q.brokers[nl].ShareApplyAt(ctx, "sq", 0, epoch, deltas[0]); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a delta of the old epoch: %v", err)
+	}
+	more := shareDeltas(10, len(deltas))
+	q.shareApplyTo("sq", 0, more, false)
+	deltas = append(deltas, more...)
+	want = expectRegistry(t, deltas)
+	if err := q.start(li); err != nil {
+		t.Fatal(err)
+	}
+	q.waitShareRegistries("sq", 0, want)
+
+	// Lose the leader without a handoff: its group is cut off (as by a
+	// crash). The others elect a leader that has every delta committed.
+	cut, _, _ := q.shareLeaderOf("sq", 0)
+	iso := q.brokers[cut]
+	iso.group(log.TopicPartition{Topic: "sq", Partition: 0}).trans.Close()
+	q.brokers[cut] = nil
+	nl, reg, _ = q.shareLeaderOf("sq", 0)
+	if got := reg.Snapshot(); !bytes.Equal(got, want) {
+		t.Fatalf("the leader after broker %d was cut off lacks committed deltas", cut+1)
+	}
+	more = shareDeltas(5, len(deltas))
+	q.shareApplyTo("sq", 0, more, true)
+	deltas = append(deltas, more...)
+	want = expectRegistry(t, deltas)
+	iso.Close()
+	if err := q.start(cut); err != nil {
+		t.Fatal(err)
+	}
+	q.waitShareRegistries("sq", 0, want)
+}
+
+// A follower that was down while the others' retention removed what it
+// lacks gets the share state with the snapshot install.
+func TestShareStateSnapshotInstall(t *testing.T) {
+	q := newShareQuorum(t, "sret", map[string]string{"segment.bytes": "1024", "retention.bytes": "2048"})
+	clean := func() {
+		for _, br := range q.brokers {
+			if br != nil {
+				c := retention.NewCleaner(retention.CleanerOptions{Logs: br.logs, Logger: discardLogger()})
+				c.RunOnce()
+				c.Close()
+			}
+		}
+	}
+	deltas := shareDeltas(5, 0)
+	q.shareApplyTo("sret", 0, deltas, true)
+	li, _, _ := q.shareLeaderOf("sret", 0)
+	f := (li + 1) % 3
+	q.brokers[f].Close()
+	q.brokers[f] = nil
+	more := shareDeltas(20, len(deltas))
+	q.shareApplyTo("sret", 0, more, true)
+	deltas = append(deltas, more...)
+	for k := 0; k < 40; k++ { // enough for retention to remove what f lacks
+		q.produceTo("sret", 0, batch(3, -1, -1, -1))
+	}
+	clean()
+	for i, br := range q.brokers {
+		if br == nil {
+			continue
+		}
+		if err := br.group(log.TopicPartition{Topic: "sret", Partition: 0}).snapshotNow(); err != nil {
+			t.Fatalf("broker %d: %v", i+1, err)
+		}
+	}
+	clean()
+	for i, br := range q.brokers {
+		if br != nil {
+			lp := br.logs.Get(log.TopicPartition{Topic: "sret", Partition: 0})
+			t.Logf("broker %d: %+v, %d segments", i+1, lp.Offsets(), len(lp.Segments()))
+		}
+	}
+	installs := snapshotInstalls.Load()
+	if err := q.start(f); err != nil {
+		t.Fatal(err)
+	}
+	// After the snapshot, more deltas: the follower applies them on top of
+	// the installed state.
+	more = shareDeltas(3, len(deltas))
+	q.shareApplyTo("sret", 0, more, true)
+	deltas = append(deltas, more...)
+	q.waitSameReplicasFrom("sret", 0)
+	q.waitShareRegistries("sret", 0, expectRegistry(t, deltas))
+	if snapshotInstalls.Load() == installs {
+		t.Fatal("the returning follower caught up without a snapshot install")
 	}
 }
