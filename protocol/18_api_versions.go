@@ -24,11 +24,16 @@ import (
 //
 // Version notes:
 //   - v1: ThrottleMillis
-//   - v3: flexible; client software name/version; features: only
-//     transaction.version (supported 0-2, finalized at the configured
-//     level, 2 by default: txncoord.Config.TransactionVersion), so clients
-//     use KIP-890 part 2; with level 1, SupportedFeatures lists it and
-//     nothing is finalized (FinalizedFeaturesEpoch -1)
+//   - v3: flexible; client software name/version; features (KIP-584):
+//     share.version (supported 0-1, finalized at 1 by default: share
+//     groups on) and transaction.version (supported 0-2, finalized at 2 by
+//     default, so clients use KIP-890 part 2), each at the level
+//     UpdateFeatures set in the metadata, else at its setting
+//     (Config.ShareVersion, txncoord.Config.TransactionVersion); a feature
+//     at level 0 is listed as supported, not finalized, as in Kafka.
+//     FinalizedFeaturesEpoch is 1 until UpdateFeatures changes a level,
+//     then grows with each change (57_update_features.go); -1 when nothing
+//     is finalized.
 //   - v4: no change (KIP-511 follow-up: the broker may return
 //     UNSUPPORTED_VERSION with the highest version it supports)
 //
@@ -110,14 +115,19 @@ func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) (kmsg.Response,
 	}
 	resp := apiVersionsResponse(req.Version, code)
 	if req.Version >= 3 && code == 0 {
-		sf := kmsg.NewApiVersionsResponseSupportedFeature()
-		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
-		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
-		if tv := s.txns.TransactionVersion(); tv >= 2 {
-			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", tv, tv
-			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
-			resp.FinalizedFeaturesEpoch = 1
+		for _, f := range features {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+			// Level 0 is not finalized (Kafka removes the feature).
+			if lvl := s.featureLevel(f.name); lvl >= 1 {
+				ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+				ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, lvl, lvl
+				resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+			}
+		}
+		if len(resp.FinalizedFeatures) > 0 {
+			resp.FinalizedFeaturesEpoch = s.featuresEpoch()
 		}
 	}
 	return resp, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -24,6 +25,14 @@ import (
 //     defaults that are set (Broker.BrokerDefaultConfigEntries), as Kafka.
 //     Another broker's ID is INVALID_REQUEST, as Kafka answers for a broker
 //     ID that is not its own (clients send it to that broker).
+//   - GROUP (32): every group config Strata serves (internal/groupconfig:
+//     share.* and consumer.* membership and share-partition settings),
+//     whether or not the group exists, as Kafka 4.4: a config the group
+//     overrides is GROUP_CONFIG, else the broker's setting behind it
+//     (STATIC_BROKER_CONFIG when given explicitly, else DEFAULT_CONFIG);
+//     synonyms: the override, the broker setting, Kafka's default. None is
+//     read-only. An empty name: INVALID_REQUEST "Group name must not be
+//     empty".
 //   - Any other resource type (BROKER_LOGGER included: Strata has no dynamic
 //     log levels): INVALID_REQUEST.
 //   - ConfigNames null or empty = every config; otherwise only those named
@@ -39,6 +48,7 @@ func init() { regKey(32, 0, 4) }
 const (
 	resourceTopic  = 2
 	resourceBroker = 4
+	resourceGroup  = 32
 	sourceDefault  = 5 // DEFAULT_CONFIG
 )
 
@@ -72,6 +82,12 @@ func (s *Server) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeCo
 				break
 			}
 			entries = s.broker.BrokerConfigEntries()
+		case resourceGroup:
+			if rr.ResourceName == "" {
+				fail(kerr.InvalidRequest.Code, "Group name must not be empty")
+				break
+			}
+			entries = s.groupConfigEntries(rr.ResourceName)
 		default:
 			fail(kerr.InvalidRequest.Code, fmt.Sprintf("unsupported resource type %d", rr.ResourceType))
 		}
@@ -113,6 +129,20 @@ func describeConfigEntries(req *kmsg.DescribeConfigsRequest, names []string, ent
 			}
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// groupConfigEntries describes a group's configs (groupconfig.Describe).
+func (s *Server) groupConfigEntries(group string) []replication.ConfigEntry {
+	described := groupconfig.Describe(s.broker.GroupConfigsView(group), s.cfg.GroupConfig)
+	out := make([]replication.ConfigEntry, len(described))
+	for i, e := range described {
+		ce := replication.ConfigEntry{Name: e.Name, Value: kmsg.StringPtr(e.Value), Source: e.Source, Type: int8(e.Type), Doc: e.Doc}
+		for _, syn := range e.Synonyms {
+			ce.Synonyms = append(ce.Synonyms, replication.ConfigSynonym{Name: syn.Name, Value: kmsg.StringPtr(syn.Value), Source: syn.Source})
+		}
+		out[i] = ce
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/groupconfig"
 )
 
 // AlterConfigs: v0-2
@@ -30,6 +32,14 @@ import (
 //     Invalid values or unknown keys: INVALID_CONFIG naming the key (Kafka
 //     says INVALID_REQUEST here, KAFKA-13609). A name that is neither "" nor
 //     a node ID: INVALID_REQUEST.
+//   - GROUP (32): the configs replace the group's whole override set, as
+//     Kafka 4.4 allows (the group need not exist), validated against this
+//     broker's group.share.* and group.consumer.* bounds
+//     (internal/groupconfig: INVALID_CONFIG with Kafka's message naming
+//     the key) and committed to the replicated metadata
+//     (Broker.SetGroupConfigs); the share-partition leader and the group
+//     coordinator read them per request. An empty name: INVALID_REQUEST
+//     "Default group resources are not allowed."
 //   - Any other resource type: INVALID_REQUEST.
 //
 // Version notes:
@@ -65,11 +75,14 @@ func (s *Server) alterConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestRe
 		}
 		set[c.Name] = *c.Value
 	}
-	if int8(rr.ResourceType) == resourceBroker {
+	switch int8(rr.ResourceType) {
+	case resourceBroker:
 		if err := s.broker.SetBrokerConfigs(ctx, rr.ResourceName, set, validateOnly); err != nil {
 			return errCode(err), err.Error()
 		}
 		return 0, ""
+	case resourceGroup:
+		return s.setGroupConfigs(ctx, rr.ResourceName, set, validateOnly)
 	}
 	if _, ok := s.broker.Topic(rr.ResourceName); !ok {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %s does not exist", rr.ResourceName)
@@ -85,8 +98,9 @@ func (s *Server) alterConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestRe
 const maxAlterConfigs = 1000
 
 // checkAlterResource answers what AlterConfigs and IncrementalAlterConfigs
-// share: the resource type, a valid topic name or broker resource name, no
-// key twice. A zero code means the resource is a topic or broker to alter.
+// share: the resource type, a valid topic name, broker resource name or
+// group name, no key twice. A zero code means the resource is a topic,
+// broker or group to alter.
 func (s *Server) checkAlterResource(typ int8, name string, keys []string) (int16, string) {
 	switch typ {
 	case resourceTopic:
@@ -98,6 +112,10 @@ func (s *Server) checkAlterResource(typ int8, name string, keys []string) (int16
 			if id, err := strconv.ParseInt(name, 10, 32); err != nil || id < 0 {
 				return kerr.InvalidRequest.Code, fmt.Sprintf("invalid broker resource name %q: a broker id, or empty for the cluster-wide default", name)
 			}
+		}
+	case resourceGroup:
+		if name == "" {
+			return kerr.InvalidRequest.Code, "Default group resources are not allowed."
 		}
 	default:
 		return kerr.InvalidRequest.Code, fmt.Sprintf("unsupported resource type %d", typ)
@@ -111,6 +129,18 @@ func (s *Server) checkAlterResource(typ int8, name string, keys []string) (int16
 			return kerr.InvalidRequest.Code, fmt.Sprintf("error due to duplicate config keys: %s", k)
 		}
 		seen[k] = true
+	}
+	return 0, ""
+}
+
+// setGroupConfigs validates a group's complete override set against this
+// broker's bounds and commits it (AlterConfigs, IncrementalAlterConfigs).
+func (s *Server) setGroupConfigs(ctx context.Context, group string, set map[string]string, validateOnly bool) (int16, string) {
+	if err := groupconfig.Validate(set, s.cfg.GroupConfig); err != nil {
+		return kerr.InvalidConfig.Code, err.Error()
+	}
+	if err := s.broker.SetGroupConfigs(ctx, group, set, validateOnly); err != nil {
+		return errCode(err), err.Error()
 	}
 	return 0, ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/retention"
 )
@@ -36,6 +37,14 @@ import (
 //     INVALID_REQUEST, bad values INVALID_CONFIG; applied live). APPEND and
 //     SUBTRACT start from the dynamic value, else this broker's effective
 //     one (log.cleanup.policy is the only list).
+//   - GROUP (32): SET and DELETE on the group's override set (the group
+//     need not exist), then validated and committed as AlterConfigs does
+//     (Broker.SetGroupConfigs): INVALID_CONFIG with Kafka's message naming
+//     the key for an unknown or unsupported name, a bad value, or one
+//     outside this broker's bounds (share.record.lock.duration.ms within
+//     group.share.min/max.record.lock.duration.ms, ...); no group config is
+//     a list, so APPEND and SUBTRACT are INVALID_CONFIG. An empty name:
+//     INVALID_REQUEST.
 //   - Other resource types (BROKER_LOGGER included): INVALID_REQUEST.
 //
 // Version notes:
@@ -71,6 +80,18 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rr kmsg.Incrementa
 	}
 	if code, msg := s.checkAlterResource(int8(rr.ResourceType), rr.ResourceName, names); code != 0 {
 		return code, msg
+	}
+	if int8(rr.ResourceType) == resourceGroup {
+		set := s.broker.GroupConfigs(rr.ResourceName)
+		groupType := func(name string) (retention.Type, bool) {
+			d, ok := groupconfig.Lookup(name)
+			return retention.Type(d.Type), ok
+		}
+		effective := func() (map[string]string, error) { return configValues(s.groupConfigEntries(rr.ResourceName)), nil }
+		if code, msg := applyConfigOps(set, rr.Configs, groupType, effective); code != 0 {
+			return code, msg
+		}
+		return s.setGroupConfigs(ctx, rr.ResourceName, set, validateOnly)
 	}
 	if int8(rr.ResourceType) == resourceBroker {
 		set := s.broker.DynamicBrokerConfigs(rr.ResourceName)

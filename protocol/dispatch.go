@@ -49,6 +49,8 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleAlterConfigs(ctx, req)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return s.handleIncrementalAlterConfigs(ctx, req)
+	case *kmsg.UpdateFeaturesRequest:
+		return s.handleUpdateFeatures(ctx, req)
 	case *kmsg.OffsetCommitRequest:
 		return s.handleOffsetCommit(ctx, req)
 	case *kmsg.OffsetFetchRequest:
@@ -125,6 +127,7 @@ func isBarrier(kreq kmsg.Request) bool {
 		*kmsg.ElectLeadersRequest,
 		*kmsg.AlterConfigsRequest,
 		*kmsg.IncrementalAlterConfigsRequest,
+		*kmsg.UpdateFeaturesRequest,
 		*kmsg.InitProducerIDRequest,
 		*kmsg.AddPartitionsToTxnRequest,
 		*kmsg.AddOffsetsToTxnRequest,

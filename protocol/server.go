@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/txncoord"
 )
@@ -46,6 +47,14 @@ type Config struct {
 	// Share configures the share-partition leader (group.share.*
 	// settings); zero values take Kafka's defaults.
 	Share ShareConfig
+	// GroupConfig is the broker settings behind group configs (defaults
+	// and bounds of group.share.* and group.consumer.*; share_config.go);
+	// zero values take Kafka's defaults.
+	GroupConfig groupconfig.Broker
+	// ShareVersion is the share.version feature level finalized until
+	// UpdateFeatures sets one in the metadata: 0 = the default (1, share
+	// groups served), ShareVersionOff = level 0 (share groups refused).
+	ShareVersion int16
 	// Txns configures the transaction coordinator (transaction.state.log.*,
 	// transaction.* settings); zero values take Kafka's defaults.
 	Txns txncoord.Config
@@ -130,6 +139,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	if cfg.Txns.Logger == nil {
 		cfg.Txns.Logger = cfg.Logger.With("component", "txncoord")
 	}
+	cfg.GroupConfig = cfg.GroupConfig.WithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:       cfg,

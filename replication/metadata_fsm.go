@@ -57,6 +57,10 @@ func (t CommandType) String() string {
 		return "SetTopicConfigs"
 	case CmdSetBrokerConfigs:
 		return "SetBrokerConfigs"
+	case CmdSetGroupConfigs:
+		return "SetGroupConfigs"
+	case CmdSetFeatures:
+		return "SetFeatures"
 	case CmdAllocateProducerIDs:
 		return "AllocateProducerIDs"
 	case CmdPartitionLeaders:
@@ -86,11 +90,14 @@ type Command struct {
 	Topic      string            `json:"topic,omitempty"`      // CreateTopic, DeleteTopic, CreatePartitions, SetTopicConfigs
 	TopicID    [16]byte          `json:"topicId"`              // CreateTopic, DeleteTopic, DeleteTopicDone
 	Partitions []Assignment      `json:"partitions,omitempty"` // CreateTopic, CreatePartitions (the new ones)
-	Configs    map[string]string `json:"configs,omitempty"`    // CreateTopic, SetTopicConfigs, SetBrokerConfigs (the complete set)
+	Configs    map[string]string `json:"configs,omitempty"`    // CreateTopic, SetTopicConfigs, SetBrokerConfigs, SetGroupConfigs (the complete set)
 
-	// ConfigResource is SetBrokerConfigs' BROKER resource: a node ID, or ""
-	// for the cluster-wide default.
+	// ConfigResource is SetBrokerConfigs' BROKER resource (a node ID, or
+	// "" for the cluster-wide default) or SetGroupConfigs' group ID.
 	ConfigResource string `json:"configResource,omitempty"`
+
+	// Features are SetFeatures' finalized levels by feature name.
+	Features map[string]int16 `json:"features,omitempty"`
 
 	// AllocateProducerIDs: the block [ProducerIDStart, ProducerIDStart+ProducerIDCount).
 	ProducerIDStart int64 `json:"pidStart,omitempty"`
@@ -131,6 +138,13 @@ type image struct {
 	// brokerConfigs are the dynamic broker configs by BROKER resource
 	// ("" = cluster default, else a node ID); broker_configs.go.
 	brokerConfigs map[string]map[string]string
+	// groupConfigs are the group config overrides by group ID; each
+	// group's map is immutable once stored (group_configs.go).
+	groupConfigs map[string]map[string]string
+	// features are the finalized feature levels set by UpdateFeatures and
+	// featuresEpoch the applied count of the last change (features.go).
+	features      map[string]int16
+	featuresEpoch int64
 }
 
 func (im *image) partitionCount() int { return im.partitions }
@@ -291,6 +305,16 @@ func (im *image) Apply(c Command) (*image, error) {
 
 	case CmdSetBrokerConfigs:
 		if err := next.setBrokerConfigs(c.ConfigResource, c.Configs); err != nil {
+			return reject("%v", err)
+		}
+
+	case CmdSetGroupConfigs:
+		if err := next.setGroupConfigs(c.ConfigResource, c.Configs); err != nil {
+			return reject("%v", err)
+		}
+
+	case CmdSetFeatures:
+		if err := next.setFeatures(c.Features); err != nil {
 			return reject("%v", err)
 		}
 

@@ -170,6 +170,11 @@ type imageJSON struct {
 	// BrokerConfigs are the dynamic broker configs by resource (JSON
 	// sorts map keys, so the encoding stays deterministic).
 	BrokerConfigs map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	// GroupConfigs are the group config overrides by group ID;
+	// Features the finalized feature levels and FeaturesEpoch their epoch.
+	GroupConfigs  map[string]map[string]string `json:"groupConfigs,omitempty"`
+	Features      map[string]int16             `json:"features,omitempty"`
+	FeaturesEpoch int64                        `json:"featuresEpoch,omitempty"`
 }
 
 type pendingJSON struct {
@@ -183,7 +188,7 @@ const imageSnapshotVersion = 1
 // encodeImage is deterministic (sorted), so equal images encode equally.
 func encodeImage(im *image) ([]byte, error) {
 	j := imageJSON{Version: imageSnapshotVersion, NextProducerID: im.nextProducerID, Applied: im.applied,
-		BrokerConfigs: im.brokerConfigs}
+		BrokerConfigs: im.brokerConfigs, GroupConfigs: im.groupConfigs, Features: im.features, FeaturesEpoch: im.featuresEpoch}
 	for _, n := range im.names {
 		j.Topics = append(j.Topics, im.topics[n])
 	}
@@ -243,6 +248,22 @@ func decodeImage(b []byte) (*image, error) {
 			return nil, fmt.Errorf("%w: %v", errBadSnapshot, err)
 		}
 	}
+	if len(j.GroupConfigs) > maxGroupConfigGroups {
+		return nil, fmt.Errorf("%w: %d groups with configs", errBadSnapshot, len(j.GroupConfigs))
+	}
+	im.groupConfigs = make(map[string]map[string]string, len(j.GroupConfigs))
+	for group, set := range j.GroupConfigs {
+		if err := checkGroupConfigs(group, set); err != nil || len(set) == 0 {
+			return nil, fmt.Errorf("%w: group configs of %q: %v", errBadSnapshot, group, err)
+		}
+		im.groupConfigs[group] = set
+	}
+	if len(j.Features) > 0 {
+		if err := im.setFeatures(j.Features); err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadSnapshot, err)
+		}
+	}
+	im.featuresEpoch = j.FeaturesEpoch
 	return im, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/groupconfig"
+	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/txncoord"
 )
@@ -61,6 +63,13 @@ type Config struct {
 	BrokerProps map[string]string
 	// Groups configures the group coordinator (group_config.go).
 	Groups groupcoord.Config
+	// GroupConfig is the broker settings behind group configs
+	// (group.share.*, group.consumer.*: defaults and bounds), Share the
+	// share-partition leader's and ShareVersion the share.version
+	// setting (share_config.go).
+	GroupConfig  groupconfig.Broker
+	Share        protocol.ShareConfig
+	ShareVersion int16
 	// Txns configures the transaction coordinator (txn_config.go), and
 	// ProducerIDExpiration(Check) the partitions' producer expiry.
 	Txns                      txncoord.Config
@@ -115,6 +124,7 @@ var ignoredSettings = map[string]bool{
 
 var settingByName = func() map[string]*setting {
 	settings = append(settings, groupSettings...)
+	settings = append(settings, shareSettings...)
 	settings = append(settings, txnSettings...)
 	settings = append(settings, clusterSettings...)
 	settings = append(settings, monitoringSettings...)
@@ -350,6 +360,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	if err := parseGroupSettings(merged, cfg); err != nil {
+		return nil, err
+	}
+	if err := parseShareSettings(merged, explicit, cfg); err != nil {
 		return nil, err
 	}
 	if err := parseClusterSettings(merged, cfg); err != nil {

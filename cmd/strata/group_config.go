@@ -20,8 +20,12 @@ var groupSettings = []setting{
 	{"group.min.session.timeout.ms", "6000", "Smallest session timeout a classic group member may ask for."},
 	{"group.max.session.timeout.ms", "1800000", "Largest session timeout a classic group member may ask for."},
 	{"group.max.size", "100000", "Most members of one group."},
-	{"group.consumer.session.timeout.ms", "45000", "Session timeout of KIP-848 consumer group members."},
-	{"group.consumer.heartbeat.interval.ms", "5000", "Heartbeat interval of KIP-848 consumer group members."},
+	{"group.consumer.session.timeout.ms", "45000", "Session timeout of KIP-848 consumer group members (default of the group config consumer.session.timeout.ms), within group.consumer.min/max.session.timeout.ms."},
+	{"group.consumer.min.session.timeout.ms", "45000", "Smallest consumer.session.timeout.ms a group may set."},
+	{"group.consumer.max.session.timeout.ms", "60000", "Largest consumer.session.timeout.ms a group may set."},
+	{"group.consumer.heartbeat.interval.ms", "5000", "Heartbeat interval of KIP-848 consumer group members (default of consumer.heartbeat.interval.ms); below the session timeout, within group.consumer.min/max.heartbeat.interval.ms."},
+	{"group.consumer.min.heartbeat.interval.ms", "5000", "Smallest consumer.heartbeat.interval.ms a group may set."},
+	{"group.consumer.max.heartbeat.interval.ms", "15000", "Largest consumer.heartbeat.interval.ms a group may set."},
 }
 
 // parseGroupSettings fills cfg.Groups from the merged settings.

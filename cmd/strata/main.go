@@ -56,6 +56,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return debugCommand(args[1:], stdout, stderr)
 	case "group":
 		return groupCommand(args[1:], environ, stdout, stderr)
+	case "share-group":
+		return shareGroupCommand(args[1:], environ, stdout, stderr)
 	case "topic":
 		return topicCommand(args[1:], environ, stdout, stderr)
 	case "txn":
@@ -84,6 +86,8 @@ Commands:
                              dynamic broker configs, applied live (strata broker help)
   group list|describe|reset-offsets
                              consumer groups: list, lag per partition, replay by offset reset (strata group help)
+  share-group list|describe|reset-offsets|delete|delete-offsets
+                             share groups (queues): start offset, lag, members, replay (strata share-group help)
   txn list|describe          transactions: state, producer, partitions (strata txn help)
   bench produce|consume|e2e|workload|compare
                              load tool for any Kafka-compatible broker (strata bench help)

@@ -19,6 +19,7 @@ var groupArgs = []string{
 	"--set", "offsets.topic.num.partitions=3",
 	"--set", "group.initial.rebalance.delay.ms=0",
 	"--set", "group.consumer.heartbeat.interval.ms=200",
+	"--set", "group.consumer.min.heartbeat.interval.ms=200", // Kafka's bound, lowered as on Kafka
 }
 
 // strataGroup runs `strata group ...` against b and returns stdout,
