@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"testing"
 	"testing/iotest"
 	"time"
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
+	"github.com/strata-io/strata/segment"
 	"github.com/strata-io/strata/sharepart"
 )
 
@@ -97,6 +99,15 @@ func TestShareStateSingleVoter(t *testing.T) {
 	if epoch <= 0 {
 		t.Fatalf("leader epoch %d", epoch)
 	}
+	// A snapshot of the empty registry keeps the format of the snapshots
+	// before share state (kind 0); deltas after it replay onto it.
+	if _, err := b.Produce(ctx, "q", 0, batch(1, -1, -1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	partDir := b.LocalLog("q", 0).Dir()
+	if err := b.group(b.LocalLog("q", 0).TopicPartition()).snapshotNow(); err != nil {
+		t.Fatal(err)
+	}
 	deltas := shareDeltas(12, 0)
 	for i, d := range deltas {
 		var err error
@@ -112,8 +123,8 @@ func TestShareStateSingleVoter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.BaseOffset != int64(2*i) {
-			t.Fatalf("batch after %d deltas at offset %d, want %d", i+1, res.BaseOffset, 2*i)
+		if res.BaseOffset != int64(1+2*i) {
+			t.Fatalf("batch after %d deltas at offset %d, want %d", i+1, res.BaseOffset, 1+2*i)
 		}
 	}
 	want := expectRegistry(t, deltas)
@@ -152,20 +163,23 @@ func TestShareStateSingleVoter(t *testing.T) {
 	if n, r := shareEntriesApplied.Load()-applied, shareEntriesRefused.Load()-refused; n < int64(len(deltas)) || r < 1 {
 		t.Fatalf("metrics: %d entries applied, %d refused; want %d, 1", n, r, len(deltas))
 	}
-	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(2*len(deltas)) {
-		t.Fatalf("offsets %+v after %d batches", off, len(deltas))
+	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(1+2*len(deltas)) {
+		t.Fatalf("offsets %+v after %d batches", off, 1+len(deltas))
 	}
 
 	// A restart replays the side entries into a new registry.
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if kind := newestSnapshotKind(t, partDir); kind != snapKindLocal {
+		t.Fatalf("snapshot of an empty registry of kind %d", kind)
+	}
 	b = startBroker(t, cfg)
 	reg, _ = shareLeader(t, b, "q", 0)
 	if got := reg.Snapshot(); !bytes.Equal(got, want) {
 		t.Fatal("registry after a restart differs")
 	}
-	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(2*len(deltas)) {
+	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(1+2*len(deltas)) {
 		t.Fatalf("offsets %+v after a restart", off)
 	}
 
@@ -189,6 +203,9 @@ func TestShareStateSingleVoter(t *testing.T) {
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
+		if kind := newestSnapshotKind(t, partDir); kind != snapKindLocal|snapKindShare {
+			t.Fatalf("round %d: snapshot of a registry with state of kind %d", round, kind)
+		}
 		b = startBroker(t, cfg)
 		reg, _ = shareLeader(t, b, "q", 0)
 		if got := reg.Snapshot(); !bytes.Equal(got, want) {
@@ -200,9 +217,33 @@ func TestShareStateSingleVoter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(2*12) {
+	if off := b.LocalLog("q", 0).Offsets(); off.HighWatermark != int64(1+2*12) {
 		t.Fatalf("offsets %+v after restarts from snapshots", off)
 	}
+}
+
+// newestSnapshotKind returns the kind byte of the newest snapshot stored in
+// a partition's directory (its broker closed).
+func newestSnapshotKind(t *testing.T, partDir string) byte {
+	t.Helper()
+	s, err := openSnapshotStore(segment.OSFS{}, filepath.Join(partDir, partitionRaftDir, "snapshots"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := s.List()
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("no snapshot: %v", err)
+	}
+	_, rc, err := s.Open(metas[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var kind [1]byte
+	if _, err := io.ReadFull(rc, kind[:]); err != nil {
+		t.Fatal(err)
+	}
+	return kind[0]
 }
 
 // The FSM applies an entry only at the epoch it was computed at, the same
