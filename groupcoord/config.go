@@ -37,6 +37,15 @@ type Config struct {
 	// group.consumer.heartbeat.interval.ms (5 s).
 	ConsumerSessionTimeout    time.Duration
 	ConsumerHeartbeatInterval time.Duration
+	// Share groups (KIP-932): group.share.session.timeout.ms (45 s),
+	// group.share.heartbeat.interval.ms (5 s), group.share.max.size (200).
+	ShareSessionTimeout    time.Duration
+	ShareHeartbeatInterval time.Duration
+	ShareMaxSize           int
+	// ShareMemberGone, when set, is told on the shard goroutine when a
+	// share-group member leaves or its session expires (so the share
+	// partitions can release its records). It must not block.
+	ShareMemberGone func(group, member string)
 	// LoadTimeout bounds how long loading waits for the partition's tail
 	// to commit before giving up (and trying again on the next request).
 	LoadTimeout time.Duration
@@ -89,6 +98,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConsumerHeartbeatInterval <= 0 {
 		c.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if c.ShareSessionTimeout <= 0 {
+		c.ShareSessionTimeout = 45 * time.Second
+	}
+	if c.ShareHeartbeatInterval <= 0 {
+		c.ShareHeartbeatInterval = 5 * time.Second
+	}
+	if c.ShareMaxSize <= 0 {
+		c.ShareMaxSize = 200
 	}
 	if c.LoadTimeout <= 0 {
 		c.LoadTimeout = 30 * time.Second

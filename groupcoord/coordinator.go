@@ -152,6 +152,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 		return joinError(req.Version, req.MemberID, kerr.InvalidGroupID.Code), nil
 	}
 	r, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
+		if s.sgroups[req.Group] != nil {
+			e.reply(rid, joinError(req.Version, req.MemberID, kerr.InconsistentGroupProtocol.Code))
+			return
+		}
 		if cg := s.cgroups[req.Group]; cg != nil {
 			if len(cg.members) > 0 {
 				e.reply(rid, joinError(req.Version, req.MemberID, kerr.InconsistentGroupProtocol.Code))
@@ -538,7 +542,7 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 			continue
 		}
 		_, code, err := c.do(ctx, id, func(s *shard, e *effects, rid uint64) {
-			if s.cgroups[id] != nil {
+			if s.cgroups[id] != nil || s.sgroups[id] != nil {
 				// Not a classic group (Kafka 4 answers the same).
 				if req.Version >= 6 {
 					d.ErrorCode = kerr.GroupIDNotFound.Code
@@ -564,8 +568,8 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 }
 
 // ListGroups answers ListGroups (v0-5) with the groups of every partition
-// this broker coordinates, filtered by state (v4+) and type (v5+, where
-// every group here is "classic").
+// this broker coordinates, filtered by state (v4+) and type (v5+:
+// "classic", "consumer" or "share").
 func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (*kmsg.ListGroupsResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	t, ok := c.broker.Topic(OffsetsTopic)
@@ -582,6 +586,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 	}
 	classic := len(types) == 0 || types["classic"]
 	consumer := len(types) == 0 || types["consumer"]
+	share := len(types) == 0 || types["share"]
 	for _, pi := range t.Partitions {
 		if pi.Leader != c.broker.NodeID() {
 			continue
@@ -603,6 +608,15 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 				}
 				resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
 					Group: cg.id, ProtocolType: "consumer", GroupState: st, GroupType: "consumer",
+				})
+			}
+			for _, sg := range s.sgroups {
+				st := sg.stateName()
+				if !share || len(states) > 0 && !states[lower(st)] {
+					continue
+				}
+				resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+					Group: sg.id, ProtocolType: "share", GroupState: st, GroupType: "share",
 				})
 			}
 			e.reply(rid, nil)
@@ -643,6 +657,11 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 		one := &kmsg.DeleteGroupsResponse{Groups: []kmsg.DeleteGroupsResponseGroup{rg}}
 		_, code, err := c.do(ctx, id, func(s *shard, e *effects, rid uint64) {
 			g := s.group(id, false)
+			if sg := s.sgroups[id]; sg != nil {
+				one.Groups[0].ErrorCode = s.deleteShareGroup(e, sg)
+				e.reply(rid, one)
+				return
+			}
 			if cg := s.cgroups[id]; cg != nil {
 				if len(cg.members) > 0 {
 					one.Groups[0].ErrorCode = kerr.NonEmptyGroup.Code
@@ -736,7 +755,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 		return hbError(req.Version, kerr.InvalidRequest.Code, "GroupId can't be empty."), nil
 	}
 	r, code, err := c.do(ctx, req.Group, func(s *shard, e *effects, rid uint64) {
-		if g := s.group(req.Group, false); g != nil && len(g.members) > 0 {
+		if g := s.group(req.Group, false); g != nil && len(g.members) > 0 || s.sgroups[req.Group] != nil {
 			e.reply(rid, hbError(req.Version, kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group."))
 			return
 		}

@@ -6,8 +6,12 @@
 // ConsumerGroupDescribe) with server-side uniform and range assignors.
 // Transactional offset commits (TxnOffsetCommit) are held pending until
 // the transaction coordinator's marker decides them (txn_offsets.go); the
-// transaction coordinator itself is package txncoord. Share groups are not
-// built yet.
+// transaction coordinator itself is package txncoord. Share groups
+// (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe) have their membership
+// and server-side assignment here (share.go, share_records.go); their
+// share-partition state (acquired and acknowledged records) is package
+// sharepart's. ShareMember answers whether a member is alive and what it
+// is assigned; Config.ShareMemberGone is told when one leaves or expires.
 //
 // # Where state lives
 //
@@ -26,6 +30,8 @@
 //	group metadata                    v2 GroupMetadataKey{group}        GroupMetadataValue v3
 //	KIP-848 group, member, target,    v3, v5, v6, v7, v8 (records848.go, by hand: kmsg has no
 //	current assignment                types for them)
+//	share group, member, target,      v10-v14 (share_records.go, by hand, Kafka 4.4's
+//	current assignment                ShareGroup* schemas)
 //
 // A KIP-848 group's committed offsets are kept on a classic group of the
 // same ID that stays Empty, so the offset APIs treat both kinds alike.
@@ -86,6 +92,13 @@
 //     them again. Static members follow Kafka: UNRELEASED_INSTANCE_ID
 //     while the instance's member has not left with epoch -2, then the
 //     newcomer takes its place and partitions at epoch 0.
+//   - Share groups: the assignor balances as Kafka's "simple" one does
+//     (fewer members than partitions: each partition to one member; more:
+//     every partition shared) but is not sticky: a membership change may
+//     move partitions between members. The metadata hash of
+//     ShareGroupMetadataValue is Strata's own, and
+//     ShareGroupStatePartitionMetadata (key 15) is not written: share-
+//     partition state lives with the partitions (sharepart).
 //   - A commit of more than ~900 KiB of offsets is written as several
 //     batches, so it is not atomic across them.
 package groupcoord

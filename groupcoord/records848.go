@@ -41,6 +41,7 @@ type enc struct{ b []byte }
 func (e *enc) i8(v int8)   { e.b = append(e.b, byte(v)) }
 func (e *enc) i16(v int16) { e.b = binary.BigEndian.AppendUint16(e.b, uint16(v)) }
 func (e *enc) i32(v int32) { e.b = binary.BigEndian.AppendUint32(e.b, uint32(v)) }
+func (e *enc) i64(v int64) { e.b = binary.BigEndian.AppendUint64(e.b, uint64(v)) }
 func (e *enc) uv(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) str(s string) {
 	e.i16(int16(len(s)))
@@ -105,6 +106,14 @@ func (d *dec) i32() int32 {
 	}
 	v := int32(binary.BigEndian.Uint32(d.b))
 	d.b = d.b[4:]
+	return v
+}
+func (d *dec) i64() int64 {
+	if !d.need(8) {
+		return 0
+	}
+	v := int64(binary.BigEndian.Uint64(d.b))
+	d.b = d.b[8:]
 	return v
 }
 func (d *dec) uv() uint64 {

@@ -27,6 +27,7 @@ type shard struct {
 	// Owned by the shard goroutine.
 	groups  map[string]*group  // classic groups, and the offsets of every group
 	cgroups map[string]*cgroup // KIP-848 consumer groups
+	sgroups map[string]*sgroup // KIP-932 share groups (share.go)
 	// waiters are the replies of calls not answered yet, by reply ID.
 	waiters map[uint64]func(kmsg.Response)
 	nextRID uint64
@@ -42,6 +43,7 @@ func newShard(c *Coordinator, partition, epoch int32) *shard {
 		c: c, partition: partition, epoch: epoch,
 		groups:  map[string]*group{},
 		cgroups: map[string]*cgroup{},
+		sgroups: map[string]*sgroup{},
 		waiters: map[uint64]func(kmsg.Response){},
 	}
 }
@@ -83,6 +85,7 @@ func (s *shard) Tick(time.Time) {
 	for _, cg := range s.cgroups {
 		cg.tick(&e, now)
 	}
+	s.shareTick(&e, now)
 	if !now.Before(s.nextExpiry) {
 		s.nextExpiry = now.Add(s.c.cfg.OffsetsRetentionCheckInterval)
 		s.expireOffsets(&e, now)
@@ -230,8 +233,12 @@ func (s *shard) replay(r decodedRecord, now time.Time) error {
 		if err := cg.replay(version, member, r.Value, now, &s.c.cfg); err != nil {
 			s.c.cfg.Logger.Warn("skipping bad consumer group record", "partition", s.partition, "offset", r.Offset, "err", err)
 		}
+	case keySGMember, keySGMetadata, keySGTargetMetadata, keySGTargetMember, keySGCurrent, keySGStatePartition:
+		if err := s.replayShare(version, r.Key[2:], r.Value, now); err != nil {
+			s.c.cfg.Logger.Warn("skipping bad share group record", "partition", s.partition, "offset", r.Offset, "err", err)
+		}
 	default:
-		// Share-group and other record types: not built yet.
+		// Other record types (streams groups): not built.
 	}
 	return nil
 }
@@ -276,6 +283,9 @@ func setErrorCode(r kmsg.Response, code int16) {
 			}
 		}
 	case *kmsg.ConsumerGroupHeartbeatResponse:
+		r.ErrorCode = code
+		r.Assignment = nil
+	case *kmsg.ShareGroupHeartbeatResponse:
 		r.ErrorCode = code
 		r.Assignment = nil
 	}

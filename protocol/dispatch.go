@@ -77,6 +77,10 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleConsumerGroupHeartbeat(ctx, req)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return s.handleConsumerGroupDescribe(ctx, req)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return s.handleShareGroupHeartbeat(ctx, req)
+	case *kmsg.ShareGroupDescribeRequest:
+		return s.handleShareGroupDescribe(ctx, req)
 	case *kmsg.AddPartitionsToTxnRequest:
 		return s.txns.AddPartitionsToTxn(ctx, req)
 	case *kmsg.AddOffsetsToTxnRequest:
@@ -140,7 +144,8 @@ func isBarrier(kreq kmsg.Request) bool {
 		*kmsg.LeaveGroupRequest,
 		*kmsg.DeleteGroupsRequest,
 		*kmsg.OffsetDeleteRequest,
-		*kmsg.ConsumerGroupHeartbeatRequest:
+		*kmsg.ConsumerGroupHeartbeatRequest,
+		*kmsg.ShareGroupHeartbeatRequest:
 		return true
 	}
 	return false

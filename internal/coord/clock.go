@@ -9,6 +9,9 @@ import (
 // Clock is where the core (and its users) read the time and get their
 // timers: Real by default, a Fake in scripted tests so that the test, not
 // the wall clock, decides when a tick or a timeout fires.
+// The timestamps of the batches Write appends come from Now as well, and
+// the broker refuses a batch more than message.timestamp.after.max.ms
+// (1 h) ahead of its own clock: start a Fake near time.Now().
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer
