@@ -66,13 +66,9 @@ func (n *chaosNode) start() {
 	fmt.Fprintf(lf, "==== test: start at %s\n", time.Now().UTC().Format(time.RFC3339Nano))
 	cmd := exec.Command(strataBin, n.args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	// serve reads STRATA_* variables as settings: the test's own
-	// (STRATA_CHAOS_*) are not for it.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATA_CHAOS_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	// serve reads STRATA_* variables as settings: the test's own are not
+	// for it.
+	cmd.Env = brokerEnv()
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		n.t.Fatal(err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -63,22 +64,24 @@ func TestKcat(t *testing.T) {
 
 // TestPythonConfluentKafka drives the broker with python3-confluent-kafka.
 func TestPythonConfluentKafka(t *testing.T) {
-	py := pythonWith(t, "confluent_kafka")
-	b := startBroker(t, "")
-	out := run(t, 2*time.Minute, "", py, "testdata/confluent_client.py", b.addr, "py-confluent")
-	if !strings.Contains(out, "ok 3000") {
-		t.Fatalf("unexpected output:\n%s", out)
-	}
+	forEachPython(t, "confluent_kafka", func(t *testing.T, py string) {
+		b := startBroker(t, "")
+		out := run(t, 2*time.Minute, "", py, "testdata/confluent_client.py", b.addr, "py-confluent")
+		if !strings.Contains(out, "ok 3000") {
+			t.Fatalf("unexpected output:\n%s", out)
+		}
+	})
 }
 
 // TestPythonKafka drives the broker with python3-kafka (kafka-python 2.0).
 func TestPythonKafka(t *testing.T) {
-	py := pythonWith(t, "kafka")
-	b := startBroker(t, "")
-	out := run(t, 2*time.Minute, "", py, "testdata/kafka_python_client.py", b.addr, "py-kafka")
-	if !strings.Contains(out, "ok 2000") {
-		t.Fatalf("unexpected output:\n%s", out)
-	}
+	forEachPython(t, "kafka", func(t *testing.T, py string) {
+		b := startBroker(t, "")
+		out := run(t, 2*time.Minute, "", py, "testdata/kafka_python_client.py", b.addr, "py-kafka")
+		if !strings.Contains(out, "ok 2000") {
+			t.Fatalf("unexpected output:\n%s", out)
+		}
+	})
 }
 
 // pythonWith returns a Python interpreter that can import module. Debian's
@@ -94,33 +97,59 @@ func pythonWith(t *testing.T, module string) string {
 	return needTool(t, "python3 module "+module)
 }
 
+// pythonVenvEnv names the interpreter of the virtual environment .ci/run
+// makes from testdata/requirements.txt: confluent-kafka and kafka-python
+// from PyPI at pinned versions.
+const pythonVenvEnv = "STRATA_PYTHON_VENV"
+
+// forEachPython runs f as two subtests: "debian" with Debian's packaged
+// module (python3-confluent-kafka, python3-kafka; pythonWith) and "pypi"
+// with the pinned one from PyPI in the virtual environment named by
+// STRATA_PYTHON_VENV. Each skips where its Python is missing, except
+// under CI (CI=true), where .ci/run installs both and a missing one fails.
+func forEachPython(t *testing.T, module string, f func(t *testing.T, py string)) {
+	t.Run("debian", func(t *testing.T) { f(t, pythonWith(t, module)) })
+	t.Run("pypi", func(t *testing.T) {
+		py := os.Getenv(pythonVenvEnv)
+		if py == "" || exec.Command(py, "-c", "import "+module).Run() != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("no Python with %s from PyPI (%s=%q; .ci/run installs testdata/requirements.txt into a venv)", module, pythonVenvEnv, py)
+			}
+			t.Skipf("no Python with %s from PyPI: set %s to the python of a venv with testdata/requirements.txt installed", module, pythonVenvEnv)
+		}
+		f(t, py)
+	})
+}
+
 // TestPythonConfluentKafkaTransactions: librdkafka's transactional
 // producer commits, aborts and is fenced (testdata/confluent_txn.py).
 func TestPythonConfluentKafkaTransactions(t *testing.T) {
-	py := pythonWith(t, "confluent_kafka")
-	b := startBroker(t, "", txnBrokerArgs...)
-	out := run(t, 2*time.Minute, "", py, "testdata/confluent_txn.py", b.addr, "py-txn")
-	if !strings.Contains(out, "ok") {
-		t.Fatalf("unexpected output:\n%s", out)
-	}
+	forEachPython(t, "confluent_kafka", func(t *testing.T, py string) {
+		b := startBroker(t, "", txnBrokerArgs...)
+		out := run(t, 2*time.Minute, "", py, "testdata/confluent_txn.py", b.addr, "py-txn")
+		if !strings.Contains(out, "ok") {
+			t.Fatalf("unexpected output:\n%s", out)
+		}
+	})
 }
 
 // TestPythonConfluentBrokerConfigs: librdkafka's AdminClient sets a
 // broker's dynamic configs and describes them with their sources and
 // synonyms; a static setting is refused.
 func TestPythonConfluentBrokerConfigs(t *testing.T) {
-	py := pythonWith(t, "confluent_kafka")
-	b := startBroker(t, "")
-	out := run(t, time.Minute, "", py, "testdata/confluent_broker_configs.py", b.addr)
-	for _, want := range []string{
-		"log.retention.ms=300000 source=2 read_only=False",
-		"log.segment.bytes=4096 source=2 read_only=False",
-		"num.partitions=1 source=5 read_only=True",
-		"synonyms: log.retention.ms=300000",
-		"num.partitions: refused INVALID_REQUEST",
-	} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("output lacks %q:\n%s", want, out)
+	forEachPython(t, "confluent_kafka", func(t *testing.T, py string) {
+		b := startBroker(t, "")
+		out := run(t, time.Minute, "", py, "testdata/confluent_broker_configs.py", b.addr)
+		for _, want := range []string{
+			"log.retention.ms=300000 source=2 read_only=False",
+			"log.segment.bytes=4096 source=2 read_only=False",
+			"num.partitions=1 source=5 read_only=True",
+			"synonyms: log.retention.ms=300000",
+			"num.partitions: refused INVALID_REQUEST",
+		} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("output lacks %q:\n%s", want, out)
+			}
 		}
-	}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -93,6 +94,7 @@ func (b *broker) start() {
 		"--set", "log.dirs=" + b.dataDir,
 	}, b.args...)
 	cmd := exec.Command(strataBin, args...)
+	cmd.Env = brokerEnv()
 	b.mu.Lock()
 	w := &lockedWriter{mu: &b.mu, buf: b.logs}
 	b.mu.Unlock()
@@ -187,6 +189,21 @@ func (b *broker) client(opts ...kgo.Opt) *kgo.Client {
 	}
 	b.t.Cleanup(cl.Close)
 	return cl
+}
+
+// brokerEnv is this process's environment without its STRATA_* variables:
+// serve reads every STRATA_<NAME> variable as a setting and refuses an
+// unknown one, and those around a test are the tests' own (STRATA_CHAOS_*,
+// STRATA_KAFKA_CLASSPATH, STRATA_PYTHON_VENV, ...). Brokers under test get
+// their settings from flags.
+func brokerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STRATA_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 type lockedWriter struct {
