@@ -140,8 +140,7 @@ func (s *shard) replayShare(version int16, key, value []byte, now time.Time) err
 			m = &smember{id: member, assigned: assignment{}}
 			g.members[member] = m
 		}
-		session, _ := s.shareTimeouts(group)
-		m.deadline = now.Add(session)
+		m.deadline = now.Add(s.c.cfg.ShareSessionTimeout)
 		return m
 	}
 	switch version {

@@ -95,8 +95,8 @@ func shareAckBatches[B any](in []B, conv func(B) (int64, int64, []int8)) []share
 func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	sl := s.share
-	resp.AcquisitionLockTimeoutMillis = int32(sl.cfg.RecordLockDuration.Milliseconds())
 	group, member := derefString(req.GroupID), derefString(req.MemberID)
+	resp.AcquisitionLockTimeoutMillis = int32(sl.settings(group).part.LockMs)
 	renew := req.Version >= 2 && req.IsRenewAck
 	switch {
 	case group == "":

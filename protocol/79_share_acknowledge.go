@@ -33,8 +33,8 @@ func init() { regKey(79, 1, 2) }
 func (s *Server) handleShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	sl := s.share
-	resp.AcquisitionLockTimeoutMillis = int32(sl.cfg.RecordLockDuration.Milliseconds())
 	group, member := derefString(req.GroupID), derefString(req.MemberID)
+	resp.AcquisitionLockTimeoutMillis = int32(sl.settings(group).part.LockMs)
 	renew := req.Version >= 2 && req.IsRenewAck
 	switch {
 	case group == "":

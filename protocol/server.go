@@ -154,7 +154,10 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		conns:     make(map[*conn]struct{}),
 	}
 	s.txns = txncoord.New(cfg.Txns, b, s.groups)
-	s.share = newShareLeader(cfg.Share, b)
+	if cfg.Share.MaxShareSessions <= 0 {
+		cfg.Share.MaxShareSessions = cfg.GroupConfig.ShareMaxShareSessions
+	}
+	s.share = newShareLeader(cfg.Share, b, s.groupShare)
 	s.shareRemote = &shareRemote{broker: b}
 	s.wg.Add(1)
 	go func() {

@@ -24,45 +24,19 @@ import (
 // held from a decision until its delta is applied, and the wake-ups of
 // long polls when records become available again.
 
-// ShareConfig is the broker's share-group settings (group.share.*), with
-// Kafka's names; zero values take Kafka's defaults.
+// ShareConfig is the share-partition leader's own configuration; the
+// share groups' settings (lock duration, delivery count limit, record
+// locks, auto offset reset, isolation level) are group configs over the
+// broker's group.share.* defaults (Config.GroupConfig, share_settings.go).
 type ShareConfig struct {
-	// RecordLockDuration is group.share.record.lock.duration.ms (30 s):
-	// how long a member holds a record it acquired.
-	RecordLockDuration time.Duration
-	// DeliveryCountLimit is group.share.delivery.count.limit (5): a record
-	// delivered this many times is archived instead of being delivered
-	// again.
-	DeliveryCountLimit int
-	// PartitionMaxRecordLocks is group.share.partition.max.record.locks
-	// (2000): the most records in flight past a share partition's start
-	// offset.
-	PartitionMaxRecordLocks int
 	// MaxShareSessions is group.share.max.share.sessions (2000): share
-	// sessions this broker keeps.
+	// sessions this broker keeps. Zero: Config.GroupConfig's.
 	MaxShareSessions int
-	// AutoOffsetResetEarliest starts a new share partition at the log
-	// start instead of the high watermark (share.auto.offset.reset; a
-	// group config in Kafka, a broker default here until group configs
-	// exist for share groups).
-	AutoOffsetResetEarliest bool
-	// ReadCommitted is share.isolation.level=read_committed: aborted
-	// transactions' records are archived, never delivered.
-	ReadCommitted bool
 	// Now is the clock (unix time); nil = time.Now.
 	Now func() time.Time
 }
 
 func (c *ShareConfig) withDefaults() {
-	if c.RecordLockDuration <= 0 {
-		c.RecordLockDuration = 30 * time.Second
-	}
-	if c.DeliveryCountLimit <= 0 {
-		c.DeliveryCountLimit = 5
-	}
-	if c.PartitionMaxRecordLocks <= 0 {
-		c.PartitionMaxRecordLocks = 2000
-	}
 	if c.MaxShareSessions <= 0 {
 		c.MaxShareSessions = 2000
 	}
@@ -71,8 +45,20 @@ func (c *ShareConfig) withDefaults() {
 	}
 }
 
-func (c *ShareConfig) part() sharepart.Config {
-	return sharepart.Config{LockMs: c.RecordLockDuration.Milliseconds(), DeliveryLimit: int16(c.DeliveryCountLimit), MaxLocks: c.PartitionMaxRecordLocks}
+// groupShare is one share group's effective settings: its group configs
+// (share.*) over the broker's defaults.
+type groupShare struct {
+	part sharepart.Config
+	// earliest / byTimeMs: where a new share partition starts
+	// (share.auto.offset.reset: latest by default, earliest, or the
+	// first offset at or after a time for by_duration).
+	earliest bool
+	byTimeMs int64 // > 0: by_duration's timestamp
+	// readCommitted is share.isolation.level=read_committed.
+	readCommitted bool
+	// renew is share.renew.acknowledge.enable: RENEW acknowledgements
+	// are accepted.
+	renew bool
 }
 
 // shareKey names one share partition: a group on a topic partition.
@@ -149,14 +135,17 @@ type shareLeader struct {
 	sessions *shareSessions
 	stats    shareStats
 	metrics  shareMetrics
+	// settings resolves a group's effective settings (group configs over
+	// the broker's: Server.groupShare).
+	settings func(group string) groupShare
 
 	mu    sync.Mutex
 	parts map[shareKey]*sharePart // protected by mu
 }
 
-func newShareLeader(cfg ShareConfig, b *replication.Broker) *shareLeader {
+func newShareLeader(cfg ShareConfig, b *replication.Broker, settings func(group string) groupShare) *shareLeader {
 	cfg.withDefaults()
-	return &shareLeader{cfg: cfg, broker: b, sessions: newShareSessions(cfg.MaxShareSessions, cfg.Now), parts: map[shareKey]*sharePart{}}
+	return &shareLeader{cfg: cfg, broker: b, sessions: newShareSessions(cfg.MaxShareSessions, cfg.Now), parts: map[shareKey]*sharePart{}, settings: settings}
 }
 
 func (l *shareLeader) part(k shareKey) *sharePart {
@@ -209,7 +198,11 @@ func (l *shareLeader) ack(ctx context.Context, t shareTarget, group, member stri
 	if st == nil {
 		return sharepart.ErrInvalidRecordState
 	}
-	d, stats, err := sharepart.Ack(st, group, member, l.cfg.part(), batches, renew, l.cfg.Now().UnixMilli())
+	gs := l.settings(group)
+	if renew && !gs.renew {
+		return sharepart.ErrInvalidAck // share.renew.acknowledge.enable=false
+	}
+	d, stats, err := sharepart.Ack(st, group, member, gs.part, batches, renew, l.cfg.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -240,7 +233,7 @@ func (l *shareLeader) releaseMember(ctx context.Context, t shareTarget, group, m
 	if st == nil {
 		return nil
 	}
-	d, stats := sharepart.Release(st, group, member, l.cfg.part())
+	d, stats := sharepart.Release(st, group, member, l.settings(group).part)
 	if d.Empty() {
 		return nil
 	}
@@ -283,9 +276,10 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		return out, err
 	}
 	defer sp.release()
+	gs := l.settings(group)
 	offs := lp.Offsets()
 	end := offs.HighWatermark
-	if l.cfg.ReadCommitted {
+	if gs.readCommitted {
 		end = offs.LastStable
 	}
 	out.hw = end
@@ -293,8 +287,13 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 	if st == nil {
 		// A new share partition starts at share.auto.offset.reset.
 		start := offs.HighWatermark
-		if l.cfg.AutoOffsetResetEarliest {
+		switch {
+		case gs.earliest:
 			start = offs.LogStart
+		case gs.byTimeMs > 0:
+			if off, _, found := lp.OffsetForTimestamp(gs.byTimeMs); found {
+				start = max(off, offs.LogStart)
+			}
 		}
 		var d sharepart.Delta
 		d.Init(group, start)
@@ -308,13 +307,13 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 	from := max(sharepart.NeedFrom(st), offs.LogStart)
 	var batches []sharepart.Batch
 	if from < end {
-		batches, err = l.readBatches(lp, from, end, maxBytes)
+		batches, err = l.readBatches(lp, from, end, maxBytes, gs.readCommitted)
 		if err != nil {
 			return out, err
 		}
 	}
 	now := l.cfg.Now().UnixMilli()
-	d, ranges, stats := sharepart.Acquire(st, group, l.cfg.part(), sharepart.AcquireParams{Member: member, Max: maxRecords, Strict: strict, LogStart: offs.LogStart, NowMs: now}, batches)
+	d, ranges, stats := sharepart.Acquire(st, group, gs.part, sharepart.AcquireParams{Member: member, Max: maxRecords, Strict: strict, LogStart: offs.LogStart, NowMs: now}, batches)
 	if d.Empty() {
 		return out, nil
 	}
@@ -334,10 +333,10 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 // watermark, or the last stable offset), about maxBytes of them, marking
 // control batches and, read_committed, aborted transactions' batches as
 // skipped.
-func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxBytes int32) ([]sharepart.Batch, error) {
+func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxBytes int32, readCommitted bool) ([]sharepart.Batch, error) {
 	var res log.ReadResult
 	var err error
-	if l.cfg.ReadCommitted {
+	if readCommitted {
 		res, err = lp.ReadCommitted(from, max(maxBytes, 1))
 	} else {
 		res, err = lp.Read(from, max(maxBytes, 1))
@@ -474,7 +473,7 @@ func (l *shareLeader) expire(k shareKey) bool {
 	if st == nil {
 		return false
 	}
-	d, stats, _ := sharepart.Expire(st, k.group, l.cfg.part(), l.cfg.Now().UnixMilli())
+	d, stats, _ := sharepart.Expire(st, k.group, l.settings(k.group).part, l.cfg.Now().UnixMilli())
 	if d.Empty() {
 		return true
 	}

@@ -11,18 +11,34 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 )
 
-// newShareCluster is newCluster with share settings.
-func newShareCluster(t *testing.T, share ShareConfig) *testCluster {
+// newShareCluster is newCluster with the broker's share-group settings
+// gc, and share.auto.offset.reset=earliest for every group named.
+func newShareCluster(t *testing.T, gc groupconfig.Broker, earliest ...string) *testCluster {
 	t.Helper()
 	var b *replication.Broker
-	s, addr := startServerWith(t, Config{Share: share}, func(p int32) *replication.Broker {
+	s, addr := startServerWith(t, Config{GroupConfig: gc}, func(p int32) *replication.Broker {
 		b = testBroker(t, func(c *replication.BrokerConfig) { c.AdvertisedPort = p })
 		return b
 	})
-	return &testCluster{t: t, b: b, s: s, addr: addr, broker: b}
+	c := &testCluster{t: t, b: b, s: s, addr: addr, broker: b}
+	for _, g := range earliest {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+		r.Configs = append(r.Configs, cfg)
+		req.Resources = append(req.Resources, r)
+		resp, err := req.RequestWith(testCtx(t), c.client())
+		if err != nil || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("group config of %s: %v %+v", g, err, resp)
+		}
+	}
+	return c
 }
 
 // shareClient sends share requests for one member by hand.
@@ -132,7 +148,7 @@ func acquiredOf(t *testing.T, resp *kmsg.ShareFetchResponse) (string, int16, int
 // delivery count, a lapsed lock redelivers, and the session errors are
 // Kafka's.
 func TestShareFetchAcknowledge(t *testing.T) {
-	c := newShareCluster(t, ShareConfig{AutoOffsetResetEarliest: true, RecordLockDuration: 500 * time.Millisecond, DeliveryCountLimit: 3})
+	c := newShareCluster(t, groupconfig.Broker{ShareRecordLockDuration: time.Second, ShareMinRecordLockDuration: time.Second, ShareDeliveryCountLimit: 3}, "g")
 	c.createTopic("jobs", 1)
 	cl := c.client()
 	for i := range 20 {
@@ -227,7 +243,7 @@ func TestShareFetchAcknowledge(t *testing.T) {
 
 // TestShareFetchLongPoll waits for records produced while it waits.
 func TestShareFetchLongPoll(t *testing.T) {
-	c := newShareCluster(t, ShareConfig{})
+	c := newShareCluster(t, groupconfig.Broker{})
 	c.createTopic("lp", 1)
 	info, _ := c.b.Topic("lp")
 	a := &shareClient{t: t, cl: c.client(), group: "g", member: "m", topicID: info.ID}
@@ -250,7 +266,7 @@ func TestShareFetchLongPoll(t *testing.T) {
 // start offsets with kadm (DescribeShareGroupOffsets v1 with lag,
 // AlterShareGroupOffsets, DeleteShareGroupOffsets).
 func TestShareGroupOffsetsAdmin(t *testing.T) {
-	c := newShareCluster(t, ShareConfig{AutoOffsetResetEarliest: true})
+	c := newShareCluster(t, groupconfig.Broker{}, "sg")
 	c.createTopic("adm", 2)
 	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i := range 10 {

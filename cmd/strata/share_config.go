@@ -133,12 +133,9 @@ func parseShareSettings(merged, explicit map[string]rawValue, cfg *Config) error
 			g.Explicit[name] = true
 		}
 	}
-	cfg.Share = protocol.ShareConfig{
-		RecordLockDuration:      g.ShareRecordLockDuration,
-		DeliveryCountLimit:      g.ShareDeliveryCountLimit,
-		PartitionMaxRecordLocks: g.SharePartitionMaxRecordLocks,
-		MaxShareSessions:        g.ShareMaxShareSessions,
-	}
+	// The share-partition leader resolves the rest per group from
+	// cfg.GroupConfig (protocol/share_settings.go).
+	cfg.Share = protocol.ShareConfig{MaxShareSessions: g.ShareMaxShareSessions}
 	sv, err := num("share.version")
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func TestShareSettings(t *testing.T) {
 	if want := (groupconfig.Broker{}).WithDefaults(); !equalBroker(cfg.GroupConfig, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg.GroupConfig, want)
 	}
-	if sh := cfg.Share; sh.RecordLockDuration != 30*time.Second || sh.DeliveryCountLimit != 5 || sh.PartitionMaxRecordLocks != 2000 || sh.MaxShareSessions != 2000 || cfg.ShareVersion != 1 {
+	if g, sh := cfg.GroupConfig, cfg.Share; g.ShareRecordLockDuration != 30*time.Second || g.ShareDeliveryCountLimit != 5 || g.SharePartitionMaxRecordLocks != 2000 || sh.MaxShareSessions != 2000 || cfg.ShareVersion != 1 {
 		t.Fatalf("share %+v version %d", cfg.Share, cfg.ShareVersion)
 	}
 	cfg, err = load("group.share.min.record.lock.duration.ms=1000", "group.share.record.lock.duration.ms=1000",
@@ -42,7 +42,7 @@ func TestShareSettings(t *testing.T) {
 	}
 	g := cfg.GroupConfig
 	if g.ShareRecordLockDuration != time.Second || g.ShareSessionTimeout != 2*time.Second || g.ShareHeartbeatInterval != 500*time.Millisecond ||
-		cfg.Share.RecordLockDuration != time.Second || cfg.ShareVersion != protocol.ShareVersionOff ||
+		cfg.ShareVersion != protocol.ShareVersionOff ||
 		!g.Explicit["group.share.record.lock.duration.ms"] || g.Explicit["group.share.delivery.count.limit"] {
 		t.Fatalf("lowered: %+v %+v %d", g, cfg.Share, cfg.ShareVersion)
 	}
