@@ -441,9 +441,8 @@ func scrapeShareCounts(ctx context.Context, urls []string, group string) (map[sh
 }
 
 // parseMetricLine reads one sample of Prometheus' text format,
-// `name{k="v",...} value`: enough for Strata's own label values (group,
-// topic and partition names, which hold no quote or backslash unescaped
-// by us beyond \" and \\).
+// `name{k="v",...} value [timestamp]`, label values unescaped (\", \\,
+// \n); comments and malformed lines give ok false.
 func parseMetricLine(line string) (name string, labels map[string]string, value float64, ok bool) {
 	if line == "" || line[0] == '#' {
 		return "", nil, 0, false

@@ -500,3 +500,26 @@ func TestShareGroupCLIMembers(t *testing.T) {
 		t.Fatalf("list after delete:\n%s", out)
 	}
 }
+
+// parseMetricLine reads the samples client_golang writes, escaped label
+// values included (a group ID may hold quotes, backslashes, commas).
+func TestParseMetricLine(t *testing.T) {
+	for _, c := range []struct {
+		line, name, group string
+		value             float64
+		ok                bool
+	}{
+		{`strata_share_records_in_flight{group="g1",partition="0",topic="jobs"} 7`, "strata_share_records_in_flight", "g1", 7, true},
+		{`strata_share_records_archived_total{cause="rejected",group="a\"b\\c,d} x",partition="3",topic="t"} 2 1700000000000`, "strata_share_records_archived_total", "a\"b\\c,d} x", 2, true},
+		{`strata_share_sessions 3`, "strata_share_sessions", "", 3, true},
+		{`# TYPE strata_share_sessions gauge`, "", "", 0, false},
+		{`strata_share_records_in_flight{group="g1 7`, "", "", 0, false},
+		{`strata_share_records_in_flight{group="g1"} seven`, "", "", 0, false},
+		{``, "", "", 0, false},
+	} {
+		name, labels, v, ok := parseMetricLine(c.line)
+		if ok != c.ok || name != c.name || labels["group"] != c.group || v != c.value {
+			t.Errorf("parseMetricLine(%q) = %q %v %v %v, want %q group %q %v %v", c.line, name, labels, v, ok, c.name, c.group, c.value, c.ok)
+		}
+	}
+}
