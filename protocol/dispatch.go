@@ -51,6 +51,8 @@ func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, 
 		return s.handleIncrementalAlterConfigs(ctx, req)
 	case *kmsg.UpdateFeaturesRequest:
 		return s.handleUpdateFeatures(ctx, req)
+	case *kmsg.ListConfigResourcesRequest:
+		return s.handleListConfigResources(ctx, req)
 	case *kmsg.OffsetCommitRequest:
 		return s.handleOffsetCommit(ctx, req)
 	case *kmsg.OffsetFetchRequest:

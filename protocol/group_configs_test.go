@@ -238,6 +238,18 @@ func TestGroupConfigsOverTheWire(t *testing.T) {
 	if code, _ := describeGroup(t, cl, ""); code != kerr.InvalidRequest.Code {
 		t.Fatalf("describe empty group: %d", code)
 	}
+	// ListConfigResources (what kafka-configs --describe --entity-type
+	// groups lists) names the groups with configs.
+	lreq := kmsg.NewPtrListConfigResourcesRequest()
+	lreq.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeGroupConfig), int8(kmsg.ConfigResourceTypeBroker)}
+	if lresp, err := lreq.RequestWith(testCtx(t), cl); err != nil || lresp.ErrorCode != 0 || len(lresp.ConfigResources) != 2 ||
+		lresp.ConfigResources[0].Name != "jobs" || lresp.ConfigResources[0].Type != 32 || lresp.ConfigResources[1].Name != "1" {
+		t.Fatalf("list config resources: %v %+v", err, lresp)
+	}
+	lreq.ResourceTypes = []int8{1}
+	if lresp, err := lreq.RequestWith(testCtx(t), cl); err != nil || lresp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("list config resources of type 1: %v %+v", err, lresp)
+	}
 
 	n.stop()
 	n.start()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // Group configs (Kafka's GROUP config resource, KIP-848 and KIP-932):
@@ -91,6 +92,18 @@ func (b *Broker) GroupConfigs(group string) map[string]string {
 // and immutable: never modify it.
 func (b *Broker) GroupConfigsView(group string) map[string]string {
 	return b.img.Load().groupConfigs[group]
+}
+
+// GroupsWithConfigs returns the IDs of the groups that have config
+// overrides, sorted (ListConfigResources on GROUP, as Kafka lists them).
+func (b *Broker) GroupsWithConfigs() []string {
+	m := b.img.Load().groupConfigs
+	out := make([]string, 0, len(m))
+	for g := range m {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // SetGroupConfigs replaces a group's config overrides with configs (the
