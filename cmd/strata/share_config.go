@@ -70,8 +70,9 @@ var shareSettingBounds = map[string][2]int64{
 
 // parseShareSettings fills cfg.GroupConfig (the group.share.* and
 // group.consumer.* values behind group configs, checked as Kafka checks
-// them), cfg.Share (the share-partition leader's broker defaults) and
-// cfg.ShareVersion. Runs after parseGroupSettings.
+// them), cfg.Share (the share-partition leader's broker defaults), the
+// share-group membership settings of cfg.Groups and cfg.ShareVersion.
+// Runs after parseGroupSettings.
 func parseShareSettings(merged, explicit map[string]rawValue, cfg *Config) error {
 	num := func(name string) (int64, error) {
 		rv := merged[name]
@@ -135,6 +136,13 @@ func parseShareSettings(merged, explicit map[string]rawValue, cfg *Config) error
 	}
 	// The share-partition leader resolves the rest per group from
 	// cfg.GroupConfig (protocol/share_settings.go).
+	// The group coordinator's share-group membership (ShareGroupHeartbeat)
+	// takes the broker defaults from here; a group's own
+	// share.session.timeout.ms / share.heartbeat.interval.ms come from its
+	// group configs (groupconfig.Resolve).
+	cfg.Groups.ShareSessionTimeout = g.ShareSessionTimeout
+	cfg.Groups.ShareHeartbeatInterval = g.ShareHeartbeatInterval
+	cfg.Groups.ShareMaxSize = g.ShareMaxSize
 	cfg.Share = protocol.ShareConfig{MaxShareSessions: g.ShareMaxShareSessions}
 	sv, err := num("share.version")
 	if err != nil {

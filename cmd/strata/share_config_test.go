@@ -43,7 +43,8 @@ func TestShareSettings(t *testing.T) {
 	g := cfg.GroupConfig
 	if g.ShareRecordLockDuration != time.Second || g.ShareSessionTimeout != 2*time.Second || g.ShareHeartbeatInterval != 500*time.Millisecond ||
 		cfg.ShareVersion != protocol.ShareVersionOff ||
-		!g.Explicit["group.share.record.lock.duration.ms"] || g.Explicit["group.share.delivery.count.limit"] {
+		!g.Explicit["group.share.record.lock.duration.ms"] || g.Explicit["group.share.delivery.count.limit"] ||
+		cfg.Groups.ShareSessionTimeout != 2*time.Second || cfg.Groups.ShareHeartbeatInterval != 500*time.Millisecond || cfg.Groups.ShareMaxSize != 200 {
 		t.Fatalf("lowered: %+v %+v %d", g, cfg.Share, cfg.ShareVersion)
 	}
 	for _, tc := range []struct {
