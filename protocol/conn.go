@@ -452,7 +452,7 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 		}
 	}()
 	hctx := c.ctx
-	if p.key == 11 || p.key == 68 { // JoinGroup, ConsumerGroupHeartbeat record the member's client
+	if p.key == 11 || p.key == 68 || p.key == 76 { // JoinGroup, ConsumerGroupHeartbeat, ShareGroupHeartbeat record the member's client
 		hctx = withClient(hctx, p.clientID, c.nc.RemoteAddr())
 	}
 	p.resp, p.err = c.s.handle(hctx, kreq)

@@ -444,10 +444,30 @@ func (s *Server) handleDescribeShareGroupOffsets(ctx context.Context, req *kmsg.
 	return resp, nil
 }
 
-// shareGroupActive reports whether group has members now (the group
-// coordinator knows; the offsets of an active share group cannot be
-// altered or deleted: GROUP_NOT_EMPTY).
-var shareGroupActive = func(s *Server, ctx context.Context, group string) (bool, int16) { return false, 0 }
+// shareGroupActive reports whether group has members now: the offsets of
+// an active share group cannot be altered or deleted (GROUP_NOT_EMPTY).
+// The group coordinator knows; on another broker the code is its error
+// (NOT_COORDINATOR: clients send these requests to the coordinator).
+// A group ID that is no share group (or none at all) has no members.
+func shareGroupActive(s *Server, ctx context.Context, group string) (bool, int16) {
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = []string{group}
+	resp, err := s.groups.ShareGroupDescribe(ctx, req)
+	if err != nil {
+		return false, errShareCode(err)
+	}
+	if len(resp.Groups) != 1 {
+		return false, kerr.UnknownServerError.Code
+	}
+	g := resp.Groups[0]
+	switch g.ErrorCode {
+	case 0:
+		return len(g.Members) > 0, 0
+	case kerr.GroupIDNotFound.Code:
+		return false, 0
+	}
+	return false, g.ErrorCode
+}
 
 // AlterShareGroupOffsets: v0
 //

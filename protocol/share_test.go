@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -334,5 +335,49 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	}
 	if got := desc(); len(got) != 0 {
 		t.Fatalf("after delete: %v, want no partitions", got)
+	}
+}
+
+// TestShareGroupOffsetsRefusedWhileActive: AlterShareGroupOffsets and
+// DeleteShareGroupOffsets answer GROUP_NOT_EMPTY while the share group has
+// a member (a franz-go share consumer).
+func TestShareGroupOffsetsRefusedWhileActive(t *testing.T) {
+	c := newShareCluster(t, groupconfig.Broker{}, "busy")
+	c.createTopic("busyq", 1)
+	member := c.client(kgo.ShareGroup("busy"), kgo.ConsumeTopics("busyq"))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			member.PollRecords(ctx, 10)
+		}
+	}()
+	adm := c.admin()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ds, err := adm.DescribeShareGroups(testCtx(t), "busy")
+		if err == nil && len(ds["busy"].Members) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the share consumer never joined: %v %+v", err, ds)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "busyq", Partition: 0, At: 0})
+	ar, err := adm.AlterShareGroupOffsets(testCtx(t), "busy", offs)
+	if err == nil {
+		err = ar.Error()
+	}
+	if !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("alter while active: %v, want GROUP_NOT_EMPTY", err)
+	}
+	dr, err := adm.DeleteShareGroupOffsets(testCtx(t), "busy", "busyq")
+	if err == nil {
+		err = dr.Error()
+	}
+	if !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("delete while active: %v, want GROUP_NOT_EMPTY", err)
 	}
 }
