@@ -2,43 +2,30 @@ package groupconfig
 
 import (
 	"math"
-	"regexp"
 	"strconv"
-	"strings"
 )
 
-// isoDuration is the form Java's Duration.parse accepts (what Kafka's
-// by_duration uses): an optional sign, P, days, then T with hours,
-// minutes and seconds with up to nine fraction digits; each number may
-// carry its own sign; letters in either case.
-var isoDuration = regexp.MustCompile(`^(?i)([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?$`)
-
 // ParseISODuration parses an ISO-8601 duration as Java's Duration.parse
-// does (PnDTnHnMn.nS: no years, months or weeks) and returns it in
-// milliseconds, truncated toward zero. false when it does not parse or
-// overflows.
+// does (what Kafka's by_duration uses) and returns it in milliseconds,
+// truncated toward zero; false when it does not parse or overflows. The
+// form: an optional sign, P, days, then T with hours, minutes and seconds
+// (seconds with up to nine fraction digits after '.' or ','), each number
+// with its own optional sign, letters in either case, at least one part,
+// no years, months or weeks. Hand-written rather than a regexp: Resolve
+// runs it for every ShareFetch of a group that sets by_duration.
 func ParseISODuration(s string) (int64, bool) {
-	m := isoDuration.FindStringSubmatch(s)
-	if m == nil {
+	i, neg := 0, false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg, i = s[i] == '-', i+1
+	}
+	if i >= len(s) || s[i]|0x20 != 'p' {
 		return 0, false
 	}
-	days, tPart, hours, mins, secs, frac := m[2], m[3], m[4], m[5], m[6], m[7]
-	if days == "" && tPart == "" {
-		return 0, false // "P" alone
-	}
-	if tPart != "" && hours == "" && mins == "" && secs == "" {
-		return 0, false // "T" with nothing after it
-	}
-	var total int64 // milliseconds
+	i++
+	var total int64
 	add := func(num string, unitMs int64) bool {
-		if num == "" {
-			return true
-		}
 		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil {
-			return false
-		}
-		if n != 0 && (n > math.MaxInt64/unitMs || n < math.MinInt64/unitMs) {
+		if err != nil || (n != 0 && (n > math.MaxInt64/unitMs || n < math.MinInt64/unitMs)) {
 			return false
 		}
 		v := n * unitMs
@@ -48,21 +35,89 @@ func ParseISODuration(s string) (int64, bool) {
 		total += v
 		return true
 	}
-	if !add(days, 86400000) || !add(hours, 3600000) || !add(mins, 60000) || !add(secs, 1000) {
-		return 0, false
-	}
-	if frac != "" {
-		f := (frac + "000")[:3] // milliseconds; finer digits truncate
-		n, _ := strconv.ParseInt(f, 10, 64)
-		if strings.HasPrefix(secs, "-") {
-			n = -n
+	// number returns the end of a signed decimal number at j, or -1.
+	number := func(j int) int {
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
 		}
-		if (n > 0 && total > math.MaxInt64-n) || (n < 0 && total < math.MinInt64-n) {
+		k := j
+		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+			k++
+		}
+		if k == j {
+			return -1
+		}
+		return k
+	}
+	parts := 0
+	if i < len(s) && s[i]|0x20 != 't' {
+		end := number(i)
+		if end < 0 || end >= len(s) || s[end]|0x20 != 'd' || !add(s[i:end], 86400000) {
 			return 0, false
 		}
-		total += n
+		i, parts = end+1, parts+1
 	}
-	if m[1] == "-" {
+	if i < len(s) {
+		if s[i]|0x20 != 't' {
+			return 0, false
+		}
+		i++
+		last, timeParts := 0, 0 // units in order: 1 hours, 2 minutes, 3 seconds
+		for i < len(s) {
+			end := number(i)
+			if end < 0 {
+				return 0, false
+			}
+			num, frac, dot := s[i:end], "", false
+			j := end
+			if j < len(s) && (s[j] == '.' || s[j] == ',') {
+				k := j + 1
+				for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+					k++
+				}
+				if k-(j+1) > 9 {
+					return 0, false
+				}
+				frac, dot, j = s[j+1:k], true, k
+			}
+			if j >= len(s) {
+				return 0, false
+			}
+			unit := 0
+			switch s[j] | 0x20 {
+			case 'h':
+				unit = 1
+			case 'm':
+				unit = 2
+			case 's':
+				unit = 3
+			}
+			if unit <= last || (dot && unit != 3) {
+				return 0, false
+			}
+			if !add(num, [4]int64{0, 3600000, 60000, 1000}[unit]) {
+				return 0, false
+			}
+			if frac != "" {
+				ms, _ := strconv.ParseInt((frac + "00")[:3], 10, 64) // finer digits truncate
+				if num[0] == '-' {
+					ms = -ms
+				}
+				if !add(strconv.FormatInt(ms, 10), 1) {
+					return 0, false
+				}
+			}
+			last, timeParts, i = unit, timeParts+1, j+1
+		}
+		if timeParts == 0 {
+			return 0, false // "T" with nothing after it
+		}
+		parts += timeParts
+	}
+	if parts == 0 {
+		return 0, false // "P" alone
+	}
+	if neg {
 		if total == math.MinInt64 {
 			return 0, false
 		}

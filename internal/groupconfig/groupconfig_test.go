@@ -144,12 +144,14 @@ func TestParseISODuration(t *testing.T) {
 	for s, want := range map[string]int64{
 		"PT1H": 3600000, "pt1h": 3600000, "P1D": 86400000, "PT1H-30M": 1800000, "PT-1H30M": -1800000, "PT0.5S": 500,
 		"PT1,5S": 1500, "-PT1S": -1000, "+P1D": 86400000, "P1DT2H3M4.005S": 93784005, "PT-0.5S": -500, "PT0.123456789S": 123,
+		"PT1.S": 1000, "P-1D": -86400000, "p1dt1h1m1s": 90061000, "PT1M1S": 61000,
 	} {
 		if got, ok := ParseISODuration(s); !ok || got != want {
 			t.Errorf("%s: %d %v, want %d", s, got, ok, want)
 		}
 	}
-	for _, s := range []string{"", "P", "PT", "P1DT", "P2W", "P1Y", "1H", "PT1.1234567890S", "P99999999999999999999D", "PT 1S"} {
+	for _, s := range []string{"", "P", "PT", "P1DT", "P2W", "P1Y", "1H", "PT1.1234567890S", "P99999999999999999999D", "PT 1S",
+		"PT1.5H", "PT1S1M", "PT1H1H", "P1D1D", "PT1", "P1", "PTS", "PT.5S", "xP1D", "P1DX", "PT1HX"} {
 		if got, ok := ParseISODuration(s); ok {
 			t.Errorf("%q parsed as %d", s, got)
 		}
@@ -189,4 +191,42 @@ func TestDescribeAsKafka(t *testing.T) {
 	if e := find(set, ShareDeliveryCountLimit); e.Value != "3" || e.Source != SourceGroup || len(e.Synonyms) != 3 || e.Synonyms[0] != (Synonym{ShareDeliveryCountLimit, "3", SourceGroup}) {
 		t.Fatalf("group: %+v", e)
 	}
+}
+
+// BenchmarkResolve is the per-request cost of a share group's settings:
+// no overrides (the common case) and three.
+func BenchmarkResolve(b *testing.B) {
+	br := Broker{}.WithDefaults()
+	three := map[string]string{ShareRecordLockDurationMs: "20000", ShareDeliveryCountLimit: "3", ShareAutoOffsetReset: "by_duration:PT1H"}
+	b.Run("none", func(b *testing.B) {
+		for b.Loop() {
+			Resolve(nil, br)
+		}
+	})
+	b.Run("three", func(b *testing.B) {
+		for b.Loop() {
+			Resolve(three, br)
+		}
+	})
+}
+
+// FuzzValidate: no input panics, and what Validate accepts Resolve reads
+// back within the broker's bounds.
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{"PT1H", "by_duration:P1DT2H3M4.5S", "-PT-1S", "30000", " true", "read_committed"} {
+		f.Add(ShareAutoOffsetReset, s)
+		f.Add(ShareRecordLockDurationMs, s)
+	}
+	b := Broker{}.WithDefaults()
+	f.Fuzz(func(t *testing.T, key, value string) {
+		ParseISODuration(value)
+		set := map[string]string{key: value}
+		if Validate(set, b) != nil {
+			return
+		}
+		e := Resolve(set, b)
+		if e.RecordLockDuration < b.ShareMinRecordLockDuration || e.RecordLockDuration > b.ShareMaxRecordLockDuration || e.AutoOffsetReset.DurationMs < 0 {
+			t.Fatalf("%s=%q resolved to %+v", key, value, e)
+		}
+	})
 }
