@@ -42,6 +42,11 @@ type Config struct {
 	ShareSessionTimeout    time.Duration
 	ShareHeartbeatInterval time.Duration
 	ShareMaxSize           int
+	// ShareGroupTimeouts, when set, gives a group's own session timeout
+	// and heartbeat interval (the group configs share.session.timeout.ms
+	// and share.heartbeat.interval.ms); a zero result keeps the value
+	// above. Called on the shard goroutine: it must not block.
+	ShareGroupTimeouts func(group string) (session, heartbeat time.Duration)
 	// ShareMemberGone, when set, is told on the shard goroutine when a
 	// share-group member leaves or its session expires (so the share
 	// partitions can release its records). It must not block.

@@ -143,7 +143,8 @@ func (s *shard) shareHeartbeat(e *effects, now time.Time, a shareArgs) *kmsg.Sha
 	default:
 		epochBefore = m.epoch
 	}
-	m.deadline = now.Add(cfg.ShareSessionTimeout)
+	session, interval := s.shareTimeouts(id)
+	m.deadline = now.Add(session)
 
 	// Member metadata: written when it changes.
 	changed := epochBefore < 0 || m.clientID != a.clientID || m.clientHost != a.clientHost
@@ -181,7 +182,7 @@ func (s *shard) shareHeartbeat(e *effects, now time.Time, a shareArgs) *kmsg.Sha
 	}
 	r := shareHBError(0, "")
 	r.MemberID, r.MemberEpoch = &m.id, m.epoch
-	r.HeartbeatIntervalMillis = int32(cfg.ShareHeartbeatInterval.Milliseconds())
+	r.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	if full || m.epoch != epochBefore {
 		as := kmsg.NewShareGroupHeartbeatResponseAssignment()
 		for _, t := range sortedTopicIDs(m.assigned) {
@@ -192,6 +193,23 @@ func (s *shard) shareHeartbeat(e *effects, now time.Time, a shareArgs) *kmsg.Sha
 		r.Assignment = &as
 	}
 	return r
+}
+
+// shareTimeouts is a group's session timeout and heartbeat interval: its
+// own (Config.ShareGroupTimeouts) or the broker's.
+func (s *shard) shareTimeouts(group string) (session, heartbeat time.Duration) {
+	cfg := &s.c.cfg
+	session, heartbeat = cfg.ShareSessionTimeout, cfg.ShareHeartbeatInterval
+	if f := cfg.ShareGroupTimeouts; f != nil {
+		gs, gh := f(group)
+		if gs > 0 {
+			session = gs
+		}
+		if gh > 0 {
+			heartbeat = gh
+		}
+	}
+	return session, heartbeat
 }
 
 // removeShareMember drops a member (left or expired): its records are

@@ -140,7 +140,8 @@ func (s *shard) replayShare(version int16, key, value []byte, now time.Time) err
 			m = &smember{id: member, assigned: assignment{}}
 			g.members[member] = m
 		}
-		m.deadline = now.Add(s.c.cfg.ShareSessionTimeout)
+		session, _ := s.shareTimeouts(group)
+		m.deadline = now.Add(session)
 		return m
 	}
 	switch version {

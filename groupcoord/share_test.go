@@ -24,11 +24,11 @@ type shareNode struct {
 	gone []string // ShareMemberGone calls, "group/member"
 }
 
-func openShareNode(t *testing.T, dir string) *shareNode {
+func openShareNode(t *testing.T, dir string, opts ...func(*Config)) *shareNode {
 	t.Helper()
 	n := &shareNode{testNode: openNode(t, dir), clk: coord.NewFake(time.Now())}
 	n.coord.Close()
-	n.coord = New(Config{
+	cfg := Config{
 		NumPartitions: 1, TickInterval: time.Second, Logger: quiet(), Clock: n.clk,
 		ShareSessionTimeout: 10 * time.Second, ShareHeartbeatInterval: 2 * time.Second, ShareMaxSize: 4,
 		ShareMemberGone: func(g, m string) {
@@ -36,7 +36,11 @@ func openShareNode(t *testing.T, dir string) *shareNode {
 			n.gone = append(n.gone, g+"/"+m)
 			n.mu.Unlock()
 		},
-	}, n.broker)
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n.coord = New(cfg, n.broker)
 	findCoordinator(t, n.testNode, "sg")
 	if _, ok := n.broker.Topic("t"); !ok {
 		if _, err := n.broker.CreateTopic(ctx(t), replication.CreateTopicRequest{Name: "t", NumPartitions: 3, ReplicationFactor: 1}); err != nil {
@@ -241,6 +245,35 @@ func TestShareGroupMembership(t *testing.T) {
 	n = openShareNode(t, dir)
 	if d := n.describe(t); d.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("deleted group after restart: %+v", d)
+	}
+}
+
+// TestShareGroupTimeouts: a group's own session timeout and heartbeat
+// interval (its group configs) override the broker's.
+func TestShareGroupTimeouts(t *testing.T) {
+	n := openShareNode(t, t.TempDir(), func(c *Config) {
+		c.ShareGroupTimeouts = func(g string) (time.Duration, time.Duration) {
+			if g == "sg" {
+				return 3 * time.Second, 700 * time.Millisecond
+			}
+			return 0, 0
+		}
+	})
+	if r := n.hb(t, "m1", 0, "t"); r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 700 {
+		t.Fatalf("join: %+v", r)
+	}
+	waitTicker(t, n.clk)
+	n.clk.Advance(2 * time.Second)
+	if d := n.describe(t); len(d.Members) != 1 {
+		t.Fatalf("expired before its 3 s session: %+v", d)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(n.describe(t).Members) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("never expired after its 3 s session: %+v", n.describe(t))
+		}
+		n.clk.Advance(time.Second)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

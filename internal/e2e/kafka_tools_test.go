@@ -649,3 +649,144 @@ func testDumpLog(t *testing.T, r *toolRunner, b *broker, cl *kgo.Client, bs []st
 		}
 	}
 }
+
+// TestKafkaToolsCluster runs the tools that move replicas and leaders on
+// three brokers: kafka-reassign-partitions (generate, execute, verify),
+// then kafka-leader-election (preferred), kafka-log-dirs and
+// kafka-broker-api-versions across the cluster. Not in -short.
+func TestKafkaToolsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three brokers: not in -short")
+	}
+	r := startToolRunner(t)
+	c := startChaosCluster(t, 3, 500*time.Millisecond)
+	bs := []string{"--bootstrap-server", strings.Join(c.bootstrap(), ",")}
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// partitionLine returns kafka-topics --describe's line for a partition.
+	partitionLine := func(p int) string {
+		out := r.ok("kafka-topics", with(bs, "--describe", "--topic", "tools-move")...)
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, fmt.Sprintf("\tPartition: %d\t", p)) {
+				return l
+			}
+		}
+		t.Fatalf("no partition %d in:\n%s", p, out)
+		return ""
+	}
+	waitLine := func(p int, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			l := partitionLine(p)
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(l, w)
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("partition %d never showed %q: %s", p, want, l)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+
+	// Two partitions with one replica each, on broker 1.
+	r.ok("kafka-topics", with(bs, "--create", "--topic", "tools-move", "--replica-assignment", "1,1")...)
+	waitLine(0, "Leader: 1\t")
+	waitLine(1, "Leader: 1\t")
+	var in strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&in, "%d:m%02d\n", i%2, i)
+	}
+	r.okIn(in.String(), "kafka-console-producer", with(bs, "--topic", "tools-move", "--reader-property", "parse.key=true",
+		"--reader-property", "key.separator=:", "--producer-property", "acks=all")...)
+
+	out := r.ok("kafka-reassign-partitions", with(bs, "--generate", "--broker-list", "1,2,3",
+		"--topics-to-move-json-file", file("move.json", `{"version":1,"topics":[{"topic":"tools-move"}]}`))...)
+	wantLines(t, "generate", out, "Current partition replica assignment", `{"topic":"tools-move","partition":0,"replicas":[1]`,
+		"Proposed partition reassignment configuration")
+
+	plan := file("plan.json", `{"version":1,"partitions":[`+
+		`{"topic":"tools-move","partition":0,"replicas":[2,3],"log_dirs":["any","any"]},`+
+		`{"topic":"tools-move","partition":1,"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}`)
+	wantLines(t, "execute", r.ok("kafka-reassign-partitions", with(bs, "--execute", "--reassignment-json-file", plan)...),
+		"Successfully started partition reassignments for tools-move-0,tools-move-1")
+	var deadline time.Time
+	verify := func(plan string, parts ...int) {
+		t.Helper()
+		deadline = time.Now().Add(90 * time.Second)
+		for {
+			res := r.run("", "kafka-reassign-partitions", with(bs, "--verify", "--reassignment-json-file", plan)...)
+			done := res.Exit == 0
+			for _, p := range parts {
+				done = done && strings.Contains(res.Out, fmt.Sprintf("Reassignment of partition tools-move-%d is completed.", p))
+			}
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reassignment never completed: %s", res)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	verify(plan, 0, 1)
+	waitLine(0, "\tReplicas: 2,3\t")
+	waitLine(1, "\tReplicas: 1,2,3\t")
+
+	// Every record is still there, read through the new replicas.
+	res := r.run("", "kafka-console-consumer", with(bs, "--topic", "tools-move", "--from-beginning", "--max-messages", "40",
+		"--formatter-property", "print.partition=true")...)
+	if res.Exit != 0 || strings.Count(res.Out, "Partition:0\t") != 20 || strings.Count(res.Out, "Partition:1\t") != 20 {
+		t.Fatalf("console consumer after the reassignment: %s", res)
+	}
+
+	// Preferred election puts a partition's leader on its first replica:
+	// reorder partition 0's replicas so that the preferred one is the
+	// replica not leading it now, then elect.
+	var leader int
+	if _, err := fmt.Sscanf(partitionLine(0)[strings.Index(partitionLine(0), "Leader: "):], "Leader: %d", &leader); err != nil {
+		t.Fatal(err)
+	}
+	preferred := 5 - leader // the other one of 2 and 3
+	reorder := file("reorder.json", fmt.Sprintf(`{"version":1,"partitions":[{"topic":"tools-move","partition":0,"replicas":[%d,%d]}]}`, preferred, leader))
+	r.ok("kafka-reassign-partitions", with(bs, "--execute", "--reassignment-json-file", reorder)...)
+	verify(reorder, 0)
+	waitLine(0, fmt.Sprintf("\tReplicas: %d,%d\t", preferred, leader))
+	out = r.ok("kafka-leader-election", with(bs, "--election-type", "preferred", "--topic", "tools-move", "--partition", "0")...)
+	if !strings.Contains(out, "Successfully completed leader election (PREFERRED) for partitions tools-move-0") &&
+		!strings.Contains(out, "Valid replica already elected for partitions tools-move-0") {
+		t.Fatalf("leader election: %s", out)
+	}
+	waitLine(0, fmt.Sprintf("\tLeader: %d\t", preferred))
+	// Then every partition (__consumer_offsets' too, whose leaders are
+	// where their elections fell): once all leaders are preferred, there
+	// is nothing to elect and nothing is printed.
+	all := with(bs, "--election-type", "preferred", "--all-topic-partitions")
+	if out := r.ok("kafka-leader-election", all...); out != "" && !strings.HasPrefix(out, "Successfully completed leader election (PREFERRED) for partitions ") {
+		t.Fatalf("all partitions: %s", out)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for out := r.ok("kafka-leader-election", all...); strings.TrimSpace(out) != ""; out = r.ok("kafka-leader-election", all...) {
+		if time.Now().After(deadline) {
+			t.Fatalf("all partitions, 30 s after electing the preferred leaders: want no output, got:\n%s", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	wantLines(t, "log-dirs", r.ok("kafka-log-dirs", with(bs, "--describe", "--topic-list", "tools-move")...),
+		"Received log directory information from brokers 1,2,3", `"partition":"tools-move-0"`, `"partition":"tools-move-1"`)
+	out = r.ok("kafka-broker-api-versions", bs...)
+	for _, n := range c.nodes {
+		wantLines(t, "api versions", out, fmt.Sprintf("%s (id: %d rack: null isFenced: false) -> (", n.kafka, n.id))
+	}
+}
