@@ -36,6 +36,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = runCLI(ctx, c, stdout, stderr)
 		}
+	case "share":
+		var c *cliRun
+		c, err = ParseShareFlags(args[1:], stderr)
+		if err == nil {
+			err = runCLI(ctx, c, stdout, stderr)
+		}
 	case "workload":
 		var c *cliRun
 		c, err = ParseWorkloadFlags(args[1:], stderr)
@@ -83,6 +89,7 @@ Commands:
   produce   like kafka-producer-perf-test: records/s, MB/s, latency percentiles
   consume   like kafka-consumer-perf-test: fills a topic, then reads it back
   e2e       fixed producer rate, consumer measures end-to-end latency
+  share     share group (KIP-932) workers accepting every record vs a classic group
   workload  run a workload file (OpenMessaging-Benchmark style, see bench/doc.go)
   compare   run workload files against several brokers it starts, interleaved
   idle      a Strata cluster's idle CPU and RSS with many partitions (dev-cluster)
@@ -98,6 +105,7 @@ type cliRun struct {
 	JSON        bool
 	Every       time.Duration // progress lines while producing, 0 = none
 	Loadgen     string        // workload only: LoadgenFranz (default), LoadgenKafka, LoadgenKafkaShare
+	BrokerPID   int           // share only: the broker's process, for its CPU time (0 = unknown)
 }
 
 func splitList(s string) []string {
@@ -239,6 +247,9 @@ func baseName(p string) string {
 
 func runCLI(ctx context.Context, c *cliRun, stdout, stderr io.Writer) error {
 	opts := RunOptions{Bootstrap: c.Bootstrap, TopicPrefix: c.TopicPrefix, Progress: stderr, ProgressEvery: c.Every}
+	if pid := c.BrokerPID; pid > 0 {
+		opts.BrokerCPU = func() (float64, error) { return ProcCPU(pid) }
+	}
 	var res *Result
 	var err error
 	if c.Loadgen == "" || c.Loadgen == LoadgenFranz {
@@ -262,6 +273,8 @@ func runCLI(ctx context.Context, c *cliRun, stdout, stderr io.Writer) error {
 func FormatResult(r *Result) string {
 	var b strings.Builder
 	switch r.Kind {
+	case KindShare:
+		b.WriteString(formatShare(r))
 	case KindConsume:
 		fmt.Fprintf(&b, "data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, time.to.first.record.ms\n")
 		fmt.Fprintf(&b, "%.4f, %.4f, %d, %.4f, %.1f", float64(r.Bytes)/MiB, r.MBPerSec, r.Records, r.RecordsPerSec, r.FirstRecordMs)

@@ -228,6 +228,8 @@ const (
 // figureNames are the figures of a workload kind, in table order.
 func figureNames(kind string) []string {
 	switch kind {
+	case KindShare:
+		return shareFigureNames
 	case KindConsume:
 		return []string{FigMBps, FigRecs, FigFirst, FigBrokerCPU, FigBrokerCore, FigClientCPU}
 	case KindE2E:
@@ -246,8 +248,11 @@ func figures(r *Result, brokerCPU, clientCPU float64, haveCPU bool) map[string]f
 	if l := r.E2ELatency; l != nil {
 		f[FigE2EP50], f[FigE2EP99], f[FigE2EP999], f[FigE2EMax] = l.P50Ms, l.P99Ms, l.P999, l.MaxMs
 	}
-	if r.Kind == KindConsume {
+	if r.Kind == KindConsume || r.Kind == KindShare {
 		f[FigFirst] = r.FirstRecordMs
+	}
+	if r.Share != nil {
+		shareFigures(f, r.Share)
 	}
 	gib := float64(r.MovedBytes) / (1 << 30)
 	if haveCPU && gib > 0 {
@@ -713,6 +718,9 @@ func runSample(ctx context.Context, w Workload, addr string, ch *child, rf int, 
 	}
 	opts := RunOptions{Bootstrap: splitList(addr), ReplicationFactor: rf,
 		MeasureStart: func() { read(&b0, &s0) }, MeasureEnd: func() { read(&b1, &s1) }}
+	if ch != nil {
+		opts.BrokerCPU = ch.cpu
+	}
 	var res *Result
 	var err error
 	if loadgen == "" || loadgen == LoadgenFranz {
@@ -882,7 +890,9 @@ func describe(w Workload) string {
 	if w.Linger > 0 {
 		fmt.Fprintf(&b, ", linger %s", w.Linger)
 	}
-	if w.Kind != KindProduce {
+	if w.Kind == KindShare {
+		fmt.Fprintf(&b, ", a classic consumer group of %d members, then a share group of %d workers accepting every record", w.ConsumersPerSubscription, w.ConsumersPerSubscription)
+	} else if w.Kind != KindProduce {
 		how := "on assigned partitions"
 		if w.ConsumerGroups {
 			how = "in consumer groups"

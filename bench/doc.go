@@ -19,6 +19,11 @@
 //	          time (ns), consumers in the same process take arrival minus send
 //	          time: end-to-end latency percentiles (the record timestamp has
 //	          only millisecond resolution, too coarse for a 1 ms target).
+//	share     share groups (KIP-932, share.go): fills a fresh topic (not
+//	          measured; --num-records, --record-size, --partitions), reads
+//	          it with a classic consumer group of --consumers members, then
+//	          with a share group of --consumers workers that accept every
+//	          record (below); --broker-pid adds the broker's CPU per record.
 //	workload  runs a workload file (below); --loadgen as compare's.
 //	compare   runs workload files against several brokers it starts itself,
 //	          interleaved, and reports medians and ratios (below).
@@ -75,6 +80,32 @@
 // ConsumerGroup, from the earliest offset, no offset commits), so joining
 // and the assignment are part of the run (time to first record includes
 // the join).
+//
+// # Share groups (kind: share)
+//
+// The share workload (`strata bench share`, or kind: share in a workload
+// file: one topic, one subscription, consumerPerSubscription = N) puts a
+// share group beside a classic consumer group in the same run, on the same
+// records. After the fill it sets the share group's share.auto.offset.reset
+// to earliest (IncrementalAlterConfigs on its GROUP resource: the default,
+// latest, would read nothing of a filled topic); then a classic group of N
+// kgo ConsumerGroup members reads every record from the earliest offset
+// (no commits), and then N franz-go share consumers (kgo.ShareGroup) poll
+// and Ack(AckAccept) every record until together they have accepted each
+// offset once; each then waits for its acknowledgements to be answered
+// (FlushAcks) and the clock stops. The classic group runs first so both
+// read a topic equally cold. Records/s of each group count from its first
+// record to its last: joining (a classic group waits out the broker's
+// initial rebalance delay, 3 s by default) is the "first record ms"
+// figure. A record delivered twice counts once (redelivered counts the
+// extra deliveries); partitions whose acknowledgement the broker refused
+// are ack errors. The figures: share records/s, classic records/s,
+// share/classic, share MB/s, broker CPU µs per acknowledged record (the
+// broker's CPU time over the share phase, including the join, divided by
+// the records accepted) and per classic record, both groups' first record
+// ms, and broker cores over both phases. --loadgen kafka-share is the
+// other way to read a share group (Kafka's own share consumer tool on a
+// consume workload); the share workload itself runs only with franz-go.
 //
 // # compare
 //

@@ -71,6 +71,8 @@ func RunKafkaTool(ctx context.Context, w Workload, opts RunOptions, loadgen stri
 		return nil, err
 	}
 	switch {
+	case w.Kind == KindShare:
+		return nil, fmt.Errorf("%w: --loadgen %s: the share workload runs franz-go's classic and share consumers side by side; use --loadgen franz (kafka-share reads a consume workload with kafka-share-consumer-perf-test)", ErrUsage, loadgen)
 	case w.Kind == KindE2E:
 		return nil, fmt.Errorf("%w: --loadgen %s: Kafka's tools have no fixed-rate end-to-end latency test (kafka-e2e-latency sends one record at a time); use --loadgen franz", ErrUsage, loadgen)
 	case w.Topics != 1 || w.ProducersPerTopic != 1 || w.Subscriptions != 1:

@@ -43,6 +43,8 @@ type Result struct {
 	// it differs from Seconds (a Kafka tool's figures leave out its JVM's
 	// start and, consuming, the group join): broker cores divide by it.
 	MeasuredSeconds float64 `json:"measured_seconds,omitempty"`
+	// Share is the share workload's comparison (KindShare, share.go).
+	Share *ShareFigures `json:"share,omitempty"`
 }
 
 // RunOptions are the knobs of one run that are not part of the workload.
@@ -66,6 +68,9 @@ type RunOptions struct {
 	// ReplicationFactor of the topics when the workload leaves it at 0
 	// (default 1).
 	ReplicationFactor int
+	// BrokerCPU, if set, reads the broker's CPU seconds so far; the share
+	// workload reads it at the edges of each of its two phases.
+	BrokerCPU func() (float64, error)
 }
 
 // payload is random upper-case letters, as kafka-producer-perf-test sends.
@@ -245,6 +250,8 @@ func Run(ctx context.Context, w Workload, opts RunOptions) (*Result, error) {
 		}
 	}
 	switch w.Kind {
+	case KindShare:
+		return runShare(ctx, &w, opts, topics[0])
 	case KindProduce:
 		start()
 		p, err := produceAll(ctx, &w, opts.Bootstrap, topics,

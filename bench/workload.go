@@ -23,6 +23,8 @@ const (
 	KindProduce = "produce" // producers only: throughput and produce latency
 	KindConsume = "consume" // fill the topics first (not measured), then consumers only
 	KindE2E     = "e2e"     // producers and consumers at once: end-to-end latency
+	// KindShare (share.go): fill, then a classic group and a share group
+	// of consumerPerSubscription members each read every record.
 )
 
 // Workload is one benchmark: what produce, consume and e2e run, what a
@@ -91,9 +93,9 @@ func (w *Workload) Validate() error {
 		return fmt.Errorf("%w: %s", ErrWorkload, fmt.Sprintf(format, a...))
 	}
 	switch w.Kind {
-	case KindProduce, KindConsume, KindE2E:
+	case KindProduce, KindConsume, KindE2E, KindShare:
 	default:
-		return bad("kind %q: want produce, consume or e2e", w.Kind)
+		return bad("kind %q: want produce, consume, e2e or share", w.Kind)
 	}
 	switch {
 	case w.Topics < 1 || w.Topics > maxTopics:
@@ -110,8 +112,10 @@ func (w *Workload) Validate() error {
 		return bad("negative duration")
 	case w.NumRecords == 0 && w.Duration == 0:
 		return bad("give a record count or a duration")
-	case w.Kind == KindConsume && w.NumRecords == 0:
-		return bad("consume needs a record count (the records to fill the topics with)")
+	case (w.Kind == KindConsume || w.Kind == KindShare) && w.NumRecords == 0:
+		return bad("%s needs a record count (the records to fill the topics with)", w.Kind)
+	case w.Kind == KindShare && (w.Topics != 1 || w.Subscriptions != 1):
+		return bad("share reads one topic with one share group beside one classic group: want topics 1, subscriptionsPerTopic 1")
 	case w.Rate < 0:
 		return bad("producer rate %v is negative", w.Rate)
 	case w.BatchSize < 1 || w.BatchSize > maxBatchSize:
