@@ -363,3 +363,36 @@ func TestUpdateFeatures(t *testing.T) {
 		t.Fatalf("after restart: %v epoch %d", got, epoch2)
 	}
 }
+
+// TestShareGroupTimeoutsFromGroupConfigs: a share group's
+// share.heartbeat.interval.ms group config is the interval
+// ShareGroupHeartbeat gives its members; another group keeps the
+// coordinator's.
+func TestShareGroupTimeoutsFromGroupConfigs(t *testing.T) {
+	c := newShareGroupCluster(t)
+	c.createTopic("hb-topic", 1)
+	cl := c.client()
+	if code, msg := alterGroup(t, cl, "tuned", false, setOp("share.heartbeat.interval.ms", "6000")); code != 0 {
+		t.Fatalf("set: %d %s", code, msg)
+	}
+	join := func(group string) int32 {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			resp := shareHB(t, cl, group, "AAAAAAAAAAAAAAAAAAAAAA", 0, "hb-topic")
+			if resp.ErrorCode == 0 {
+				return resp.HeartbeatIntervalMillis
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("join %s: error %d", group, resp.ErrorCode)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got := join("tuned"); got != 6000 {
+		t.Fatalf("tuned group's heartbeat interval %d ms, want 6000", got)
+	}
+	if got := join("plain"); got != 200 {
+		t.Fatalf("plain group's heartbeat interval %d ms, want the coordinator's 200", got)
+	}
+}

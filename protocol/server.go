@@ -140,6 +140,26 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		cfg.Txns.Logger = cfg.Logger.With("component", "txncoord")
 	}
 	cfg.GroupConfig = cfg.GroupConfig.WithDefaults()
+	if cfg.Groups.ShareGroupTimeouts == nil && b != nil {
+		// A share group's own share.session.timeout.ms and
+		// share.heartbeat.interval.ms (group configs, share_config.go);
+		// 0 where it has none (the coordinator's settings apply).
+		gc := cfg.GroupConfig
+		cfg.Groups.ShareGroupTimeouts = func(group string) (session, heartbeat time.Duration) {
+			ov := b.GroupConfigsView(group)
+			if len(ov) == 0 {
+				return 0, 0
+			}
+			e := groupconfig.Resolve(ov, gc)
+			if _, ok := ov[groupconfig.ShareSessionTimeoutMs]; ok {
+				session = e.ShareSessionTimeout
+			}
+			if _, ok := ov[groupconfig.ShareHeartbeatIntervalMs]; ok {
+				heartbeat = e.ShareHeartbeatInterval
+			}
+			return session, heartbeat
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:       cfg,
