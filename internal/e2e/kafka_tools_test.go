@@ -563,6 +563,18 @@ func TestKafkaTools(t *testing.T) {
 		if !regexp.MustCompile(`Feature: transaction.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s+Epoch: \d+`).MatchString(out) {
 			t.Fatalf("features:\n%s", out)
 		}
+		// A downgrade and an upgrade (UpdateFeatures), each seen by describe.
+		for _, step := range []struct{ verb, level string }{{"downgrade", "1"}, {"upgrade", "2"}} {
+			out := r.ok("kafka-features", append(bs, step.verb, "--feature", "transaction.version="+step.level)...)
+			wantLines(t, "kafka-features "+step.verb, out, "transaction.version was "+step.verb+"d to "+step.level+".")
+			level := regexp.MustCompile(`Feature: transaction.version\s.*FinalizedVersionLevel: ` + step.level + `\s`)
+			deadline := time.Now().Add(30 * time.Second)
+			for out := ""; !level.MatchString(out); out = r.ok("kafka-features", append(bs, "describe")...) {
+				if time.Now().After(deadline) {
+					t.Fatalf("describe never showed transaction.version at %s:\n%s", step.level, out)
+				}
+			}
+		}
 	})
 
 	t.Run("kafka-dump-log", func(t *testing.T) {
