@@ -185,10 +185,11 @@
 // kafka-share-consumer-perf-test (ShareConsumerPerformance, --threads =
 // consumerPerSubscription) in a share group whose share.auto.offset.reset
 // is set to earliest first (IncrementalAlterConfigs on the GROUP
-// resource); Strata has no share groups yet, so this runs against kafka
-// only for now. The tools' output becomes the same Result: the producer's
-// summary line (records/s, MB/s, avg, max and p50/p95/p99/p99.9 latency,
-// send to acknowledgement in whole ms); the consumers' header and figures
+// resource); it runs against Strata as against kafka (the share
+// workload, kind: share, is franz-go's share consumer). The tools'
+// output becomes the same Result: the producer's summary line
+// (records/s, MB/s, avg, max and p50/p95/p99/p99.9 latency, send to
+// acknowledgement in whole ms); the consumers' header and figures
 // line, read by column name (data.consumed.in.MB and .nMsg over
 // fetch.time.ms, which leaves the group join out; kafka-consumer-perf-test's
 // rebalance.time.ms is the "first record ms" figure). The measured phase
