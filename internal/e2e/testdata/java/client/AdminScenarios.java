@@ -19,6 +19,7 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
@@ -35,6 +36,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
@@ -249,8 +251,60 @@ class AdminScenarios {
         for (Optional<Throwable> o : res.values()) {
             StrataClient.expect(o.isEmpty() || o.get().getClass().getSimpleName().equals("ElectionNotNeededException"), "electLeaders: " + o);
         }
+        if (c.rf() >= 3) {
+            reorderAndElect(c, a);
+        }
         Map<TopicPartition, Optional<Throwable>> unknown = get(a.electLeaders(ElectionType.PREFERRED, Set.of(new TopicPartition(c.n("no-such"), 0))).partitions());
         c.check("unknown", unknown.values().iterator().next().map(e -> e.getClass().getSimpleName()).orElse("ok"));
+    }
+
+    /**
+     * A reassignment that only reorders the replicas makes another one the
+     * preferred leader; electLeaders(PREFERRED) then moves the leadership
+     * to it.
+     */
+    static void reorderAndElect(StrataClient.Ctx c, Admin a) throws Exception {
+        String t = c.n("elect-reorder");
+        c.createTopic(a, t, 1, null);
+        TopicPartition tp = new TopicPartition(t, 0);
+        StrataClient.waitFor("ISR of " + t + " complete", 30, () -> {
+            try {
+                return describe(a, t).partitions().get(0).isr().size() == c.rf();
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        var pi = describe(a, t).partitions().get(0);
+        int leader = pi.leader().id();
+        List<Integer> order = new ArrayList<>();
+        pi.replicas().forEach(n -> order.add(n.id()));
+        int first = order.stream().filter(id -> id != leader).findFirst().get();
+        order.remove(Integer.valueOf(first));
+        order.add(0, first);
+        get(a.alterPartitionReassignments(Map.of(tp, Optional.of(new NewPartitionReassignment(order)))).all());
+        StrataClient.waitFor("replicas reordered to " + order, 30, () -> {
+            try {
+                List<Integer> now = new ArrayList<>();
+                describe(a, t).partitions().get(0).replicas().forEach(n -> now.add(n.id()));
+                return now.equals(order) && get(a.listPartitionReassignments().reassignments()).isEmpty();
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        Optional<Throwable> res = get(a.electLeaders(ElectionType.PREFERRED, Set.of(tp)).partitions()).get(tp);
+        c.check("reorder.elect", res.map(e -> e.getClass().getSimpleName()).orElse("ok"));
+        StrataClient.waitFor("leader moved to the new first replica " + first, 30, () -> {
+            try {
+                var p = describe(a, t).partitions().get(0);
+                return p.leader() != null && p.leader().id() == first;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        c.check("reorder.leader_is_first", true);
+        KafkaProducer<String, String> p = c.producer();
+        p.send(new ProducerRecord<>(t, 0, null, "after-election")).get(30, TimeUnit.SECONDS);
+        c.check("reorder.records", StrataClient.readAll(c.consumer(), List.of(tp), 30).size());
     }
 
     static void cluster(StrataClient.Ctx c) throws Exception {
@@ -433,6 +487,9 @@ class AdminScenarios {
         c.check("producer.coordinator_epoch", st.coordinatorEpoch().isPresent());
         KafkaConsumer<String, String> rc = c.consumer("isolation.level", "read_committed");
         c.check("lso.open", rc.endOffsets(List.of(tp)).get(tp));
+        c.check("list.latest.read_committed", get(a.listOffsets(Map.of(tp, OffsetSpec.latest()),
+                new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).partitionResult(tp)).offset());
+        c.check("list.latest.read_uncommitted", get(a.listOffsets(Map.of(tp, OffsetSpec.latest())).partitionResult(tp)).offset());
 
         get(a.abortTransaction(new AbortTransactionSpec(tp, st.producerId(), (short) st.producerEpoch(), st.coordinatorEpoch().orElse(0))).all());
         StrataClient.waitFor("LSO past the aborted transaction", 30, () -> rc.endOffsets(List.of(tp)).get(tp) == 6);

@@ -25,6 +25,47 @@ class ConsumerScenarios {
         m.put("consumer-pattern-848", ConsumerScenarios::pattern848);
         m.put("consumer-pattern-classic", ConsumerScenarios::patternClassic);
         m.put("consumer-seek", ConsumerScenarios::seekTimes);
+        m.put("restart-commit", ConsumerScenarios::restartCommit);
+        m.put("restart-resume", ConsumerScenarios::restartResume);
+    }
+
+    static final String[] PROTOCOLS = {"classic", "consumer"};
+
+    /**
+     * Before a broker restart (the Go test restarts it, then runs
+     * restart-resume in a new JVM): a group of each protocol reads 300
+     * records and commits.
+     */
+    static void restartCommit(StrataClient.Ctx c) throws Exception {
+        String topic = c.n("restart");
+        Admin a = c.admin();
+        c.createTopic(a, topic, 3, null);
+        produce(c.producer(), topic, "before", 300);
+        for (String proto : PROTOCOLS) {
+            KafkaConsumer<String, String> k = c.consumer("group.id", c.n("restart-" + proto), "group.protocol", proto);
+            k.subscribe(List.of(topic));
+            List<ConsumerRecord<String, String>> got = StrataClient.pollN(k, 300, 45, Duration.ZERO);
+            k.commitSync();
+            k.close(Duration.ofSeconds(10));
+            c.check("read." + proto, got.size());
+            StrataClient.expectEq(300, got.size(), proto + " records before the restart");
+        }
+    }
+
+    /** After the broker restart: each group reads exactly the 50 records produced since. */
+    static void restartResume(StrataClient.Ctx c) throws Exception {
+        String topic = c.n("restart");
+        produce(c.producer(), topic, "after", 50);
+        for (String proto : PROTOCOLS) {
+            KafkaConsumer<String, String> k = c.consumer("group.id", c.n("restart-" + proto), "group.protocol", proto);
+            k.subscribe(List.of(topic));
+            List<ConsumerRecord<String, String>> got = StrataClient.pollN(k, 50, 45, Duration.ofMillis(500));
+            long old = got.stream().filter(r -> !r.value().startsWith("after-")).count();
+            c.check("resumed." + proto, got.size());
+            c.check("resumed." + proto + ".old", old);
+            StrataClient.expectEq(50, got.size(), proto + " records after the restart");
+            StrataClient.expectEq(0L, old, proto + " records read again after the restart");
+        }
     }
 
     static void produce(KafkaProducer<String, String> p, String topic, String tag, int n) {
