@@ -65,12 +65,6 @@ func (c *Coordinator) Close() { c.core.Close() }
 // leads reports whether this broker leads partition p at epoch.
 func (c *Coordinator) leads(p, epoch int32) bool { return c.core.Leads(p, epoch) }
 
-// route finds (starting a load if needed) the shard of groupID: 0, or
-// NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS.
-func (c *Coordinator) route(groupID string) (*shard, int16) {
-	return state(c.core.Route(groupID))
-}
-
 // routePartition is route for a known partition of the offsets topic: it
 // waits (up to the core's LoadWait) for the shard to load.
 func (c *Coordinator) routePartition(pi replication.PartitionInfo) (*shard, int16) {
@@ -91,10 +85,10 @@ func state(sh *coord.Shard[*shard], code int16) (*shard, int16) {
 }
 
 // do runs fn on groupID's shard and returns what it replies, or the
-// routing error code.
+// routing error code (coord.CallKey: followed once to a new leader epoch
+// here).
 func (c *Coordinator) do(ctx context.Context, groupID string, fn func(s *shard, e *effects, rid uint64)) (kmsg.Response, int16, error) {
-	s, code := c.route(groupID)
-	return c.doOn(ctx, s, code, fn)
+	return coord.CallKey(ctx, c.core, groupID, func(s *shard, reply func(kmsg.Response)) { s.call(fn, reply) })
 }
 
 func (c *Coordinator) doOn(ctx context.Context, s *shard, code int16, fn func(s *shard, e *effects, rid uint64)) (kmsg.Response, int16, error) {

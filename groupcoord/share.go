@@ -312,7 +312,7 @@ func (s *shard) assignShare(e *effects, now time.Time, g *sgroup) {
 	}
 	for _, id := range ids {
 		if old, ok := g.target[id]; !ok || !old.equal(next[id]) {
-			e.records = append(e.records, record{Key: cgKey(keySGTargetMember, g.id, &id), Value: sgTargetValue(next[id])})
+			e.records = append(e.records, record{Key: cgKey(keySGTargetMember, g.id, &id), Value: cgTargetValue(next[id])})
 		}
 	}
 	g.target = next

@@ -14,7 +14,7 @@ import (
 //	10   ShareGroupMemberMetadata            group, member   rack?, client id, client host, [subscribed topic]
 //	11   ShareGroupMetadata                  group           epoch int32, metadata hash int64
 //	12   ShareGroupTargetAssignmentMetadata  group           assignment epoch int32, assignment timestamp int64
-//	13   ShareGroupTargetAssignmentMember    group, member   [topic id, [partition]]
+//	13   ShareGroupTargetAssignmentMember    group, member   [topic id, [partition]] (the KIP-848 target's format: cgTargetValue)
 //	14   ShareGroupCurrentMemberAssignment   group, member   epoch, previous epoch, state int8, [topic id, [partition]]
 //
 // A nil value is a tombstone; the group's (11) comes last. Kafka's
@@ -63,14 +63,6 @@ func sgTargetMetadataValue(epoch int32, ms int64) []byte {
 	e.i16(0)
 	e.i32(epoch)
 	e.i64(ms)
-	e.tags()
-	return e.b
-}
-
-func sgTargetValue(a assignment) []byte {
-	var e enc
-	e.i16(0)
-	e.assignment(a)
 	e.tags()
 	return e.b
 }

@@ -300,7 +300,7 @@ func FuzzReplayShare(f *testing.F) {
 		{Key: sgMemberKey("g", "m"), Value: sgMemberValue(m)},
 		{Key: cgKey(keySGMetadata, "g", nil), Value: sgMetadataValue(g)},
 		{Key: cgKey(keySGTargetMetadata, "g", nil), Value: sgTargetMetadataValue(2, 1)},
-		{Key: cgKey(keySGTargetMember, "g", &m.id), Value: sgTargetValue(m.assigned)},
+		{Key: cgKey(keySGTargetMember, "g", &m.id), Value: cgTargetValue(m.assigned)},
 		{Key: cgKey(keySGCurrent, "g", &m.id), Value: sgCurrentValue(m)},
 		{Key: cgKey(keySGCurrent, "g", &m.id)},
 	} {

@@ -72,10 +72,10 @@ func (c *Coordinator) Close() {
 }
 
 // do runs fn on the shard of id and waits for it: the routing error code,
-// NOT_COORDINATOR when the shard stops first, or ctx's error.
+// NOT_COORDINATOR when the shard stops first (coord.DoKey: followed once
+// to a new leader epoch here), or ctx's error.
 func (c *Coordinator) do(ctx context.Context, id string, fn func(s *shard)) (int16, error) {
-	sh, code := c.core.Route(id)
-	return coord.Do(ctx, sh, code, fn)
+	return coord.DoKey(ctx, c.core, id, fn)
 }
 
 // ensureTopic returns the state topic, creating it on first use.

@@ -167,25 +167,48 @@ func (c *Coordinator[S]) Route(key string) (*Shard[S], int16) {
 }
 
 // RoutePartition is Route for a known partition of the topic: it waits
-// (up to LoadWait) for the shard to load.
+// (up to LoadWait) for the shard to load. A shard that stops before it
+// loaded because the partition moved to a newer leader epoch here (a
+// re-election, as after a restart) is followed once to the new epoch's
+// shard.
 func (c *Coordinator[S]) RoutePartition(pi replication.PartitionInfo) (*Shard[S], int16) {
-	s, code := c.ShardFor(pi)
-	if code != 0 {
-		return nil, code
+	var t Timer
+	for attempt := 0; ; attempt++ {
+		s, code := c.ShardFor(pi)
+		if code != 0 {
+			return nil, code
+		}
+		if s.loaded.Load() {
+			return s, 0
+		}
+		if t == nil {
+			t = c.cfg.Clock.NewTimer(c.cfg.LoadWait)
+			defer t.Stop()
+		}
+		select {
+		case <-s.loadedCh:
+			return s, 0
+		case <-s.done:
+			if npi, ok := c.movedHere(s); ok && attempt == 0 {
+				pi = npi
+				continue
+			}
+			return nil, kerr.NotCoordinator.Code
+		case <-t.C():
+			return nil, kerr.CoordinatorLoadInProgress.Code
+		}
 	}
-	if s.loaded.Load() {
-		return s, 0
+}
+
+// movedHere reports whether s's partition is now led by this broker at
+// another leader epoch than s's, with its current info.
+func (c *Coordinator[S]) movedHere(s *Shard[S]) (replication.PartitionInfo, bool) {
+	t, ok := c.broker.Topic(c.cfg.Topic)
+	if !ok || int(s.partition) >= len(t.Partitions) {
+		return replication.PartitionInfo{}, false
 	}
-	t := c.cfg.Clock.NewTimer(c.cfg.LoadWait)
-	defer t.Stop()
-	select {
-	case <-s.loadedCh:
-		return s, 0
-	case <-s.done:
-		return nil, kerr.NotCoordinator.Code
-	case <-t.C():
-		return nil, kerr.CoordinatorLoadInProgress.Code
-	}
+	pi := t.Partitions[s.partition]
+	return pi, pi.Leader == c.broker.NodeID() && pi.LeaderEpoch != s.epoch
 }
 
 // ShardFor returns the shard of a partition this broker leads, starting

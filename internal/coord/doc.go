@@ -16,8 +16,9 @@
 //     one stored record while loading; Loaded() runs once replay is done;
 //     Tick(now) runs every Config.TickInterval; Stopped() runs as the
 //     shard ends, to answer whatever still waits outside Call.
-//   - The handling of each request: a function run on the shard with
-//     Call (or Do), which changes the state, writes its records with
+//   - The handling of each request: a function run on the key's shard
+//     with CallKey (or DoKey; Call and Do for a shard in hand), which
+//     changes the state, writes its records with
 //     Shard.Write (or WriteTxn) and then replies -- at once, or later from
 //     another call or a tick (the reply function may be kept).
 //   - Keys and values of its records (Kafka's schemas of the topic); the
@@ -44,7 +45,10 @@
 //     shard that would be replaced at the elected epoch.
 //   - New leader epoch: a request that finds the partition led at a
 //     newer epoch stops the old shard, and the new one replays the log
-//     only after the old one's goroutine (and so its writes) ended. Every
+//     only after the old one's goroutine (and so its writes) ended; a
+//     request whose shard stopped under it because of such a move is
+//     followed once to the new shard (Route, CallKey) rather than
+//     answered NOT_COORDINATOR, as after a restart's re-election. Every
 //     tick checks that this broker still leads at the shard's epoch and
 //     unloads the shard when it does not.
 //   - Write then reply: Shard.Write returns once the records are

@@ -253,6 +253,35 @@ func Call[S State, R any](ctx context.Context, s *Shard[S], code int16, fn func(
 	}
 }
 
+// CallKey routes key (Route) and runs fn on its shard (Call). When the
+// shard stops before replying and this broker now leads the key's
+// partition at another leader epoch (a re-election moved it, as after a
+// restart), it routes and calls once more instead of answering
+// NOT_COORDINATOR: fn then runs on the new epoch's shard, as it would
+// when the client retried. fn must not have replied on the first shard
+// (it did not: the shard stopped first).
+func CallKey[S State, R any](ctx context.Context, c *Coordinator[S], key string, fn func(st S, reply func(R))) (R, int16, error) {
+	for attempt := 0; ; attempt++ {
+		s, code := c.Route(key)
+		r, code, err := Call(ctx, s, code, fn)
+		if err != nil || code != kerr.NotCoordinator.Code || s == nil || attempt > 0 {
+			return r, code, err
+		}
+		if _, moved := c.movedHere(s); !moved {
+			return r, code, err
+		}
+	}
+}
+
+// DoKey is CallKey for a fn that replies by returning.
+func DoKey[S State](ctx context.Context, c *Coordinator[S], key string, fn func(st S)) (int16, error) {
+	_, code, err := CallKey(ctx, c, key, func(st S, reply func(struct{})) {
+		fn(st)
+		reply(struct{}{})
+	})
+	return code, err
+}
+
 // Do is Call for a fn that replies by returning: it waits until fn ran.
 func Do[S State](ctx context.Context, s *Shard[S], code int16, fn func(st S)) (int16, error) {
 	_, code, err := Call(ctx, s, code, func(st S, reply func(struct{})) {
