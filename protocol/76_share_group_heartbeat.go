@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,6 +24,11 @@ import (
 func init() { regKey(76, 1, 1) }
 
 func (s *Server) handleShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) (kmsg.Response, error) {
+	if !s.shareEnabled() { // share.version 0: share groups are off (as Kafka 4.4)
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	ci := clientFrom(ctx)
 	return s.groups.ShareGroupHeartbeat(ctx, req, ci.id, ci.host)
 }

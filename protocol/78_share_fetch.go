@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,6 +95,10 @@ func shareAckBatches[B any](in []B, conv func(B) (int64, int64, []int8)) []share
 
 func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	if !s.shareEnabled() { // share.version 0: share groups are off (as Kafka 4.4)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	sl := s.share
 	group, member := derefString(req.GroupID), derefString(req.MemberID)
 	resp.AcquisitionLockTimeoutMillis = int32(sl.settings(group).part.LockMs)
@@ -245,17 +250,27 @@ func (s *Server) shareTargets(session []shareTPKey, w *shareResp) []shareReqPart
 }
 
 // shareAcks applies the acknowledgements of each partition that has some
-// and reports each partition's result.
+// (the partitions at once: each is its own Raft group) and reports each
+// partition's result, in request order.
 func (s *Server) shareAcks(ctx context.Context, parts []shareReqPart, group, member string, renew bool, report func(shareReqPart, int16)) {
-	for _, p := range parts {
-		if len(p.acks) == 0 {
+	codes := make([]int16, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if len(p.acks) == 0 || p.code != 0 {
+			codes[i] = p.code
 			continue
 		}
-		if p.code != 0 {
-			report(p, p.code)
-			continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = errShareCode(s.share.ack(ctx, p.target, group, member, p.acks, renew))
+		}()
+	}
+	wg.Wait()
+	for i, p := range parts {
+		if len(p.acks) > 0 {
+			report(p, codes[i])
 		}
-		report(p, errShareCode(s.share.ack(ctx, p.target, group, member, p.acks, renew)))
 	}
 }
 
@@ -273,19 +288,47 @@ func (s *Server) shareRelease(ctx context.Context, parts []shareTPKey, group, me
 	}
 }
 
-// shareAcquireAll runs one acquisition round over targets. It reports
-// whether anything was acquired and, when not, what to wait on.
+// shareAcquireAll runs one acquisition round over targets, the
+// partitions at once (each is its own Raft group, so their rounds overlap),
+// maxRecords split between them (the session's order, rotated each
+// request, decides who gets the remainder; a partition whose share is 0
+// waits for the next round). It reports whether anything was acquired
+// and, when not, what to wait on.
 func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, group, member string, maxRecords int, strict bool, maxBytes int32, w *shareResp) (bool, []shareWake) {
+	type result struct {
+		a   acquired
+		err error
+		ran bool
+	}
+	results := make([]result, len(targets))
+	n := len(targets)
+	var wg sync.WaitGroup
+	for i, p := range targets {
+		quota := maxRecords / n
+		if i < maxRecords%n {
+			quota++
+		}
+		if quota <= 0 {
+			continue
+		}
+		budget := max(maxBytes/int32(n), 1<<20)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := s.share.acquire(ctx, p.target, group, member, quota, strict, budget)
+			results[i] = result{a: a, err: err, ran: true}
+		}()
+	}
+	wg.Wait()
 	var wakes []shareWake
 	got := false
-	left, budget := maxRecords, maxBytes
-	for _, p := range targets {
-		if left <= 0 || budget <= 0 {
-			break
+	for i, p := range targets {
+		r := results[i]
+		if !r.ran {
+			continue
 		}
-		a, err := s.share.acquire(ctx, p.target, group, member, left, strict, budget)
-		if err != nil {
-			code := errShareCode(err)
+		if r.err != nil {
+			code := errShareCode(r.err)
 			sp := w.part(p.key)
 			sp.ErrorCode = code
 			w.errs = true
@@ -299,6 +342,7 @@ func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, gr
 			}
 			continue
 		}
+		a := r.a
 		if len(a.ranges) == 0 {
 			wakes = append(wakes, shareWake{lp: a.lp, hw: a.hw, released: a.wake})
 			continue
@@ -310,9 +354,7 @@ func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, gr
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = r.First, r.Last, r.Count
 			sp.AcquiredRecords = append(sp.AcquiredRecords, ar)
-			left -= int(r.Last - r.First + 1)
 		}
-		budget -= int32(min(len(a.records), 1<<31-1))
 	}
 	return got, wakes
 }

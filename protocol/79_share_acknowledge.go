@@ -32,6 +32,10 @@ func init() { regKey(79, 1, 2) }
 
 func (s *Server) handleShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	if !s.shareEnabled() { // share.version 0: share groups are off (as Kafka 4.4)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	sl := s.share
 	group, member := derefString(req.GroupID), derefString(req.MemberID)
 	resp.AcquisitionLockTimeoutMillis = int32(sl.settings(group).part.LockMs)

@@ -307,7 +307,7 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 	from := max(sharepart.NeedFrom(st), offs.LogStart)
 	var batches []sharepart.Batch
 	if from < end {
-		batches, err = l.readBatches(lp, from, end, maxBytes, gs.readCommitted)
+		batches, err = l.readBatches(lp, from, end, maxRecords, maxBytes, gs.readCommitted)
 		if err != nil {
 			return out, err
 		}
@@ -325,88 +325,69 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		return out, nil
 	}
 	out.ranges = ranges
-	out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last, maxBytes)
+	out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last)
 	return out, err
 }
 
-// readBatches reads the batch bounds of [from, end) (end: the high
-// watermark, or the last stable offset), about maxBytes of them, marking
-// control batches and, read_committed, aborted transactions' batches as
-// skipped.
-func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxBytes int32, readCommitted bool) ([]sharepart.Batch, error) {
-	var res log.ReadResult
-	var err error
+// readBatches finds the batches of [from, end) (end: the high watermark,
+// or the last stable offset) from their headers alone (no record data is
+// read), until they hold maxRecords deliverable records or maxBytes,
+// marking control batches and, read_committed, aborted transactions'
+// batches as skipped.
+func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxRecords int, maxBytes int32, readCommitted bool) ([]sharepart.Batch, error) {
+	var aborted []log.AbortedTxn
 	if readCommitted {
-		res, err = lp.ReadCommitted(from, max(maxBytes, 1))
-	} else {
-		res, err = lp.Read(from, max(maxBytes, 1))
+		aborted = lp.AbortedTransactions(from, end)
 	}
-	if err != nil {
-		return nil, err
-	}
-	aborted := map[int64]int64{} // producer ID -> first offset of its aborted transaction
-	for _, a := range res.Aborted {
-		aborted[a.ProducerID] = a.FirstOffset
-	}
-	spans, err := segment.SplitBatches(res.Records, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", log.ErrStorage, err)
-	}
-	out := make([]sharepart.Batch, 0, len(spans))
-	for _, s := range spans {
-		h, err := segment.ParseHeader(res.Records[s[0]:s[1]])
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", log.ErrStorage, err)
-		}
+	var out []sharepart.Batch
+	records, bytes := 0, int64(0)
+	err := lp.ScanHeadersFrom(from, func(h *segment.Header) bool {
 		if h.BaseOffset >= end {
-			break
+			return false
+		}
+		if h.LastOffset() < from {
+			return true
 		}
 		skip := h.IsControl()
-		if first, ok := aborted[h.ProducerID]; ok && h.IsTransactional() && h.BaseOffset >= first {
-			skip = true
-			if h.IsControl() {
-				delete(aborted, h.ProducerID) // the abort marker ends it
+		if !skip && h.IsTransactional() {
+			for _, a := range aborted {
+				if a.ProducerID == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset {
+					skip = true
+					break
+				}
 			}
 		}
 		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: min(h.LastOffset(), end-1), Skip: skip})
-	}
-	return out, nil
+		if !skip {
+			records += int(h.LastOffset() - max(h.BaseOffset, from) + 1)
+		}
+		bytes += h.Size()
+		return records < maxRecords && bytes < int64(maxBytes)
+	})
+	return out, err
 }
 
-// readSpan reads the stored batches that cover [first, last].
-func (l *shareLeader) readSpan(lp *log.Partition, first, last int64, maxBytes int32) ([]byte, error) {
-	var out []byte
-	off := first
-	for off <= last {
-		res, err := lp.Read(off, max(maxBytes, 1<<20))
-		if err != nil {
-			if errors.Is(err, log.ErrOffsetOutOfRange) && len(out) > 0 {
-				break
-			}
-			return out, err
+// readSpan reads the stored batches that cover [first, last]: their
+// headers first, to size one read exactly.
+func (l *shareLeader) readSpan(lp *log.Partition, first, last int64) ([]byte, error) {
+	var size int64
+	err := lp.ScanHeadersFrom(first, func(h *segment.Header) bool {
+		if h.BaseOffset > last {
+			return false
 		}
-		spans, err := segment.SplitBatches(res.Records, 0)
-		if err != nil {
-			return out, fmt.Errorf("%w: %v", log.ErrStorage, err)
+		if h.LastOffset() >= first {
+			size += h.Size()
 		}
-		if len(spans) == 0 {
-			break
-		}
-		for _, s := range spans {
-			h, err := segment.ParseHeader(res.Records[s[0]:s[1]])
-			if err != nil {
-				return out, fmt.Errorf("%w: %v", log.ErrStorage, err)
-			}
-			if h.BaseOffset > last {
-				return out, nil
-			}
-			if h.LastOffset() >= off {
-				out = append(out, res.Records[s[0]:s[1]]...)
-			}
-			off = h.LastOffset() + 1
-		}
+		return h.LastOffset() < last
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	res, err := lp.Read(first, int32(min(max(size, 1), 1<<31-1)))
+	if err != nil {
+		return nil, err
+	}
+	return res.Records, nil
 }
 
 // shareSweepEvery is how often the leader ends lapsed locks.
