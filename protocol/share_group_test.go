@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -152,5 +154,94 @@ func TestShareGroupMembershipOverTheWire(t *testing.T) {
 	}
 	if d := shareDescribe(t, cl, "workers"); d.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("deleted group: %+v", d)
+	}
+}
+
+// TestShareGroupKgoMembersSharePartition: three franz-go share consumers
+// (kgo.ShareGroup) join one group on a one-partition topic; each is
+// assigned that partition (many members per partition), every record is
+// delivered and accepted once, and a consumer that closes leaves the group.
+func TestShareGroupKgoMembersSharePartition(t *testing.T) {
+	c := newShareCluster(t, groupconfig.Broker{}, "pool")
+	c.createTopic("q", 1)
+	produceRecords(t, c, "q", 300)
+
+	var mu sync.Mutex
+	seen := map[int64]string{} // offset -> consumer
+	var dup []string
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	var wg sync.WaitGroup
+	clients := map[string]*kgo.Client{}
+	for _, name := range []string{"w1", "w2", "w3"} {
+		cl := c.client(kgo.ShareGroup("pool"), kgo.ConsumeTopics("q"), kgo.ClientID(name))
+		clients[name] = cl
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				cl.PollRecords(ctx, 50).EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					if prev, ok := seen[r.Offset]; ok {
+						dup = append(dup, prev+"/"+name)
+					}
+					seen[r.Offset] = name
+					mu.Unlock()
+					r.Ack(kgo.AckAccept)
+				})
+			}
+		}()
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	adm := c.admin()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		ds, err := adm.DescribeShareGroups(testCtx(t), "pool")
+		members := 0
+		if err == nil {
+			for _, m := range ds["pool"].Members {
+				if ps := m.Assignment["q"]; len(ps) == 1 {
+					if _, ok := ps[0]; ok {
+						members++
+					}
+				}
+			}
+		}
+		if n == 300 && members == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumed %d of 300, %d members assigned q-0: %v %+v", n, members, err, ds)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	}
+	mu.Lock()
+	per := map[string]int{}
+	for _, name := range seen {
+		per[name]++
+	}
+	t.Logf("records per consumer: %v", per)
+	if len(dup) > 0 {
+		t.Errorf("records delivered twice (lock duration 30 s, all accepted): %v", dup)
+	}
+	mu.Unlock()
+
+	clients["w3"].Close()
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		ds, err := adm.DescribeShareGroups(testCtx(t), "pool")
+		if err == nil && len(ds["pool"].Members) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("w3 never left: %v %+v", err, ds)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
 	}
 }
