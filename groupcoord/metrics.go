@@ -15,8 +15,8 @@ import (
 // for the per-group series Kafka leaves to external exporters, the
 // widely used kafka_exporter's:
 //
-//	kafka_coordinator_group_metadata_manager_num_groups{state}   groups by state (Stable, Empty, ...)
-//	kafka_consumergroup_members{group}                           members of each group
+//	kafka_coordinator_group_metadata_manager_num_groups{state}   groups by state (Stable, Empty, ...), share groups included
+//	kafka_consumergroup_members{group}                           members of each group (share groups too)
 //	kafka_consumergroup_current_offset{group,topic,partition}    committed offset
 //	kafka_consumergroup_lag{group,topic,partition}               high watermark - committed (>= 0),
 //	                                                             only where this broker has the partition's log
@@ -142,7 +142,7 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 // snapshotShard copies what the collector needs; it runs on the shard's
 // goroutine (the only one that touches its groups).
 func snapshotShard(s *shard) []groupSnap {
-	out := make([]groupSnap, 0, len(s.groups)+len(s.cgroups))
+	out := make([]groupSnap, 0, len(s.groups)+len(s.cgroups)+len(s.sgroups))
 	seen := make(map[string]bool, len(s.cgroups))
 	for id, g := range s.groups {
 		gs := groupSnap{id: id, state: g.state.String(), members: len(g.members)}
@@ -167,6 +167,9 @@ func snapshotShard(s *shard) []groupSnap {
 		if !seen[id] {
 			out = append(out, groupSnap{id: id, state: cg.stateName(), members: len(cg.members)})
 		}
+	}
+	for id, sg := range s.sgroups {
+		out = append(out, groupSnap{id: id, state: sg.stateName(), members: len(sg.members)})
 	}
 	return out
 }

@@ -2,10 +2,13 @@ package groupcoord
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -159,6 +162,15 @@ func TestShareGroupMembership(t *testing.T) {
 	if d.ErrorCode != 0 || d.GroupState != "Stable" || len(d.Members) != 4 || d.Assignor != "simple" ||
 		d.Members[0].MemberID != "m1" || d.Members[0].ClientID != "cli-m1" || d.Members[0].Assignment.TopicPartitions[0].Topic != "t" {
 		t.Fatalf("describe: %+v", d)
+	}
+	reg := prometheus.NewRegistry()
+	RegisterMetrics(reg, n.coord)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP kafka_consumergroup_members Members of a group this broker coordinates.
+# TYPE kafka_consumergroup_members gauge
+kafka_consumergroup_members{group="sg"} 4
+`), "kafka_consumergroup_members"); err != nil {
+		t.Errorf("share group in the metrics: %v", err)
 	}
 	assigned, ok, code, err := n.coord.ShareMember(ctx(t), "sg", "m2")
 	if err != nil || code != 0 || !ok || len(assigned) != 1 {
