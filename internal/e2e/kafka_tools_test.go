@@ -28,20 +28,22 @@ import (
 // kafkaTools maps the scripts of Kafka's distribution (bin/<name>.sh) to
 // the main classes they run, as of Kafka 4.4.0.
 var kafkaTools = map[string]string{
-	"kafka-topics":              "org.apache.kafka.tools.TopicCommand",
-	"kafka-configs":             "org.apache.kafka.tools.ConfigCommand",
-	"kafka-consumer-groups":     "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-	"kafka-console-producer":    "org.apache.kafka.tools.ConsoleProducer",
-	"kafka-console-consumer":    "org.apache.kafka.tools.consumer.ConsoleConsumer",
-	"kafka-transactions":        "org.apache.kafka.tools.TransactionsCommand",
-	"kafka-get-offsets":         "org.apache.kafka.tools.GetOffsetShell",
-	"kafka-delete-records":      "org.apache.kafka.tools.DeleteRecordsCommand",
-	"kafka-leader-election":     "org.apache.kafka.tools.LeaderElectionCommand",
-	"kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-	"kafka-log-dirs":            "org.apache.kafka.tools.LogDirsCommand",
-	"kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
-	"kafka-features":            "org.apache.kafka.tools.FeatureCommand",
-	"kafka-dump-log":            "org.apache.kafka.tools.DumpLogSegments",
+	"kafka-topics":                 "org.apache.kafka.tools.TopicCommand",
+	"kafka-configs":                "org.apache.kafka.tools.ConfigCommand",
+	"kafka-consumer-groups":        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+	"kafka-console-producer":       "org.apache.kafka.tools.ConsoleProducer",
+	"kafka-console-consumer":       "org.apache.kafka.tools.consumer.ConsoleConsumer",
+	"kafka-transactions":           "org.apache.kafka.tools.TransactionsCommand",
+	"kafka-get-offsets":            "org.apache.kafka.tools.GetOffsetShell",
+	"kafka-delete-records":         "org.apache.kafka.tools.DeleteRecordsCommand",
+	"kafka-leader-election":        "org.apache.kafka.tools.LeaderElectionCommand",
+	"kafka-reassign-partitions":    "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+	"kafka-log-dirs":               "org.apache.kafka.tools.LogDirsCommand",
+	"kafka-broker-api-versions":    "org.apache.kafka.tools.BrokerApiVersionsCommand",
+	"kafka-features":               "org.apache.kafka.tools.FeatureCommand",
+	"kafka-dump-log":               "org.apache.kafka.tools.DumpLogSegments",
+	"kafka-share-groups":           "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+	"kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
 }
 
 // toolRunner is one JVM running Kafka's command-line tools one call after
@@ -575,6 +577,52 @@ func TestKafkaTools(t *testing.T) {
 				}
 			}
 		}
+	})
+
+	t.Run("kafka-share-groups", func(t *testing.T) {
+		r.t = t
+		// A queue read with Kafka's console share consumer, then replayed:
+		// kafka-share-groups resets the group to the earliest offset and
+		// the records come again (rejected this time, so archived).
+		r.ok("kafka-topics", append(bs, "--create", "--topic", "tools-share", "--partitions", "1")...)
+		r.okIn("j0\nj1\nj2\nj3\nj4\n", "kafka-console-producer", append(bs, "--topic", "tools-share")...)
+		wantLines(t, "group config", r.ok("kafka-configs", append(bs, "--entity-type", "groups", "--entity-name", "tools-sg",
+			"--alter", "--add-config", "share.auto.offset.reset=earliest")...), "Completed updating config for group tools-sg.")
+		share := func(extra ...string) {
+			t.Helper()
+			res := r.run("", "kafka-console-share-consumer", append(append(bs, "--topic", "tools-share", "--group", "tools-sg",
+				"--max-messages", "5", "--timeout-ms", "30000"), extra...)...)
+			if res.Exit != 0 || res.Out != "j0\nj1\nj2\nj3\nj4\n" || !strings.Contains(res.Err, "Processed a total of 5 messages") {
+				t.Fatalf("console share consumer %v: want j0..j4; got %s", extra, res)
+			}
+		}
+		// describeShare waits until the group's row reads START-OFFSET LAG.
+		describeShare := func(want string) {
+			t.Helper()
+			row := regexp.MustCompile(`(?m)^tools-sg\s+tools-share\s+0\s+` + want + `\s*$`)
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				out := r.ok("kafka-share-groups", append(bs, "--describe", "--group", "tools-sg")...)
+				if row.MatchString(out) {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("kafka-share-groups --describe never showed START-OFFSET LAG %q:\n%s", want, out)
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}
+		share()
+		wantLines(t, "list", r.ok("kafka-share-groups", append(bs, "--list")...), "tools-sg\n")
+		describeShare(`5\s+0`)
+		wantLines(t, "state", r.ok("kafka-share-groups", append(bs, "--describe", "--group", "tools-sg", "--state")...), "Empty")
+		out := r.ok("kafka-share-groups", append(bs, "--reset-offsets", "--group", "tools-sg", "--topic", "tools-share", "--to-earliest", "--execute")...)
+		if !regexp.MustCompile(`(?m)^tools-sg\s+tools-share\s+0\s+0\s*$`).MatchString(out) {
+			t.Fatalf("reset to earliest: %s", out)
+		}
+		describeShare(`0\s+5`)
+		share("--reject")
+		describeShare(`5\s+0`)
 	})
 
 	t.Run("kafka-dump-log", func(t *testing.T) {
