@@ -94,8 +94,9 @@
 //     newcomer takes its place and partitions at epoch 0.
 //   - Share groups: the assignor balances as Kafka's "simple" one does
 //     (fewer members than partitions: each partition to one member; more:
-//     every partition shared) but is not sticky: a membership change may
-//     move partitions between members. The metadata hash of
+//     every partition shared) and keeps the previous target's pairs where
+//     the balance allows, by its own rules (shareTopicAssignment), so the
+//     pairs it picks may differ from Kafka's. The metadata hash of
 //     ShareGroupMetadataValue is Strata's own, and
 //     ShareGroupStatePartitionMetadata (key 15) is not written: share-
 //     partition state lives with the partitions (sharepart).

@@ -268,11 +268,13 @@ func (s *shard) shareMetaHash(g *sgroup) int64 {
 }
 
 // assignShare recomputes the target assignment at the group epoch and
-// writes what changed. Per topic, with S subscribers (sorted by member ID)
-// and P partitions: S <= P spreads the partitions round-robin, each to
-// one member; S > P gives member i partition i mod P, so every partition
-// is shared by S/P members (rounded) -- Kafka's simple assignor's
-// balance, without its stickiness.
+// writes what changed. Per topic, with S subscribers and P partitions,
+// there are T = max(S, P) member-partition pairs: every member gets T/S
+// of them (or one more), every partition T/P (or one more) -- so S <= P
+// spreads the partitions, each to one member, and S > P shares every
+// partition among several members, as Kafka's simple assignor balances
+// them. Pairs of the previous target are kept where the balance allows
+// (shareTopicAssignment), so a member joining or leaving moves few.
 func (s *shard) assignShare(e *effects, now time.Time, g *sgroup) {
 	subs := map[string][]string{}
 	ids := make([]string, 0, len(g.members))
@@ -289,24 +291,18 @@ func (s *shard) assignShare(e *effects, now time.Time, g *sgroup) {
 	for _, id := range ids {
 		next[id] = assignment{}
 	}
-	topics := make([]string, 0, len(subs))
-	for t := range subs {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, name := range topics {
+	for name, ms := range subs {
 		t, ok := s.topicSource(name)
 		if !ok || t.partitions <= 0 {
 			continue
 		}
-		ms, P := subs[name], int(t.partitions)
-		if len(ms) <= P {
-			for p := 0; p < P; p++ {
-				next[ms[p%len(ms)]].add(topicPartition{t.id, int32(p)})
-			}
-		} else {
-			for i, id := range ms {
-				next[id].add(topicPartition{t.id, int32(i % P)})
+		prev := make(map[string][]int32, len(ms))
+		for _, id := range ms {
+			prev[id] = g.target[id][t.id]
+		}
+		for id, ps := range shareTopicAssignment(ms, int(t.partitions), prev) {
+			for _, p := range ps {
+				next[id].add(topicPartition{t.id, p})
 			}
 		}
 	}
@@ -318,6 +314,86 @@ func (s *shard) assignShare(e *effects, now time.Time, g *sgroup) {
 	g.target = next
 	g.assignmentEpoch = g.epoch
 	e.records = append(e.records, record{Key: cgKey(keySGTargetMetadata, g.id, nil), Value: sgTargetMetadataValue(g.assignmentEpoch, now.UnixMilli())})
+}
+
+// shareTopicAssignment assigns partitions 0..P-1 of one topic to members
+// (sorted IDs): T = max(S, P) pairs, T/S per member (T%S of them one
+// more), T/P per partition (T%P of them one more). prev's pairs are kept
+// first where both sides have room, then the rest are filled, each
+// partition in order going to the member with the fewest pairs (the
+// smallest ID on a tie).
+func shareTopicAssignment(members []string, P int, prev map[string][]int32) map[string][]int32 {
+	S := len(members)
+	T := max(S, P)
+	baseM, extraM := T/S, T%S
+	baseP, extraP := T/P, T%P
+	out := make(map[string][]int32, S)
+	mCount := make(map[string]int, S)
+	pCount := make([]int, P)
+	has := map[string]map[int32]bool{}
+	pair := func(m string, p int32) {
+		out[m] = append(out[m], p)
+		mCount[m]++
+		pCount[p]++
+		if has[m] == nil {
+			has[m] = map[int32]bool{}
+		}
+		has[m][p] = true
+	}
+	// room reports whether m and p take one more pair, using an extra
+	// slot of either side only when allowed.
+	room := func(m string, p int32, extras bool) bool {
+		if has[m][p] {
+			return false
+		}
+		mOK := mCount[m] < baseM || extras && mCount[m] == baseM && extraM > 0
+		pOK := pCount[p] < baseP || extras && pCount[p] == baseP && extraP > 0
+		return mOK && pOK
+	}
+	take := func(m string, p int32) {
+		if mCount[m] == baseM {
+			extraM--
+		}
+		if pCount[p] == baseP {
+			extraP--
+		}
+		pair(m, p)
+	}
+	for _, extras := range []bool{false, true} {
+		for _, m := range members {
+			for _, p := range prev[m] {
+				if int(p) < P && room(m, p, extras) {
+					take(m, p)
+				}
+			}
+		}
+	}
+	for _, extras := range []bool{false, true} {
+		for p := int32(0); int(p) < P; p++ {
+			for room1(pCount[p], baseP, extraP, extras) {
+				best := ""
+				for _, m := range members {
+					if room(m, p, true) && (best == "" || mCount[m] < mCount[best]) {
+						best = m
+					}
+				}
+				if best == "" {
+					break
+				}
+				take(best, p)
+			}
+		}
+	}
+	for m := range out {
+		sort.Slice(out[m], func(i, j int) bool { return out[m][i] < out[m][j] })
+	}
+	return out
+}
+
+// room1 reports whether a side with n pairs takes one more: below base,
+// or at base while extra slots remain and extras are allowed.
+func room1(n, base, extra int, extras bool) bool {
+	return n < base || extras && n == base && extra > 0
 }
 
 // deleteShareGroup tombstones an empty share group: NON_EMPTY_GROUP while

@@ -111,12 +111,13 @@ func TestShareGroupMembership(t *testing.T) {
 		t.Fatalf("m1 join: %+v %v", r, partitionsOf(r))
 	}
 	r = n.hb(t, "m2", 0, "t")
-	if r.ErrorCode != 0 || r.MemberEpoch != 2 || !eqParts(partitionsOf(r), 1) {
+	if r.ErrorCode != 0 || r.MemberEpoch != 2 || !eqParts(partitionsOf(r), 2) {
 		t.Fatalf("m2 join: %+v %v", r, partitionsOf(r))
 	}
-	// m1 learns the new epoch and its smaller share at its next heartbeat.
+	// m1 learns the new epoch and its smaller share at its next heartbeat
+	// (it keeps what it had, less what m2 took).
 	r = n.hb(t, "m1", 1)
-	if r.ErrorCode != 0 || r.MemberEpoch != 2 || !eqParts(partitionsOf(r), 0, 2) {
+	if r.ErrorCode != 0 || r.MemberEpoch != 2 || !eqParts(partitionsOf(r), 0, 1) {
 		t.Fatalf("m1 at epoch 2: %+v %v", r, partitionsOf(r))
 	}
 	// Nothing changed: no assignment in the answer.
@@ -286,6 +287,80 @@ func TestShareGroupTimeouts(t *testing.T) {
 		}
 		n.clk.Advance(time.Second)
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestShareTopicAssignment: every (members, partitions) shape gets
+// max(S, P) distinct pairs balanced on both sides, and a balanced previous
+// assignment of the same shape is kept as it is; a member joining keeps
+// the others' pairs where the balance allows.
+func TestShareTopicAssignment(t *testing.T) {
+	check := func(members []string, P int, got map[string][]int32) {
+		t.Helper()
+		S, T := len(members), max(len(members), P)
+		pc := make([]int, P)
+		total := 0
+		for _, m := range members {
+			seen := map[int32]bool{}
+			if n := len(got[m]); n != T/S && n != T/S+1 {
+				t.Fatalf("S=%d P=%d: %s has %d pairs: %v", S, P, m, n, got)
+			}
+			for _, p := range got[m] {
+				if seen[p] || p < 0 || int(p) >= P {
+					t.Fatalf("S=%d P=%d: bad pair %s/%d: %v", S, P, m, p, got)
+				}
+				seen[p] = true
+				pc[p]++
+				total++
+			}
+		}
+		for p, n := range pc {
+			if n != T/P && n != T/P+1 {
+				t.Fatalf("S=%d P=%d: partition %d has %d members: %v", S, P, p, n, got)
+			}
+		}
+		if total != T {
+			t.Fatalf("S=%d P=%d: %d pairs, want %d: %v", S, P, total, T, got)
+		}
+	}
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = "m" + string(rune('a'+i))
+		}
+		return out
+	}
+	for S := 1; S <= 9; S++ {
+		for P := 1; P <= 9; P++ {
+			ms := names(S)
+			first := shareTopicAssignment(ms, P, nil)
+			check(ms, P, first)
+			again := shareTopicAssignment(ms, P, first)
+			for _, m := range ms {
+				if !eqParts(again[m], first[m]...) {
+					t.Fatalf("S=%d P=%d: balanced input moved: %v -> %v", S, P, first, again)
+				}
+			}
+			// One more member: the others lose at most what the new
+			// balance takes from them, never gain a partition they
+			// did not have while losing one.
+			more := append(ms[:S:S], "mz")
+			grown := shareTopicAssignment(more, P, first)
+			check(more, P, grown)
+			kept := 0
+			for _, m := range ms {
+				for _, p := range grown[m] {
+					for _, q := range first[m] {
+						if p == q {
+							kept++
+						}
+					}
+				}
+			}
+			if want := max(S, P) - max(S+1, P)/(S+1) - 1; kept < want {
+				t.Fatalf("S=%d P=%d: only %d pairs kept (want >= %d): %v -> %v", S, P, kept, want, first, grown)
+			}
+		}
 	}
 }
 
