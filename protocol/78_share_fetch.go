@@ -190,8 +190,8 @@ func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchReque
 			return resp, nil
 		}
 	}
-	s.shareAcks(ctx, parts, group, member, renew, func(p shareReqPart, code int16) { w.part(p.key).AcknowledgeErrorCode = code })
 	if renew {
+		s.shareAcks(ctx, parts, group, member, renew, func(p shareReqPart, code int16) { w.part(p.key).AcknowledgeErrorCode = code })
 		return resp, nil
 	}
 
@@ -207,8 +207,28 @@ func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchReque
 	wait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait)
 	deadline := time.Now().Add(wait)
 	targets := s.shareTargets(session, w)
+	// Acknowledgements of a partition fetched here travel with its first
+	// acquisition (one replicated entry); the others go alone.
+	acks := map[shareTPKey][]sharepart.AckBatch{}
+	fetched := map[shareTPKey]bool{}
+	for _, p := range targets {
+		fetched[p.key] = true
+	}
+	var alone []shareReqPart
+	for _, p := range parts {
+		if len(p.acks) == 0 {
+			continue
+		}
+		if fetched[p.key] && p.code == 0 {
+			acks[p.key] = p.acks
+		} else {
+			alone = append(alone, p)
+		}
+	}
+	s.shareAcks(ctx, alone, group, member, renew, func(p shareReqPart, code int16) { w.part(p.key).AcknowledgeErrorCode = code })
 	for {
-		got, wakes := s.shareAcquireAll(ctx, targets, group, member, maxRecords, strict, maxBytes, w)
+		got, wakes := s.shareAcquireAll(ctx, targets, group, member, maxRecords, strict, maxBytes, acks, w)
+		clear(acks) // applied (or refused) once
 		if got || w.errs || wait <= 0 {
 			break
 		}
@@ -294,11 +314,12 @@ func (s *Server) shareRelease(ctx context.Context, parts []shareTPKey, group, me
 // request, decides who gets the remainder; a partition whose share is 0
 // waits for the next round). It reports whether anything was acquired
 // and, when not, what to wait on.
-func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, group, member string, maxRecords int, strict bool, maxBytes int32, w *shareResp) (bool, []shareWake) {
+func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, group, member string, maxRecords int, strict bool, maxBytes int32, acks map[shareTPKey][]sharepart.AckBatch, w *shareResp) (bool, []shareWake) {
 	type result struct {
-		a   acquired
-		err error
-		ran bool
+		a      acquired
+		err    error
+		ackErr error
+		ran    bool
 	}
 	results := make([]result, len(targets))
 	n := len(targets)
@@ -308,15 +329,16 @@ func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, gr
 		if i < maxRecords%n {
 			quota++
 		}
-		if quota <= 0 {
+		pa := acks[p.key]
+		if quota <= 0 && len(pa) == 0 {
 			continue
 		}
 		budget := max(maxBytes/int32(n), 1<<20)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := s.share.acquire(ctx, p.target, group, member, quota, strict, budget)
-			results[i] = result{a: a, err: err, ran: true}
+			a, ackErr, err := s.share.acquire(ctx, p.target, group, member, quota, strict, budget, pa)
+			results[i] = result{a: a, err: err, ackErr: ackErr, ran: true}
 		}()
 	}
 	wg.Wait()
@@ -326,6 +348,9 @@ func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, gr
 		r := results[i]
 		if !r.ran {
 			continue
+		}
+		if len(acks[p.key]) > 0 {
+			w.part(p.key).AcknowledgeErrorCode = errShareCode(r.ackErr)
 		}
 		if r.err != nil {
 			code := errShareCode(r.err)

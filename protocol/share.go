@@ -258,22 +258,31 @@ type acquired struct {
 
 // acquire runs one acquisition round for member on t: records available
 // again first, then new ones, up to max records and maxBytes of batches.
-func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member string, maxRecords int, strict bool, maxBytes int32) (acquired, error) {
-	var out acquired
+// acks, the member's acknowledgements for t piggybacked on the fetch, are
+// applied first, in the same replicated entry (one Raft round for both);
+// their error, if any, is ackErr, and the acquisition goes on without
+// them.
+func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member string, maxRecords int, strict bool, maxBytes int32, acks []sharepart.AckBatch) (out acquired, ackErr, err error) {
+	fail := func(err error) (acquired, error, error) {
+		if len(acks) > 0 {
+			return out, err, err
+		}
+		return out, nil, err
+	}
 	reg, epoch, err := l.broker.ShareLeader(ctx, t.topic, t.partition)
 	if err != nil {
-		return out, err
+		return fail(err)
 	}
 	lp, err := l.broker.Partition(t.topic, t.partition)
 	if err != nil {
-		return out, err
+		return fail(err)
 	}
 	out.lp = lp
 	key := shareKey{t.topicID, t.partition, group}
 	sp := l.part(key)
 	out.wake = sp.waitCh()
 	if err := sp.acquire(ctx); err != nil {
-		return out, err
+		return fail(err)
 	}
 	defer sp.release()
 	gs := l.settings(group)
@@ -298,10 +307,23 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		var d sharepart.Delta
 		d.Init(group, start)
 		if err := l.broker.ShareApplyAt(ctx, t.topic, t.partition, epoch, d.Encode()); err != nil {
-			return out, err
+			return fail(err)
 		}
 		if st, _ = reg.Group(group); st == nil {
-			return out, fmt.Errorf("%w: share state of %s-%d for %s not created", log.ErrStorage, t.topic, t.partition, group)
+			return fail(fmt.Errorf("%w: share state of %s-%d for %s not created", log.ErrStorage, t.topic, t.partition, group))
+		}
+	}
+	now := l.cfg.Now().UnixMilli()
+	var combined sharepart.Delta
+	var ackStats sharepart.Stats
+	released := false
+	if len(acks) > 0 {
+		ad, as, err := sharepart.Ack(st, group, member, gs.part, acks, false, now)
+		if err != nil {
+			ackErr = err
+		} else {
+			combined, ackStats, released = ad, as, as.Released > 0
+			st = st.After(&ad, group)
 		}
 	}
 	from := max(sharepart.NeedFrom(st), offs.LogStart)
@@ -309,24 +331,28 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 	if from < end {
 		batches, err = l.readBatches(lp, from, end, maxRecords, maxBytes, gs.readCommitted)
 		if err != nil {
-			return out, err
+			return fail(err)
 		}
 	}
-	now := l.cfg.Now().UnixMilli()
 	d, ranges, stats := sharepart.Acquire(st, group, gs.part, sharepart.AcquireParams{Member: member, Max: maxRecords, Strict: strict, LogStart: offs.LogStart, NowMs: now}, batches)
-	if d.Empty() {
-		return out, nil
+	combined.Append(d)
+	if combined.Empty() {
+		return out, ackErr, nil
 	}
-	if err := l.broker.ShareApplyAt(ctx, t.topic, t.partition, epoch, d.Encode()); err != nil {
-		return out, err
+	if err := l.broker.ShareApplyAt(ctx, t.topic, t.partition, epoch, combined.Encode()); err != nil {
+		return fail(err)
 	}
+	stats.Add(ackStats)
 	l.count(key, stats)
+	if released {
+		sp.notify()
+	}
 	if len(ranges) == 0 {
-		return out, nil
+		return out, ackErr, nil
 	}
 	out.ranges = ranges
 	out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last)
-	return out, err
+	return out, ackErr, err
 }
 
 // readBatches finds the batches of [from, end) (end: the high watermark,

@@ -312,3 +312,46 @@ func (sc *script) show(g string) string {
 	}
 	return b.String()
 }
+
+// TestAckThenAcquireInOneDelta: acknowledgements and the acquisition after
+// them travel as one delta (After, Append), and give the same state as two.
+func TestAckThenAcquireInOneDelta(t *testing.T) {
+	cfg := Config{LockMs: 1000, DeliveryLimit: 5, MaxLocks: 100}
+	batches := []Batch{{First: 0, Last: 9}}
+	one, two := NewRegistry(), NewRegistry()
+	for _, r := range []*Registry{one, two} {
+		var d Delta
+		d.Init("g", 0)
+		r.ApplyDelta(&d)
+		st, _ := r.Group("g")
+		d, _, _ = Acquire(st, "g", cfg, AcquireParams{Member: "m", Max: 5, Strict: true, NowMs: 10}, batches)
+		r.ApplyDelta(&d)
+	}
+	// Two deltas.
+	st, _ := two.Group("g")
+	ack, _, err := Ack(st, "g", "m", cfg, []AckBatch{{First: 0, Last: 4, Types: []int8{AckAccept}}}, false, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two.ApplyDelta(&ack)
+	st, _ = two.Group("g")
+	acq, _, _ := Acquire(st, "g", cfg, AcquireParams{Member: "m", Max: 5, NowMs: 20}, batches)
+	two.ApplyDelta(&acq)
+	// One delta.
+	st, _ = one.Group("g")
+	ack1, _, err := Ack(st, "g", "m", cfg, []AckBatch{{First: 0, Last: 4, Types: []int8{AckAccept}}}, false, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acq1, got, _ := Acquire(st.After(&ack1, "g"), "g", cfg, AcquireParams{Member: "m", Max: 5, NowMs: 20}, batches)
+	ack1.Append(acq1)
+	if err := one.Apply(ack1.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if string(one.Snapshot()) != string(two.Snapshot()) {
+		t.Fatal("one combined delta and two deltas give different states")
+	}
+	if len(got) != 1 || got[0].First != 5 || got[0].Last != 9 {
+		t.Fatalf("acquired %+v after the acks, want 5-9", got)
+	}
+}

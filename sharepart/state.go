@@ -142,6 +142,21 @@ type Range struct {
 	Deadline    int64
 }
 
+// Append adds o's operations after d's.
+func (d *Delta) Append(o Delta) { d.ops = append(d.ops, o.ops...) }
+
+// After returns a copy of s, group's state, with d's operations on group
+// applied: what a decision made after d sees, before d is replicated.
+func (s *State) After(d *Delta, group string) *State {
+	c := s.clone()
+	for _, o := range d.ops {
+		if o.group == group && o.kind == opSet {
+			c.set(o.ranges, o.start)
+		}
+	}
+	return c
+}
+
 // Empty reports whether d changes nothing.
 func (d *Delta) Empty() bool { return len(d.ops) == 0 }
 
