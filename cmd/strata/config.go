@@ -26,6 +26,24 @@ var errConfig = errors.New("strata: configuration error")
 // STRATA_LOG_DIRS is log.dirs (upper case, dots as underscores).
 const envPrefix = "STRATA_"
 
+// toolEnv are environment variables with envPrefix that are not settings:
+// the test suite's and the tools' own (README, "Tests"), which a
+// developer's shell or CI exports. serve ignores them rather than
+// refusing to start on an unknown setting.
+var toolEnv = []string{
+	"STRATA_KAFKA_CLASSPATH", "STRATA_PYTHON_VENV", "STRATA_METRICS_URL",
+	"STRATA_CHAOS_", "STRATA_STABILITY_", "STRATA_SHARE_", "STRATA_BENCH_", "STRATA_JAVA_",
+}
+
+func isToolEnv(k string) bool {
+	for _, p := range toolEnv {
+		if k == p || (strings.HasSuffix(p, "_") && strings.HasPrefix(k, p)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Listener is one parsed listener (PLAINTEXT://host:port).
 type Listener struct {
 	Name string // the security protocol; only PLAINTEXT today
@@ -257,7 +275,7 @@ func loadConfig(args []string, environ []string, readFile func(string) ([]byte, 
 	envLayer := layer{}
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(k, envPrefix) || len(k) == len(envPrefix) {
+		if !strings.HasPrefix(k, envPrefix) || len(k) == len(envPrefix) || isToolEnv(k) {
 			continue
 		}
 		name := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "."))

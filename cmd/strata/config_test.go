@@ -235,3 +235,20 @@ func TestIdleSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestToolEnvIgnored: the test suite's and tools' STRATA_* variables
+// (STRATA_KAFKA_CLASSPATH, exported by .ci/run) are not settings; an
+// unknown STRATA_ setting still fails.
+func TestToolEnvIgnored(t *testing.T) {
+	env := []string{"STRATA_KAFKA_CLASSPATH=/x.jar:/y.jar", "STRATA_PYTHON_VENV=/opt/v/bin/python", "STRATA_CHAOS_LONG=1", "STRATA_SHARE_FAILOVER_LONG=1", "STRATA_LOG_DIRS=/tmp/d"}
+	cfg, _, err := loadConfig(nil, env, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.LogDirs) == 0 || cfg.LogDirs[0] != "/tmp/d" {
+		t.Fatalf("log.dirs from the environment: %v", cfg.LogDirs)
+	}
+	if _, _, err := loadConfig(nil, []string{"STRATA_NO_SUCH_SETTING=1"}, nil, nil); !errors.Is(err, errConfig) {
+		t.Fatalf("unknown setting: %v", err)
+	}
+}
