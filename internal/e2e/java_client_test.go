@@ -31,10 +31,18 @@ import (
 // javaScenarios are the scenarios the single-node test runs, in the order
 // their results are checked.
 var javaScenarios = []string{
+	"share-consumer", // first: its renewals wait seconds, overlapping the rest
 	"produce-idempotent", "produce-compression", "txn", "txn-offsets",
 	"consumer-classic", "consumer-848", "consumer-pattern-848", "consumer-pattern-classic", "consumer-seek",
 	"admin-topics", "admin-configs", "admin-offsets", "admin-elect", "admin-cluster", "admin-reassign",
-	"admin-groups", "admin-txn", "admin-group-configs",
+	"admin-groups", "admin-txn", "admin-group-configs", "share-admin",
+}
+
+// javaBrokerSettings: no initial rebalance delay, and the share suite's
+// 2 s record lock (shareSettings) so that the share-consumer scenario's
+// RENEWs hold a record past the lock within seconds.
+func javaBrokerSettings() []string {
+	return append([]string{"--set", "group.initial.rebalance.delay.ms=0"}, shareSettings...)
 }
 
 // javaWant is what the CHECK lines must say, per scenario, for a cluster
@@ -109,6 +117,26 @@ func javaWant(nodes, rf int) map[string]map[string]string {
 			"read_committed.after_abort": "0"},
 		"admin-group-configs": {"group.session": "50000/DYNAMIC_GROUP_CONFIG",
 			"group.session.delete": "45000/DEFAULT_CONFIG"},
+		"share-consumer": {"lock_ms": "2000", "accepted": "29", "accepted.once": "true", "redelivered": "0",
+			"release.delivery_counts": "[1, 2]", "rejected": "1", "renew.renewals": "8",
+			"renew.delivery_count": "1", "renew.held_past_lock": "true", "extra": "0"},
+		"share-admin": {
+			"list.share":               "Share/share/Stable",
+			"list.consumer_filter":     "false",
+			"describe":                 "Stable/members=1/assigned=2/epoch=true/coordinator=true",
+			"offsets":                  "{0=10/0, 1=10/0}",
+			"alter.non_empty":          "GroupNotEmptyException",
+			"delete_offsets.non_empty": "GroupNotEmptyException",
+			"delete.non_empty":         "GroupNotEmptyException",
+			"closed.state":             "Empty",
+			"offsets.altered":          "{0=4/6, 1=10/0}",
+			"reread":                   "{0=[4, 5, 6, 7, 8, 9]}",
+			"offsets.reread":           "{0=10/0, 1=10/0}",
+			"offsets.after_delete":     "{}",
+			"deleted.listed":           "false",
+			"deleted.describe":         "GroupIdNotFoundException",
+			"delete.unknown":           "GroupIdNotFoundException",
+		},
 	}
 	w["restart-commit"] = map[string]string{"read.classic": "300", "read.consumer": "300"}
 	w["restart-resume"] = map[string]string{"resumed.classic": "50", "resumed.classic.old": "0",
@@ -191,9 +219,10 @@ func runJavaClient(t *testing.T, bootstrap, prefix string, rf int, scenarios []s
 	start := time.Now()
 	err := cmd.Run()
 	t.Logf("java: %d scenarios in %v (exit: %v)", len(scenarios), time.Since(start).Round(time.Millisecond), err)
+	out := stdout.String() // the scanner below drains stdout
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("java stdout:\n%s\njava stderr (tail):\n%s", stdout.String(), tail(stderr.String(), 20000))
+			t.Logf("java stdout:\n%s\njava stderr (tail):\n%s", out, tail(stderr.String(), 20000))
 		}
 	})
 	res := map[string]*javaResult{}
@@ -348,7 +377,7 @@ func checkJavaWithFranz(t *testing.T, seeds []string, prefix string, scenarios [
 // TestJavaClient runs every Java client scenario against one broker.
 func TestJavaClient(t *testing.T) {
 	javaClientClasspath(t)
-	b := startBroker(t, "", "--set", "group.initial.rebalance.delay.ms=0")
+	b := startBroker(t, "", javaBrokerSettings()...)
 	scenarios := javaSelected()
 	res := runJavaClient(t, b.addr, "j1", 1, scenarios)
 	checkJava(t, res, scenarios, javaWant(1, 1))
@@ -382,7 +411,7 @@ func TestJavaClientCluster(t *testing.T) {
 		t.Skip("cluster test: skipped under -short")
 	}
 	javaClientClasspath(t)
-	c := startChaosCluster(t, 3, 2*time.Second, "--set", "group.initial.rebalance.delay.ms=0")
+	c := startChaosCluster(t, 3, 2*time.Second, javaBrokerSettings()...)
 	scenarios := javaSelected()
 	res := runJavaClient(t, strings.Join(c.bootstrap(), ","), "j3", 3, scenarios)
 	checkJava(t, res, scenarios, javaWant(3, 3))

@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
@@ -64,6 +65,7 @@ public class StrataClient {
         ProducerScenarios.register(SCENARIOS);
         ConsumerScenarios.register(SCENARIOS);
         AdminScenarios.register(SCENARIOS);
+        ShareScenarios.register(SCENARIOS);
     }
 
     public static void main(String[] args) throws Exception {
@@ -163,6 +165,8 @@ public class StrataClient {
                     AutoCloseable c = cs.get(i);
                     if (c instanceof KafkaConsumer) {
                         ((KafkaConsumer<?, ?>) c).close(Duration.ofSeconds(5));
+                    } else if (c instanceof KafkaShareConsumer) {
+                        ((KafkaShareConsumer<?, ?>) c).close(Duration.ofSeconds(5));
                     } else if (c instanceof KafkaProducer) {
                         ((KafkaProducer<?, ?>) c).close(Duration.ofSeconds(5));
                     } else {
