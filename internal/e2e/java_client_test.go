@@ -31,11 +31,10 @@ import (
 // javaScenarios are the scenarios the single-node test runs, in the order
 // their results are checked.
 var javaScenarios = []string{
-	"share-consumer", // first: its renewals wait seconds, overlapping the rest
 	"produce-idempotent", "produce-compression", "txn", "txn-offsets",
 	"consumer-classic", "consumer-848", "consumer-pattern-848", "consumer-pattern-classic", "consumer-seek",
 	"admin-topics", "admin-configs", "admin-offsets", "admin-elect", "admin-cluster", "admin-reassign",
-	"admin-groups", "admin-txn", "admin-group-configs", "share-admin",
+	"admin-groups", "admin-txn", "admin-group-configs", "share-consumer", "share-admin",
 }
 
 // javaBrokerSettings: no initial rebalance delay, and the share suite's
