@@ -384,8 +384,8 @@ func createShareTopic(t *testing.T, st shareTarget, topic string, parts int32) {
 }
 
 // TestShareGroupWorkers: three franz-go share consumers split the records
-// of two partitions, several of them on each partition, each record
-// accepted exactly once; the group ends with lag 0.
+// of one partition (every member is assigned it), each record accepted
+// exactly once; the group ends with lag 0.
 func TestShareGroupWorkers(t *testing.T) {
 	for _, mode := range []string{"single", "cluster"} {
 		t.Run(mode, func(t *testing.T) {
@@ -395,7 +395,7 @@ func TestShareGroupWorkers(t *testing.T) {
 			} else {
 				st, _ = shareCluster(t)
 			}
-			createShareTopic(t, st, "jobs", 2)
+			createShareTopic(t, st, "jobs", 1)
 			admCl := st.client()
 			setGroupConfigs(t, admCl, "workers", "share.auto.offset.reset", "earliest")
 			n := 3000
@@ -416,11 +416,35 @@ func TestShareGroupWorkers(t *testing.T) {
 			// Record-limit mode (strict): a batch-optimized fetch acquires
 			// whole batches, and franz-go packs these small records into
 			// one or two.
-			// Every worker joins (and is assigned partitions) before the
-			// records arrive, so all of them compete for them.
+			// Every worker joins (and is assigned the partition) before
+			// the records arrive, and is fetching: records are produced
+			// in small rounds until each worker got some (a member
+			// learns its assignment at its next heartbeat), then the
+			// rest, which all of them compete for.
 			waitShareMembers(t, kadm.NewClient(admCl), "workers", 3)
-			produceSeq(t, st.client(), "jobs", n)
-			waitShareDone(t, kadm.NewClient(admCl), "workers", "jobs", 2, 90*time.Second)
+			prod := st.client()
+			produced := 0
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				ready := 0
+				for _, w := range workers {
+					if w.got.Load() > 0 {
+						ready++
+					}
+				}
+				if ready == len(workers) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after %d records, only %d of %d workers got any", produced, ready, len(workers))
+				}
+				produceSeq(t, prod, "jobs", 30)
+				produced += 30
+				time.Sleep(100 * time.Millisecond) // pacing of the warm-up rounds
+			}
+			produceSeq(t, prod, "jobs", n)
+			n += produced
+			waitShareDone(t, kadm.NewClient(admCl), "workers", "jobs", 1, 90*time.Second)
 			cancel()
 			wg.Wait()
 			ledger.check(t)
@@ -429,7 +453,7 @@ func TestShareGroupWorkers(t *testing.T) {
 				t.Errorf("%d distinct records delivered, want %d", delivered, n)
 			}
 			t.Logf("%d records, %d confirmed accepted", n, confirmed)
-			// Several workers got records from each partition.
+			// Several workers got records of the one partition.
 			per := map[int32]map[string]bool{}
 			ledger.mu.Lock()
 			for k, ds := range ledger.deliveries {
