@@ -456,6 +456,21 @@ func newShareQuorum(t *testing.T, topic string, cfgs map[string]string) *testQuo
 	if _, err := q.brokers[0].CreateTopic(context.Background(), CreateTopicRequest{Name: topic, NumPartitions: 1, ReplicationFactor: 3, Configs: cfgs}); err != nil {
 		t.Fatal(err)
 	}
+	// CreateTopic returns once the controller committed the topic; each
+	// broker opens its replica when its metadata applies that entry.
+	deadline := time.Now().Add(30 * time.Second)
+	for i, br := range q.brokers {
+		for {
+			_, err := br.ShareRegistry(topic, 0)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("broker %d never opened %s-0: %v", i+1, topic, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	return q
 }
 
