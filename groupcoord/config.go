@@ -59,10 +59,17 @@ type Config struct {
 	// the wall clock. Now, when set, overrides the clock's time only.
 	Clock coord.Clock
 	Now   func() time.Time // nil = Clock.Now
+	// LagWindow is strata.metrics.lag.window.ms (5 min): the sliding
+	// window of the lag growth, consumption and time-to-drain series
+	// (metrics.go).
+	LagWindow time.Duration
 	// NewMemberID makes a member ID for a client ID; nil = Kafka's form,
 	// "<client.id>-<random UUID>".
 	NewMemberID func(clientID string) string
 }
+
+// DefaultLagWindow is LagWindow's default.
+const DefaultLagWindow = 5 * time.Minute
 
 func (c Config) withDefaults() Config {
 	if c.NumPartitions <= 0 {
@@ -124,6 +131,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = c.Clock.Now
+	}
+	if c.LagWindow <= 0 {
+		c.LagWindow = DefaultLagWindow
 	}
 	if c.NewMemberID == nil {
 		c.NewMemberID = randomMemberID

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-io/strata/internal/lagrate"
+	"github.com/strata-io/strata/log"
 )
 
 // Every series the group coordinator exports, read at scrape time from the
@@ -20,6 +23,20 @@ import (
 //	kafka_consumergroup_current_offset{group,topic,partition}    committed offset
 //	kafka_consumergroup_lag{group,topic,partition}               high watermark - committed (>= 0),
 //	                                                             only where this broker has the partition's log
+//	kafka_consumergroup_lag_sum{group,topic}                     the same summed over the topic's partitions
+//
+// Over the sliding window LagWindow (strata.metrics.lag.window.ms), from
+// one sample of the high watermark and the committed offset per scrape
+// (internal/lagrate), per partition {group,topic,partition} and per topic
+// {group,topic} (the strata_consumergroup_topic_* names):
+//
+//	strata_consumergroup_lag_growth_rate             records/s the lag grew (negative: draining)
+//	strata_consumergroup_consumption_rate            records/s the committed offset advanced
+//	strata_consumergroup_time_to_drain_seconds       lag / net consumption rate; +Inf while not shrinking, 0 with no lag
+//	strata_consumergroup_oldest_unconsumed_age_seconds  age of the record at the committed offset by its
+//	                                                    timestamp (its batch's first); 0 with no lag
+//
+// The rates appear from a partition's second scrape on.
 //
 // Bounds: a scrape asks each loaded shard for a snapshot through its call
 // queue (one call per shard, the whole scrape bounded by scrapeTimeout; a
@@ -42,19 +59,41 @@ var (
 		"A group's committed offset for a partition.", []string{"group", "topic", "partition"}, nil)
 	descLag = prometheus.NewDesc("kafka_consumergroup_lag",
 		"Records between a group's committed offset and the partition's high watermark.", []string{"group", "topic", "partition"}, nil)
+	descLagSum = prometheus.NewDesc("kafka_consumergroup_lag_sum",
+		"A group's lag summed over a topic's partitions.", []string{"group", "topic"}, nil)
+	descGrowth = prometheus.NewDesc("strata_consumergroup_lag_growth_rate",
+		"Records per second a group's lag on a partition grew over the lag window (negative while draining).", []string{"group", "topic", "partition"}, nil)
+	descConsume = prometheus.NewDesc("strata_consumergroup_consumption_rate",
+		"Records per second a group's committed offset on a partition advanced over the lag window.", []string{"group", "topic", "partition"}, nil)
+	descDrain = prometheus.NewDesc("strata_consumergroup_time_to_drain_seconds",
+		"Estimated time for a group to consume a partition's lag at the net rate of the lag window: +Inf while the lag does not shrink, 0 with no lag.", []string{"group", "topic", "partition"}, nil)
+	descAge = prometheus.NewDesc("strata_consumergroup_oldest_unconsumed_age_seconds",
+		"Age, by its timestamp, of the record at a group's committed offset on a partition (the oldest it has not consumed); 0 with no lag.", []string{"group", "topic", "partition"}, nil)
+	descTopicGrowth = prometheus.NewDesc("strata_consumergroup_topic_lag_growth_rate",
+		"Records per second a group's lag on a topic grew over the lag window (negative while draining).", []string{"group", "topic"}, nil)
+	descTopicConsume = prometheus.NewDesc("strata_consumergroup_topic_consumption_rate",
+		"Records per second a group consumed from a topic over the lag window.", []string{"group", "topic"}, nil)
+	descTopicDrain = prometheus.NewDesc("strata_consumergroup_topic_time_to_drain_seconds",
+		"Estimated time for a group to consume its lag on a topic at the net rate of the lag window: +Inf while it does not shrink.", []string{"group", "topic"}, nil)
+	descTopicAge = prometheus.NewDesc("strata_consumergroup_topic_oldest_unconsumed_age_seconds",
+		"Age of the oldest record a group has not consumed on a topic (the largest of its partitions').", []string{"group", "topic"}, nil)
 	descDropped = prometheus.NewDesc("strata_consumergroup_series_dropped",
 		"Per-group and per-partition series left out of this scrape by the series limits.", nil, nil)
 )
 
 // RegisterMetrics registers c's collector on reg.
 func RegisterMetrics(reg prometheus.Registerer, c *Coordinator) {
-	reg.MustRegister(collector{c})
+	reg.MustRegister(collector{c, lagrate.NewTracker(c.cfg.LagWindow)})
 }
 
-type collector struct{ c *Coordinator }
+type collector struct {
+	c     *Coordinator
+	rates *lagrate.Tracker
+}
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGroups, descMembers, descCommitted, descLag, descDropped} {
+	for _, d := range []*prometheus.Desc{descGroups, descMembers, descCommitted, descLag, descLagSum, descGrowth, descConsume, descDrain, descAge,
+		descTopicGrowth, descTopicConsume, descTopicDrain, descTopicAge, descDropped} {
 		ch <- d
 	}
 }
@@ -103,7 +142,13 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 
 	byState := map[string]int{}
 	dropped, offsetSeries := 0, 0
-	hw := map[offsetSnap]int64{} // topic/partition -> high watermark (offset field unused)
+	type hwm struct {
+		lp *log.Partition
+		hw int64 // -1: not led here
+	}
+	hw := map[offsetSnap]hwm{} // topic/partition (offset field unused)
+	scrape := col.rates.Begin(c.cfg.Now())
+	defer scrape.End()
 	for i, g := range groups {
 		byState[g.state]++
 		if i >= maxGroupSeries {
@@ -111,7 +156,24 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(g.members), g.id)
-		for _, o := range g.offsets {
+		var sum lagrate.Sum
+		sumTopic := ""
+		flush := func() {
+			if sumTopic == "" {
+				return
+			}
+			ch <- prometheus.MustNewConstMetric(descLagSum, prometheus.GaugeValue, float64(sum.Lag), g.id, sumTopic)
+			if sum.RatesOK {
+				ch <- prometheus.MustNewConstMetric(descTopicGrowth, prometheus.GaugeValue, sum.Growth, g.id, sumTopic)
+				ch <- prometheus.MustNewConstMetric(descTopicConsume, prometheus.GaugeValue, sum.Consumption, g.id, sumTopic)
+				ch <- prometheus.MustNewConstMetric(descTopicDrain, prometheus.GaugeValue, sum.Drain(), g.id, sumTopic)
+			}
+			if sum.AgeOK {
+				ch <- prometheus.MustNewConstMetric(descTopicAge, prometheus.GaugeValue, sum.OldestAge, g.id, sumTopic)
+			}
+			sum, sumTopic = lagrate.Sum{}, ""
+		}
+		for _, o := range g.offsets { // sorted by topic, partition
 			if offsetSeries >= maxOffsetSeries {
 				dropped += 2
 				continue
@@ -122,16 +184,32 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 			key := offsetSnap{topic: o.topic, partition: o.partition}
 			h, ok := hw[key]
 			if !ok {
-				h = -1
+				h.hw = -1
 				if lp, err := c.broker.Partition(o.topic, o.partition); err == nil {
-					h = lp.Offsets().HighWatermark
+					h = hwm{lp: lp, hw: lp.Offsets().HighWatermark}
 				}
 				hw[key] = h
 			}
-			if h >= 0 {
-				ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(max(h-o.offset, 0)), g.id, o.topic, p)
+			if h.hw < 0 {
+				continue
+			}
+			if o.topic != sumTopic {
+				flush()
+				sumTopic = o.topic
+			}
+			pt := scrape.Observe(lagrate.Key{Group: g.id, Topic: o.topic, Partition: o.partition}, h.hw, o.offset, h.lp.FirstTimestamp)
+			sum.Add(pt)
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(pt.Lag), g.id, o.topic, p)
+			if pt.RatesOK {
+				ch <- prometheus.MustNewConstMetric(descGrowth, prometheus.GaugeValue, pt.Rates.Growth, g.id, o.topic, p)
+				ch <- prometheus.MustNewConstMetric(descConsume, prometheus.GaugeValue, pt.Rates.Consumption, g.id, o.topic, p)
+				ch <- prometheus.MustNewConstMetric(descDrain, prometheus.GaugeValue, pt.Drain, g.id, o.topic, p)
+			}
+			if pt.AgeOK {
+				ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, pt.OldestAge, g.id, o.topic, p)
 			}
 		}
+		flush()
 	}
 	for state, n := range byState {
 		ch <- prometheus.MustNewConstMetric(descGroups, prometheus.GaugeValue, float64(n), state)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -21,12 +23,16 @@ import (
 var monitoringSettings = []setting{
 	{"metrics.listener", "", "host:port of the HTTP listener serving /metrics (Prometheus), /healthz and /readyz (Strata-specific); empty: none. Example: 127.0.0.1:9644."},
 	{"metrics.pprof.enable", "false", "Also serve Go's profiler at /debug/pprof/ on metrics.listener (Strata-specific; --pprof sets it). Only on a trusted network."},
+	{"strata.metrics.lag.window.ms", "300000", "Sliding window of the lag growth rate, consumption rate and time-to-drain series of consumer and share groups (Strata-specific). 1000..86400000."},
+	{"log.format", "text", "Log line format: text (logfmt key=value) or json, one object per line (Strata-specific)."},
 }
 
 // monitoringConfig is the parsed monitoring part of Config.
 type monitoringConfig struct {
 	Listener string // "" = no HTTP listener
 	Pprof    bool
+	// LogJSON: log.format=json.
+	LogJSON bool
 	// bound, if set, receives the listener's address (tests bind port 0).
 	bound func(net.Addr)
 }
@@ -51,6 +57,20 @@ func parseMonitoringSettings(merged map[string]rawValue, cfg *Config) error {
 	}
 	if cfg.Monitoring.Pprof && cfg.Monitoring.Listener == "" {
 		return bad("metrics.pprof.enable", "needs metrics.listener")
+	}
+	if v := merged["strata.metrics.lag.window.ms"].value; v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 1000 || ms > 86400000 {
+			return bad("strata.metrics.lag.window.ms", "expected milliseconds in 1000..86400000")
+		}
+		cfg.Groups.LagWindow = time.Duration(ms) * time.Millisecond
+	}
+	switch merged["log.format"].value {
+	case "json":
+		cfg.Monitoring.LogJSON = true
+	case "text", "":
+	default:
+		return bad("log.format", "expected text or json")
 	}
 	return nil
 }
@@ -134,4 +154,14 @@ func (m *monitor) setReady(v bool) {
 	if m != nil {
 		m.ready.Store(v)
 	}
+}
+
+// newLogger is the broker's logger: text (logfmt) or JSON lines by
+// log.format, at log.level.
+func newLogger(w io.Writer, cfg *Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.Monitoring.LogJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -35,7 +35,7 @@ func serveCommand(ctx context.Context, stop func(), args, environ []string, stdo
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logger := newLogger(stderr, cfg)
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
