@@ -195,6 +195,9 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		sp.BaseOffset = res.BaseOffset
 		sp.LogAppendTime = res.LogAppendTime
 		sp.LogStartOffset = res.LogStartOffset
+		if err == nil {
+			s.metrics.topics.produced(jb.topic, jb.rec)
+		}
 	}
 	// One goroutine per partition (bounded); a partition named twice in
 	// one request is produced in request order by the same goroutine.

@@ -198,6 +198,7 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		sess.answered(resp, parts, req.SessionEpoch)
 		resp.SessionID = sess.id
 	}
+	s.metrics.topics.fetched(parts)
 	return withRegions(resp, parts), nil
 }
 

@@ -33,6 +33,9 @@ type metrics struct {
 	errors  *prometheus.CounterVec
 	bytesIn prometheus.Counter
 	bytesOt prometheus.Counter
+	// topics counts records and bytes in and out per topic
+	// (topic_metrics.go).
+	topics topicCounters
 }
 
 type keyMetrics struct {

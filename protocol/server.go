@@ -188,7 +188,7 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	if cfg.Registerer != nil {
 		groupcoord.RegisterMetrics(cfg.Registerer, s.groups)
 		txncoord.RegisterMetrics(cfg.Registerer, s.txns)
-		cfg.Registerer.MustRegister(shareCollector{s})
+		cfg.Registerer.MustRegister(shareCollector{s}, newTrafficCollector(s))
 	}
 	return s
 }

@@ -297,6 +297,7 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	proposed := time.Now()
 	f := b.raft.Apply(data, metadataApplyTimeout)
 	if err := b.waitFuture(f); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
@@ -308,6 +309,7 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		b.logger.Error("metadata command not committed", "command", c.Type.String(), "err", err)
 		return nil, 0, err
 	}
+	metaCommitLatency.observe(time.Since(proposed))
 	select {
 	case b.announce <- struct{}{}:
 	default: // a wake-up is pending already

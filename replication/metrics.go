@@ -24,6 +24,9 @@ import (
 //	strata_raft_leader_changes_total{group}            leaderships this broker won (a term it led)
 //	strata_raft_heartbeat_round_seconds                a heartbeat round's send to answer, per peer (histogram)
 //	strata_raft_heartbeat_gap_seconds                  time between two heartbeats a follower group handled (histogram)
+//	strata_raft_commit_seconds{group}                  an entry's proposal to its commit and apply on the leader (histogram):
+//	                                                   produced batches (partition), metadata commands (metadata)
+//	kafka_controller_kafkacontroller_offlinepartitionscount  on the active controller: partitions without a leader
 //
 // group is "metadata" (the controller quorum) or "partition" (every
 // partition group, together). An election or a leadership is counted at
@@ -48,8 +51,14 @@ var (
 	descBeatRTT      = prometheus.NewDesc("strata_raft_heartbeat_round_seconds", "Time from sending a round of coalesced raft heartbeats to a peer to its answer.", nil, nil)
 	descBeatGap      = prometheus.NewDesc("strata_raft_heartbeat_gap_seconds", "Time between two heartbeats handled by one follower group (a follower starts an election past its heartbeat timeout, 2-4 s by default).", nil, nil)
 	descShareEntries = prometheus.NewDesc("strata_share_state_entries_total", "Share-state entries (share-group deltas) the partition replicas of this process applied: applied, fenced (computed at another leader epoch) or refused (did not decode).", []string{"result"}, nil)
+	descCommitLat    = prometheus.NewDesc("strata_raft_commit_seconds", "Time from proposing an entry to its commit and apply on the leader: produced batches (group partition) and metadata commands (group metadata).", []string{"group"}, nil)
+	descOffline      = prometheus.NewDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "On the active controller (0 elsewhere): partitions without a leader.", nil, nil)
 	descLeaderChgs   = prometheus.NewDesc("strata_raft_leader_changes_total", "Raft leaderships this broker won (one per group and term it led).", []string{"group"}, nil)
 )
+
+// Commit latencies of this process's raft leaders (all brokers of a test
+// process together, as the snapshot installs).
+var partitionCommitLatency, metaCommitLatency latencyHist
 
 // RegisterMetrics registers the broker's replication collector on reg.
 func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
@@ -59,7 +68,7 @@ func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
 type brokerCollector struct{ b *Broker }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs, descBeatRTT, descBeatGap, descShareEntries} {
+	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs, descBeatRTT, descBeatGap, descShareEntries, descCommitLat, descOffline} {
 		ch <- d
 	}
 }
@@ -67,9 +76,12 @@ func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.b
 	img := b.img.Load()
-	var led, under int
+	var led, under, offline int
 	for _, name := range img.names {
 		for _, p := range img.topics[name].Partitions {
+			if p.Leader < 0 {
+				offline++
+			}
 			if p.Leader != b.cfg.NodeID {
 				continue
 			}
@@ -90,6 +102,17 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descHosted, prometheus.GaugeValue, float64(hosted))
 	ch <- prometheus.MustNewConstMetric(descUnderRep, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descActiveCtl, prometheus.GaugeValue, active)
+	if active == 0 {
+		offline = 0 // the controller reports them, once for the cluster
+	}
+	ch <- prometheus.MustNewConstMetric(descOffline, prometheus.GaugeValue, float64(offline))
+	for _, h := range []struct {
+		group string
+		h     *latencyHist
+	}{{"partition", &partitionCommitLatency}, {"metadata", &metaCommitLatency}} {
+		buckets, count, sum := h.h.snapshot()
+		ch <- prometheus.MustNewConstHistogram(descCommitLat, count, sum, buckets, h.group)
+	}
 	ch <- prometheus.MustNewConstMetric(descInstalls, prometheus.CounterValue, float64(snapshotInstalls.Load()))
 	ch <- prometheus.MustNewConstMetric(descShareEntries, prometheus.CounterValue, float64(shareEntriesApplied.Load()), "applied")
 	ch <- prometheus.MustNewConstMetric(descShareEntries, prometheus.CounterValue, float64(shareEntriesFenced.Load()), "fenced")

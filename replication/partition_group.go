@@ -463,10 +463,12 @@ func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.Appen
 	// future (ApplyLog's timeout bounds only the enqueue, after which raft
 	// never saw the entry). partition_group_test.go overwrites the buffers
 	// after each Produce and checks every replica.
+	proposed := time.Now()
 	f := g.raft.ApplyLog(raft.Log{Data: records, Extensions: unstampedExt}, produceApplyTimeout)
 	if err := waitFutureOr(f, g.stopped); err != nil {
 		return log.AppendResult{}, raftErr(g, err)
 	}
+	partitionCommitLatency.observe(time.Since(proposed))
 	r, ok := f.Response().(partitionResult)
 	if !ok {
 		return log.AppendResult{}, fmt.Errorf("%w: %s: unexpected raft response %T", log.ErrStorage, g.tp, f.Response())

@@ -91,3 +91,42 @@ func TestBoundedAndReset(t *testing.T) {
 		t.Fatalf("%d samples after an out-of-order one", len(w.samples))
 	}
 }
+
+// The tracker reads a timestamp only when a position moved, at most its
+// budget per scrape, and forgets keys not observed for a while.
+func TestTrackerAgeCacheBudgetAndForget(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	tr := NewTracker(time.Minute)
+	tr.readBudget = 2
+	reads := 0
+	ts := func(off int64) (int64, bool) { reads++; return c.t.Add(-10 * time.Second).UnixMilli(), true }
+	sc := tr.Begin(c.t)
+	for p := range int32(3) {
+		pt := sc.Observe(Key{"g", "t", p}, 100, 40, ts)
+		if pt.Lag != 60 || pt.RatesOK {
+			t.Fatalf("first point %+v", pt)
+		}
+		if p < 2 && (!pt.AgeOK || pt.OldestAge != 10) {
+			t.Fatalf("partition %d age %+v, want 10 s", p, pt)
+		}
+		if p == 2 && pt.AgeOK {
+			t.Fatalf("past the read budget an age appeared: %+v", pt)
+		}
+	}
+	sc.End()
+	sc = tr.Begin(c.advance(5 * time.Second))
+	pt := sc.Observe(Key{"g", "t", 0}, 110, 40, ts) // same position: cached
+	if reads != 2 || !pt.AgeOK || pt.OldestAge != 15 || !pt.RatesOK || pt.Rates.Growth != 2 || !math.IsInf(pt.Drain, 1) {
+		t.Fatalf("second point %+v after %d reads", pt, reads)
+	}
+	if pt := sc.Observe(Key{"g", "t", 1}, 110, 110, ts); !pt.AgeOK || pt.OldestAge != 0 || pt.Drain != 0 {
+		t.Fatalf("caught-up point %+v", pt)
+	}
+	sc.End()
+	sc = tr.Begin(c.advance(11 * time.Minute))
+	sc.Observe(Key{"g", "t", 0}, 110, 110, ts)
+	sc.End()
+	if n := tr.Len(); n != 1 {
+		t.Fatalf("%d keys tracked, want 1 (the others not observed for 11 min)", n)
+	}
+}

@@ -82,7 +82,15 @@ func (t *Tracker) Begin(now time.Time) *Scrape {
 
 // Observe records k's partition end and consumer position. firstTS reads
 // the first timestamp (ms) of the batch holding an offset; nil: no age.
+// The age is that of the record at consumed.
 func (s *Scrape) Observe(k Key, end, consumed int64, firstTS func(offset int64) (int64, bool)) Point {
+	return s.ObserveOldest(k, end, consumed, consumed, firstTS)
+}
+
+// ObserveOldest is Observe with the oldest unconsumed record at oldest
+// instead of at consumed (share groups, whose acknowledged records are not
+// a prefix); oldest < 0: none.
+func (s *Scrape) ObserveOldest(k Key, end, consumed, oldest int64, firstTS func(offset int64) (int64, bool)) Point {
 	e := s.t.entries[k]
 	if e == nil {
 		e = &entry{w: New(s.t.span), tsOffset: -1}
@@ -94,17 +102,17 @@ func (s *Scrape) Observe(k Key, end, consumed int64, firstTS func(offset int64) 
 	p.Rates, p.RatesOK = e.w.Rates()
 	p.Drain = DrainSeconds(p.Lag, p.Rates.Growth)
 	switch {
-	case p.Lag == 0:
+	case p.Lag == 0 || oldest < 0 || oldest >= end:
 		p.AgeOK = true
 	case firstTS == nil:
 	default:
-		if e.tsOffset != consumed && s.budget > 0 {
+		if e.tsOffset != oldest && s.budget > 0 {
 			s.budget--
-			if ts, ok := firstTS(consumed); ok {
-				e.tsOffset, e.ts = consumed, ts
+			if ts, ok := firstTS(oldest); ok {
+				e.tsOffset, e.ts = oldest, ts
 			}
 		}
-		if e.tsOffset >= 0 && e.tsOffset <= consumed {
+		if e.tsOffset >= 0 && e.tsOffset <= oldest {
 			p.OldestAge = max(s.now.Sub(time.UnixMilli(e.ts)).Seconds(), 0)
 			p.AgeOK = true
 		}
