@@ -94,7 +94,26 @@ func (p *Partition) writeEpochsLocked() error {
 	for _, e := range p.epochs {
 		fmt.Fprintf(&b, "%d %d\n", e.epoch, e.start)
 	}
-	return segment.ReplaceFile(p.fs, filepath.Join(p.dir, epochCheckpointFile), []byte(b.String()))
+	path := filepath.Join(p.dir, epochCheckpointFile)
+	tmp := path + ".tmp"
+	f, err := p.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Append([]byte(b.String()))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = p.fs.Rename(tmp, path)
+	}
+	if err == nil {
+		err = p.fs.SyncDir(p.dir)
+	}
+	return err
 }
 
 // readEpochs loads the cache file; ok is false when it is missing or

@@ -8,7 +8,6 @@ import (
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
-	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -162,7 +161,7 @@ func recordAtOrAfter(p *log.Partition, offset, from int64, match func(int64) boo
 	if err != nil || len(rr.Records) < segment.HeaderSize {
 		return 0, 0, false
 	}
-	times, err := retention.BatchRecordTimes(rr.Records)
+	times, err := segment.BatchRecordTimes(rr.Records)
 	if err != nil {
 		return 0, 0, false
 	}

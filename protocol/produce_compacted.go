@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/retention"
+	"github.com/strata-io/strata/segment"
 )
 
 // checkCompactedKeys refuses records without a key on a topic whose
@@ -20,18 +20,18 @@ func (s *Server) checkCompactedKeys(version int16, topic string, sp *kmsg.Produc
 	if err != nil || !p.Config().Cleanup.Compact {
 		return true
 	}
-	err = retention.CheckKeys(records)
+	err = segment.CheckKeys(records)
 	if err == nil {
 		return true
 	}
 	msg := "Compacted topic cannot accept message without key in topic partition " + p.TopicPartition().String() + "."
-	if !errors.Is(err, retention.ErrMissingKey) {
+	if !errors.Is(err, segment.ErrMissingKey) {
 		msg = err.Error()
 		sp.ErrorCode, sp.ErrorMessage = kerr.CorruptMessage.Code, &msg
 		return false
 	}
 	sp.ErrorCode, sp.ErrorMessage = kerr.InvalidRecord.Code, &msg
-	var ke *retention.KeyError
+	var ke *segment.KeyError
 	if version >= 8 && errors.As(err, &ke) {
 		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
 		er.RelativeOffset, er.ErrorMessage = ke.Index, &msg

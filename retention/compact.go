@@ -191,16 +191,16 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 		}
 		from := max(s.BaseOffset, offs.LogStart, firstDirty)
 		err := forEachBatch(p, from, s.NextOffset, func(b []byte, h segment.Header) error {
-			if isControl(&h) || aborted(&h) {
+			if h.IsControl() || aborted(&h) {
 				return nil
 			}
-			_, recs, err := batchRecords(b)
+			_, recs, err := segment.OpenBatch(b)
 			if err != nil {
 				return err
 			}
 			for _, r := range recs {
-				if r.key != nil {
-					latest[hashKey(r.key)] = h.BaseOffset + int64(r.offsetDelta)
+				if r.Key != nil {
+					latest[hashKey(r.Key)] = h.BaseOffset + int64(r.OffsetDelta)
 				}
 			}
 			return nil
@@ -234,7 +234,7 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 		}
 		err = forEachBatch(p, max(r.first, offs.LogStart), r.end, func(b []byte, h segment.Header) error {
 			st.bytesIn += int64(len(b))
-			if isControl(&h) {
+			if h.IsControl() {
 				if !txnData[h.ProducerID] && nowMs-h.MaxTimestamp > cfg.Cleanup.DeleteRetentionMs {
 					return nil // its transaction's records are gone, and it is old
 				}
@@ -245,19 +245,19 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 			if aborted(&h) {
 				return nil
 			}
-			_, recs, err := batchRecords(b)
+			_, recs, err := segment.OpenBatch(b)
 			if err != nil {
 				return err
 			}
 			st.recordsIn += int64(len(recs))
 			kept := recs[:0:0]
 			for _, rec := range recs {
-				off := h.BaseOffset + int64(rec.offsetDelta)
-				if rec.key != nil {
-					if l, ok := latest[hashKey(rec.key)]; ok && l > off {
+				off := h.BaseOffset + int64(rec.OffsetDelta)
+				if rec.Key != nil {
+					if l, ok := latest[hashKey(rec.Key)]; ok && l > off {
 						continue // a later record of the key exists
 					}
-					if rec.tombstone && nowMs-(h.BaseTimestamp+rec.tsDelta) > cfg.Cleanup.DeleteRetentionMs {
+					if rec.Tombstone && nowMs-(h.BaseTimestamp+rec.TimestampDelta) > cfg.Cleanup.DeleteRetentionMs {
 						continue // the tombstone has done its job
 					}
 				}

@@ -26,14 +26,14 @@ func readAll(t testing.TB, p *log.Partition) []kv {
 		if _, err := segment.ValidateStoredBatch(b); err != nil {
 			return err
 		}
-		_, recs, err := batchRecords(b)
+		_, recs, err := segment.OpenBatch(b)
 		if err != nil {
 			return err
 		}
 		for _, r := range recs {
-			e := kv{off: h.BaseOffset + int64(r.offsetDelta), key: string(r.key), codec: h.Compression()}
-			if !r.tombstone {
-				v := string(r.value)
+			e := kv{off: h.BaseOffset + int64(r.OffsetDelta), key: string(r.Key), codec: h.Compression()}
+			if !r.Tombstone {
+				v := string(r.Value)
 				e.value = &v
 			}
 			out = append(out, e)

@@ -16,11 +16,11 @@ func FuzzBatchRecords(f *testing.F) {
 		f.Add(makeBatch(f, testNow, codec, rec{key: []byte("a"), value: []byte("1")}, rec{key: []byte("b")}, rec{value: []byte("keyless")}), uint8(5))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, keepMask uint8) {
-		h, recs, err := batchRecords(b)
+		h, recs, err := segment.OpenBatch(b)
 		if err != nil {
 			return
 		}
-		var kept []record
+		var kept []segment.Record
 		for i, r := range recs {
 			if keepMask&(1<<(i%8)) != 0 {
 				kept = append(kept, r)
@@ -36,12 +36,12 @@ func FuzzBatchRecords(f *testing.F) {
 		if _, err := segment.ValidateStoredBatch(nb); err != nil {
 			t.Fatalf("rebuilt batch does not validate: %v", err)
 		}
-		_, again, err := batchRecords(nb)
+		_, again, err := segment.OpenBatch(nb)
 		if err != nil || len(again) != len(kept) {
 			t.Fatalf("rebuilt batch reopens to %d records (%v), want %d", len(again), err, len(kept))
 		}
 		for i := range kept {
-			if !bytes.Equal(again[i].raw, kept[i].raw) {
+			if !bytes.Equal(again[i].Raw, kept[i].Raw) {
 				t.Fatalf("record %d changed", i)
 			}
 		}

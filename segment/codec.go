@@ -1,4 +1,4 @@
-package retention
+package segment
 
 import (
 	"bytes"
@@ -14,18 +14,19 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// ErrCorruptBatch is returned when the cleaner cannot open a stored batch
-// (a codec error, or records that do not parse); the cleaner then leaves
-// the partition as it is.
-var ErrCorruptBatch = errors.New("retention: cannot decode record batch")
+// ErrUndecodable is returned when a batch's records cannot be opened: a
+// codec error, a decompressed size over the caller's limit, or records
+// that do not parse.
+var ErrUndecodable = errors.New("segment: cannot decode record batch")
 
-// Codecs (the low three bits of a batch's attributes; on-disk format).
+// Codecs (the low three bits of a batch's attributes, Header.Compression;
+// on-disk format).
 const (
-	codecNone   = 0
-	codecGzip   = 1
-	codecSnappy = 2
-	codecLZ4    = 3
-	codecZstd   = 4
+	CodecNone   = 0
+	CodecGzip   = 1
+	CodecSnappy = 2
+	CodecLZ4    = 3
+	CodecZstd   = 4
 )
 
 // xerialMagic starts a snappy payload in the Java client's xerial framing
@@ -40,11 +41,12 @@ var (
 	zstdEnc     *zstd.Encoder
 )
 
-// decompress returns the records area of a batch compressed with codec,
-// refusing to produce more than limit bytes.
-func decompress(codec int, data []byte, limit int) ([]byte, error) {
+// Decompress returns the records area of a batch compressed with codec,
+// refusing to produce more than limit bytes. It is the one place records
+// are decompressed.
+func Decompress(codec int, data []byte, limit int) ([]byte, error) {
 	bad := func(err error) ([]byte, error) {
-		return nil, fmt.Errorf("%w: codec %d: %v", ErrCorruptBatch, codec, err)
+		return nil, fmt.Errorf("%w: codec %d: %v", ErrUndecodable, codec, err)
 	}
 	readAll := func(r io.Reader) ([]byte, error) {
 		out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
@@ -57,16 +59,16 @@ func decompress(codec int, data []byte, limit int) ([]byte, error) {
 		return out, nil
 	}
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return data, nil
-	case codecGzip:
+	case CodecGzip:
 		r, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return bad(err)
 		}
 		defer r.Close()
 		return readAll(r)
-	case codecSnappy:
+	case CodecSnappy:
 		if bytes.HasPrefix(data, xerialMagic) && len(data) >= 16 {
 			var out []byte
 			rest := data[16:]
@@ -107,9 +109,9 @@ func decompress(codec int, data []byte, limit int) ([]byte, error) {
 			return bad(err)
 		}
 		return out, nil
-	case codecLZ4:
+	case CodecLZ4:
 		return readAll(lz4.NewReader(bytes.NewReader(data)))
-	case codecZstd:
+	case CodecZstd:
 		zstdDecOnce.Do(func() {
 			zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
 		})
@@ -128,13 +130,13 @@ func decompress(codec int, data []byte, limit int) ([]byte, error) {
 	return bad(errors.New("unknown codec"))
 }
 
-// compress encodes a records area with codec (raw snappy blocks, as
+// Compress encodes a records area with codec (raw snappy blocks, as
 // franz-go and librdkafka write; LZ4 frames; default levels).
-func compress(codec int, data []byte) ([]byte, error) {
+func Compress(codec int, data []byte) ([]byte, error) {
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return data, nil
-	case codecGzip:
+	case CodecGzip:
 		var b bytes.Buffer
 		w := gzip.NewWriter(&b)
 		if _, err := w.Write(data); err != nil {
@@ -144,9 +146,9 @@ func compress(codec int, data []byte) ([]byte, error) {
 			return nil, err
 		}
 		return b.Bytes(), nil
-	case codecSnappy:
+	case CodecSnappy:
 		return s2.EncodeSnappy(nil, data), nil
-	case codecLZ4:
+	case CodecLZ4:
 		var b bytes.Buffer
 		w := lz4.NewWriter(&b)
 		if _, err := w.Write(data); err != nil {
@@ -156,14 +158,14 @@ func compress(codec int, data []byte) ([]byte, error) {
 			return nil, err
 		}
 		return b.Bytes(), nil
-	case codecZstd:
+	case CodecZstd:
 		zstdEncOnce.Do(func() {
 			zstdEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 		})
 		if zstdEnc == nil {
-			return nil, errors.New("retention: no zstd encoder")
+			return nil, errors.New("segment: no zstd encoder")
 		}
 		return zstdEnc.EncodeAll(data, nil), nil
 	}
-	return nil, fmt.Errorf("retention: unknown codec %d", codec)
+	return nil, fmt.Errorf("segment: unknown codec %d", codec)
 }
