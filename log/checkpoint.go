@@ -113,25 +113,7 @@ func writeCheckpoint(fsys segment.FS, dir, name string, m map[TopicPartition]int
 		fmt.Fprintf(&b, "%s %d %d\n", tp.Topic, tp.Partition, m[tp])
 	}
 	path := filepath.Join(dir, name)
-	tmp := path + ".tmp"
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrStorage, err)
-	}
-	_, err = f.Append(b.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, path)
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
+	if err := segment.ReplaceFile(fsys, path, b.Bytes()); err != nil {
 		return fmt.Errorf("%w: checkpoint %s: %v", ErrStorage, path, err)
 	}
 	return nil

@@ -282,25 +282,7 @@ func segmentFileBase(name string) (int64, bool) {
 func writeSwapMarker(fsys segment.FS, dir string, first, end int64) error {
 	body := strconv.FormatInt(first, 10) + " " + strconv.FormatInt(end, 10)
 	line := body + " " + strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10) + "\n"
-	tmp := filepath.Join(dir, swapMarkerTemp)
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrStorage, err)
-	}
-	_, err = f.Append([]byte(line))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, swapMarker))
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
+	if err := segment.ReplaceFile(fsys, filepath.Join(dir, swapMarker), []byte(line)); err != nil {
 		return fmt.Errorf("%w: swap marker: %v", ErrStorage, err)
 	}
 	return nil

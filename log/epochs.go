@@ -94,26 +94,7 @@ func (p *Partition) writeEpochsLocked() error {
 	for _, e := range p.epochs {
 		fmt.Fprintf(&b, "%d %d\n", e.epoch, e.start)
 	}
-	path := filepath.Join(p.dir, epochCheckpointFile)
-	tmp := path + ".tmp"
-	f, err := p.fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Append([]byte(b.String()))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = p.fs.Rename(tmp, path)
-	}
-	if err == nil {
-		err = p.fs.SyncDir(p.dir)
-	}
-	return err
+	return segment.ReplaceFile(p.fs, filepath.Join(p.dir, epochCheckpointFile), []byte(b.String()))
 }
 
 // readEpochs loads the cache file; ok is false when it is missing or

@@ -157,23 +157,7 @@ func decodeSnapshot(b []byte) (*producerState, error) {
 // writeSnapshotLocked writes the producer state as of offset off
 // atomically (tmp, fsync, rename, dir fsync) and prunes old snapshots.
 func (p *Partition) writeSnapshotLocked(off int64, ps *producerState) error {
-	path := filepath.Join(p.dir, snapshotName(off))
-	tmp := path + ".tmp"
-	f, err := p.fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Append(encodeSnapshot(ps))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = p.fs.Rename(tmp, path)
-	}
-	if err != nil {
+	if err := segment.ReplaceFile(p.fs, filepath.Join(p.dir, snapshotName(off)), encodeSnapshot(ps)); err != nil {
 		return err
 	}
 	offs, err := p.snapshotOffsets()

@@ -148,27 +148,10 @@ func parseMetaProperties(data []byte) (metaProperties, error) {
 func writeMetaProperties(fsys segment.FS, dir string, mp metaProperties) error {
 	body := fmt.Sprintf("#\n# Written by strata at first start; do not edit.\nversion=%d\ncluster.id=%s\nnode.id=%d\n",
 		mp.Version, mp.ClusterID, mp.NodeID)
-	path := filepath.Join(dir, metaPropertiesName)
-	tmp := path + ".tmp"
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("%w: create %s: %v", ErrMetaProperties, tmp, err)
+	if err := segment.ReplaceFile(fsys, filepath.Join(dir, metaPropertiesName), []byte(body)); err != nil {
+		return fmt.Errorf("%w: %v", ErrMetaProperties, err)
 	}
-	if _, err := f.WriteAt([]byte(body), 0); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: write %s: %v", ErrMetaProperties, tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: fsync %s: %v", ErrMetaProperties, tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%w: close %s: %v", ErrMetaProperties, tmp, err)
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return fmt.Errorf("%w: rename %s: %v", ErrMetaProperties, tmp, err)
-	}
-	return syncDir(fsys, dir)
+	return nil
 }
 
 func readFileLimited(fsys segment.FS, path string, limit int64) ([]byte, error) {

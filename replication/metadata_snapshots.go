@@ -282,17 +282,7 @@ func (k *snapshotSink) Close() error {
 	if err != nil {
 		return err
 	}
-	mf, err := s.fsys.Create(base + ".meta.tmp")
-	if err != nil {
-		return fmt.Errorf("%w: create %s.meta.tmp: %v", ErrMetadataStorage, base, err)
-	}
-	_, err = mf.WriteAt(rec, 0)
-	if err == nil {
-		err = mf.Sync()
-	}
-	if cerr := mf.Close(); err == nil {
-		err = cerr
-	}
+	err = segment.WriteSynced(s.fsys, base+".meta.tmp", rec)
 	if err == nil {
 		err = s.fsys.Rename(base+".data.tmp", base+".data")
 	}

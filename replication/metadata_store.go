@@ -526,26 +526,8 @@ func (s *raftStableFile) append(rec []byte) error {
 // replace makes rec the file's only record, atomically: a temporary
 // file, fsync'd, renamed over it, the directory fsync'd.
 func (s *raftStableFile) replace(rec []byte) error {
-	tmp := s.path + ".tmp"
-	f, err := s.fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("%w: create %s: %v", ErrMetadataStorage, tmp, err)
-	}
-	_, err = f.WriteAt(rec, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, tmp, err)
-	}
-	if err := s.fsys.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, tmp, err)
-	}
-	if err := syncDir(s.fsys, s.dir); err != nil {
-		return err
+	if err := segment.ReplaceFile(s.fsys, s.path, rec); err != nil {
+		return fmt.Errorf("%w: %v", ErrMetadataStorage, err)
 	}
 	s.size = int64(len(rec))
 	return nil

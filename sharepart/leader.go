@@ -14,6 +14,10 @@ type Config struct {
 	LockMs        int64
 	DeliveryLimit int16
 	MaxLocks      int
+	// DeadLetters: the group has a dead-letter topic (KIP-1191): records
+	// rejected or archived at the delivery count limit become dead
+	// letters (deadletter.go).
+	DeadLetters bool
 }
 
 // Acknowledgement types, as on the wire (ShareFetch, ShareAcknowledge).
@@ -63,6 +67,10 @@ type Stats struct {
 	// batches, aborted transactions, records below the log start).
 	ArchivedLimit int
 	ArchivedSkip  int
+	// Dead letters recorded, and records archived without one because
+	// MaxDeadLetters were already waiting.
+	DeadLettered int
+	DeadDropped  int
 }
 
 // Add adds o to s.
@@ -77,6 +85,8 @@ func (s *Stats) Add(o Stats) {
 	s.Expired += o.Expired
 	s.ArchivedLimit += o.ArchivedLimit
 	s.ArchivedSkip += o.ArchivedSkip
+	s.DeadLettered += o.DeadLettered
+	s.DeadDropped += o.DeadDropped
 }
 
 // AcquireParams is one acquisition round's request.
@@ -110,8 +120,9 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 	var out []AcquiredRange
 	n := 0
 	deadline := p.NowMs + cfg.LockMs
-	take := func(first, last int64, count int16) {
-		ranges = append(ranges, Range{First: first, Last: last, State: Acquired, Count: count, Member: p.Member, Deadline: deadline})
+	dead := letters{s: s, on: cfg.DeadLetters}
+	take := func(first, last int64, count int16, firstMs int64) {
+		ranges = append(ranges, Range{First: first, Last: last, State: Acquired, Count: count, Member: p.Member, Deadline: deadline, FirstMs: firstMs, LastMs: p.NowMs})
 		if k := len(out); k > 0 && out[k-1].Last == first-1 && out[k-1].Count == count {
 			out[k-1].Last = last
 		} else {
@@ -138,9 +149,14 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		if r.count >= cfg.DeliveryLimit {
 			ranges = append(ranges, Range{First: off, Last: off, State: Archived, Count: r.count})
 			st.ArchivedLimit++
+			dead.add(off, r, ReasonMaxDeliveries, "")
 			continue
 		}
-		take(off, off, r.count+1)
+		firstMs := r.first
+		if r.count == 0 || firstMs == 0 {
+			firstMs = p.NowMs
+		}
+		take(off, off, r.count+1, firstMs)
 	}
 	window := max(s.Start, p.LogStart) + int64(cfg.MaxLocks) // first offset past the window
 	next := max(s.End(), p.LogStart)
@@ -162,12 +178,13 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		if p.Strict {
 			last = min(last, first+int64(p.Max-n)-1)
 		}
-		take(first, last, 1)
+		take(first, last, 1, p.NowMs)
 		next = last + 1
 	}
 	if len(ranges) > 0 || start >= 0 {
 		d.Set(group, start, ranges...)
 	}
+	dead.into(&d, group, &st)
 	return d, out, st
 }
 
@@ -186,6 +203,7 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 	var d Delta
 	var st Stats
 	var ranges []Range
+	dead := letters{s: s, on: cfg.DeadLetters}
 	for _, b := range batches {
 		span := b.Last - b.First + 1
 		if b.First < 0 || span <= 0 || span > maxSpan || (len(b.Types) != 1 && int64(len(b.Types)) != span) {
@@ -208,7 +226,7 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 			if len(b.Types) > 1 {
 				t = b.Types[off-b.First]
 			}
-			x := Range{First: off, Last: off, Count: r.count}
+			x := Range{First: off, Last: off, Count: r.count, FirstMs: r.first, LastMs: r.last}
 			switch t {
 			case AckGap:
 				x.State = Archived
@@ -222,10 +240,12 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 				if r.count >= cfg.DeliveryLimit {
 					x.State = Archived
 					st.ArchivedLimit++
+					dead.add(off, r, ReasonMaxDeliveries, member)
 				}
 			case AckReject:
 				x.State = Archived
 				st.Rejected++
+				dead.add(off, r, ReasonRejected, member)
 			case AckRenew:
 				x.State, x.Member, x.Deadline = Acquired, member, nowMs+cfg.LockMs
 				st.Renewed++
@@ -234,6 +254,7 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 		}
 	}
 	d.Set(group, -1, ranges...)
+	dead.into(&d, group, &st)
 	return d, st, nil
 }
 
@@ -242,7 +263,8 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 func appendRange1(ranges []Range, x Range) []Range {
 	if k := len(ranges); k > 0 {
 		l := &ranges[k-1]
-		if l.Last == x.First-1 && l.State == x.State && l.Count == x.Count && l.Member == x.Member && l.Deadline == x.Deadline {
+		if l.Last == x.First-1 && l.State == x.State && l.Count == x.Count && l.Member == x.Member && l.Deadline == x.Deadline &&
+			l.FirstMs == x.FirstMs && l.LastMs == x.LastMs {
 			l.Last = x.Last
 			return ranges
 		}
@@ -258,19 +280,23 @@ func Release(s *State, group, member string, cfg Config) (Delta, Stats) {
 	var d Delta
 	var st Stats
 	var ranges []Range
+	dead := letters{s: s, on: cfg.DeadLetters}
 	for i, r := range s.recs {
 		if r.state != Acquired || r.member != member {
 			continue
 		}
-		x := Range{First: s.Start + int64(i), Last: s.Start + int64(i), State: Available, Count: r.count}
+		off := s.Start + int64(i)
+		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last}
 		st.Released++
 		if r.count >= cfg.DeliveryLimit {
 			x.State = Archived
 			st.ArchivedLimit++
+			dead.add(off, r, ReasonMaxDeliveries, "")
 		}
 		ranges = appendRange1(ranges, x)
 	}
 	d.Set(group, -1, ranges...)
+	dead.into(&d, group, &st)
 	return d, st
 }
 
@@ -283,6 +309,7 @@ func Expire(s *State, group string, cfg Config, nowMs int64) (Delta, Stats, int6
 	var d Delta
 	var st Stats
 	var ranges []Range
+	dead := letters{s: s, on: cfg.DeadLetters}
 	next := int64(0) // the earliest live deadline, 0 = none
 	for i, r := range s.recs {
 		if r.state != Acquired {
@@ -294,15 +321,18 @@ func Expire(s *State, group string, cfg Config, nowMs int64) (Delta, Stats, int6
 			}
 			continue
 		}
-		x := Range{First: s.Start + int64(i), Last: s.Start + int64(i), State: Available, Count: r.count}
+		off := s.Start + int64(i)
+		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last}
 		st.Expired++
 		if r.count >= cfg.DeliveryLimit {
 			x.State = Archived
 			st.ArchivedLimit++
+			dead.add(off, r, ReasonMaxDeliveries, "")
 		}
 		ranges = appendRange1(ranges, x)
 	}
 	d.Set(group, -1, ranges...)
+	dead.into(&d, group, &st)
 	return d, st, next
 }
 

@@ -96,6 +96,7 @@ type script struct {
 	logStart int64
 	leader   *Registry
 	replica  *Registry // fed the encoded deltas, and a snapshot round trip at each step
+	last     *Delta    // the last delta applied
 }
 
 func newScript(t *testing.T) *script {
@@ -129,6 +130,7 @@ func (sc *script) span(s string) (int64, int64) {
 }
 
 func (sc *script) apply(d Delta) {
+	sc.last = &d
 	sc.leader.ApplyDelta(&d)
 	if err := sc.replica.Apply(d.Encode()); err != nil {
 		sc.t.Fatalf("replica apply: %v", err)
@@ -168,6 +170,10 @@ func (sc *script) run(cmd string) string {
 		}
 		if v, ok := args["locks"]; ok {
 			sc.cfg.MaxLocks = int(sc.atoi(v))
+		}
+		if v, ok := args["dlq"]; ok {
+			sc.cfg.DeadLetters = v == "on"
+			return fmt.Sprintf("lock=%d limit=%d locks=%d dlq=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.DeadLetters)
 		}
 		return fmt.Sprintf("lock=%d limit=%d locks=%d", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks)
 	case "log":
@@ -261,6 +267,28 @@ func (sc *script) run(cmd string) string {
 		d, st, next := Expire(sc.state(g), g, sc.cfg, sc.now)
 		sc.apply(d)
 		return fmt.Sprintf("%s next=%d\n%s", stats(st), next, sc.show(g))
+	case "dead-done":
+		// dead-done GROUP upto=N: the letters below ordinal N are written
+		var d Delta
+		d.DeadDone(f[1], sc.atoi(args["upto"]))
+		sc.apply(d)
+		return sc.show(f[1])
+	case "stream":
+		// stream GROUP pid=P base=B topic=T partition=N
+		var d Delta
+		d.SetStream(f[1], Stream{PID: sc.atoi(args["pid"]), Base: sc.atoi(args["base"]), Topic: args["topic"], Partition: int32(sc.atoi(args["partition"]))})
+		sc.apply(d)
+		return sc.show(f[1])
+	case "replay":
+		// replay GROUP: the last delta applied again changes nothing
+		before := string(sc.leader.Snapshot())
+		if sc.last != nil {
+			sc.leader.ApplyDelta(sc.last)
+		}
+		if string(sc.leader.Snapshot()) != before {
+			return "changed"
+		}
+		return "unchanged"
 	case "lag":
 		s := sc.state(f[1])
 		hw := sc.atoi(args["hw"])
@@ -287,6 +315,8 @@ func stats(st Stats) string {
 	add("expired", st.Expired)
 	add("archived-limit", st.ArchivedLimit)
 	add("archived-skip", st.ArchivedSkip)
+	add("dead-lettered", st.DeadLettered)
+	add("dead-dropped", st.DeadDropped)
 	if len(parts) == 0 {
 		return "(none)"
 	}
@@ -308,6 +338,18 @@ func (sc *script) show(g string) string {
 		}
 		if r.State == Acquired {
 			fmt.Fprintf(&b, " by %s until %+d", r.Member, r.Deadline-sc.now)
+		}
+	}
+	if st := s.Stream(); st.PID != 0 {
+		fmt.Fprintf(&b, "\n  stream pid=%d base=%d to %s-%d", st.PID, st.Base, st.Topic, st.Partition)
+	}
+	if s.NextOrdinal() > 0 {
+		fmt.Fprintf(&b, "\n  dead letters next=%d", s.NextOrdinal())
+	}
+	for _, l := range s.DeadLetters() {
+		fmt.Fprintf(&b, "\n    #%d offset=%d %s count=%d member=%q first=%+d last=%+d", l.Ordinal, l.Offset, l.Reason, l.Count, l.Member, l.FirstMs-sc.now, l.LastMs-sc.now)
+		if st := s.Stream(); st.PID != 0 {
+			fmt.Fprintf(&b, " seq=%d", st.Sequence(l.Ordinal))
 		}
 	}
 	return b.String()

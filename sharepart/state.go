@@ -40,6 +40,10 @@ type rec struct {
 	count    int16  // delivery count: acquisitions so far
 	member   string // the holder, while Acquired
 	deadline int64  // the lock's deadline (unix ms), while Acquired
+	// first and last are the record's first and latest acquisition
+	// times (unix ms), while it is Acquired or Available (dead letters
+	// carry them).
+	first, last int64
 }
 
 // State is one share group's state on one partition: the share-partition
@@ -54,6 +58,9 @@ type State struct {
 	// Epoch counts resets (AlterShareGroupOffsets, DeleteShareGroupOffsets):
 	// Kafka's state epoch.
 	Epoch int32
+	// dlq is the dead letters waiting to be written and their producer
+	// (deadletter.go); it survives resets (ordinals never go back).
+	dlq dlqState
 }
 
 // End is the share-partition end offset: the first offset never acquired.
@@ -92,6 +99,7 @@ func (s *State) Counts(nowMs int64) (acquired, available, done int) {
 func (s *State) clone() *State {
 	c := *s
 	c.recs = append([]rec(nil), s.recs...)
+	c.dlq = s.dlq.clone()
 	return &c
 }
 
@@ -124,13 +132,20 @@ const (
 	opSet    opKind = 2 // set ranges of records, then move start forward
 	opReset  opKind = 3 // forget every record; start anew at start (epoch+1)
 	opDelete opKind = 4 // forget the group
+	// Dead letters (deadletter.go; delta version 2).
+	opDead     opKind = 5 // record dead letters (ordinals set)
+	opDeadDone opKind = 6 // dead letters below start are written
+	opStream   opKind = 7 // set the dead-letter producer
 )
 
 type op struct {
 	kind   opKind
 	group  string
-	start  int64 // init, reset; set: the new start (-1: unchanged)
+	start  int64 // init, reset; set: the new start (-1: unchanged); dead-done: the ordinal written up to
 	ranges []Range
+	// letters (opDead) and stream (opStream), version 2.
+	letters []DeadLetter
+	stream  *Stream
 }
 
 // Range sets every record of [First, Last] to one state.
@@ -140,6 +155,9 @@ type Range struct {
 	Count       int16
 	Member      string
 	Deadline    int64
+	// FirstMs and LastMs are the first and latest acquisition times
+	// (unix ms) of records left Acquired or Available; ignored otherwise.
+	FirstMs, LastMs int64
 }
 
 // Append adds o's operations after d's.
@@ -149,9 +167,9 @@ func (d *Delta) Append(o Delta) { d.ops = append(d.ops, o.ops...) }
 // applied: what a decision made after d sees, before d is replicated.
 func (s *State) After(d *Delta, group string) *State {
 	c := s.clone()
-	for _, o := range d.ops {
-		if o.group == group && o.kind == opSet {
-			c.set(o.ranges, o.start)
+	for i := range d.ops {
+		if o := &d.ops[i]; o.group == group {
+			c.applyOp(o)
 		}
 	}
 	return c
@@ -185,7 +203,14 @@ func (d *Delta) Delete(group string) {
 	d.ops = append(d.ops, op{kind: opDelete, group: group})
 }
 
-const deltaVersion = 1
+// Delta versions: 1 (ranges without delivery times, ops 1-4), 2 (ranges
+// with FirstMs and LastMs; each op followed by its dead letters and
+// stream; ops 5-7). Both are decoded: a log written by an older broker
+// still replays.
+const (
+	deltaVersion1 = 1
+	deltaVersion  = 2
+)
 
 // Encode returns d's replicated form.
 func (d *Delta) Encode() []byte {
@@ -199,6 +224,13 @@ func (d *Delta) Encode() []byte {
 		for _, r := range o.ranges {
 			b = appendRange(b, r)
 		}
+		b = appendLetters(b, o.letters)
+		if o.stream == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			b = appendStream(b, *o.stream)
+		}
 	}
 	return b
 }
@@ -209,7 +241,31 @@ func appendRange(b []byte, r Range) []byte {
 	b = append(b, byte(r.State))
 	b = binary.AppendUvarint(b, uint64(uint16(r.Count)))
 	b = appendString(b, r.Member)
-	return binary.AppendVarint(b, r.Deadline)
+	b = binary.AppendVarint(b, r.Deadline)
+	b = binary.AppendVarint(b, r.FirstMs)
+	return binary.AppendVarint(b, r.LastMs)
+}
+
+func appendLetters(b []byte, ls []DeadLetter) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ls)))
+	for _, l := range ls {
+		b = binary.AppendVarint(b, l.Ordinal)
+		b = binary.AppendVarint(b, l.Offset)
+		b = append(b, byte(l.Reason))
+		b = binary.AppendUvarint(b, uint64(uint16(l.Count)))
+		b = binary.AppendVarint(b, l.FirstMs)
+		b = binary.AppendVarint(b, l.LastMs)
+		b = appendString(b, l.Member)
+	}
+	return b
+}
+
+func appendStream(b []byte, st Stream) []byte {
+	b = binary.AppendVarint(b, st.PID)
+	b = binary.AppendVarint(b, int64(st.Epoch))
+	b = binary.AppendVarint(b, st.Base)
+	b = appendString(b, st.Topic)
+	return binary.AppendVarint(b, int64(st.Partition))
 }
 
 func appendString(b []byte, s string) []byte {
@@ -284,7 +340,7 @@ func (r *reader) string() string {
 	return s
 }
 
-func (r *reader) rangeOf() Range {
+func (r *reader) rangeOf(version byte) Range {
 	var x Range
 	x.First = r.varint()
 	span := r.uvarint()
@@ -292,11 +348,37 @@ func (r *reader) rangeOf() Range {
 	x.Count = int16(uint16(r.uvarint()))
 	x.Member = r.string()
 	x.Deadline = r.varint()
+	if version >= 2 {
+		x.FirstMs = r.varint()
+		x.LastMs = r.varint()
+	}
 	if r.err == nil && (span > maxSpan || x.First < 0 || !validState(x.State)) {
 		r.fail()
 	}
 	x.Last = x.First + int64(span)
 	return x
+}
+
+func (r *reader) letters() []DeadLetter {
+	n := r.count(7)
+	var out []DeadLetter
+	for i := 0; i < n && r.err == nil; i++ {
+		l := DeadLetter{Ordinal: r.varint(), Offset: r.varint(), Reason: Reason(r.byte()), Count: int16(uint16(r.uvarint())),
+			FirstMs: r.varint(), LastMs: r.varint(), Member: r.string()}
+		if r.err == nil && (l.Ordinal < 0 || l.Offset < 0 || !validReason(l.Reason)) {
+			r.fail()
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func (r *reader) stream() Stream {
+	st := Stream{PID: r.varint(), Epoch: int16(r.varint()), Base: r.varint(), Topic: r.string(), Partition: int32(r.varint())}
+	if r.err == nil && (st.Base < 0 || st.Partition < 0) {
+		r.fail()
+	}
+	return st
 }
 
 // maxSpan bounds one range (and so what one delta can make a state hold):
@@ -316,7 +398,8 @@ func validState(s RecordState) bool {
 // DecodeDelta parses a delta's replicated form.
 func DecodeDelta(b []byte) (Delta, error) {
 	r := &reader{b: b}
-	if r.byte() != deltaVersion {
+	v := r.byte()
+	if v != deltaVersion1 && v != deltaVersion {
 		return Delta{}, fmt.Errorf("%w: delta version", ErrCorrupt)
 	}
 	n := r.count(4)
@@ -328,9 +411,18 @@ func DecodeDelta(b []byte) (Delta, error) {
 		o.start = r.varint()
 		nr := r.count(6)
 		for j := 0; j < nr && r.err == nil; j++ {
-			o.ranges = append(o.ranges, r.rangeOf())
+			o.ranges = append(o.ranges, r.rangeOf(v))
 		}
-		if o.kind < opInit || o.kind > opDelete {
+		last := opDelete
+		if v >= 2 {
+			last = opStream
+			o.letters = r.letters()
+			if r.byte() == 1 {
+				st := r.stream()
+				o.stream = &st
+			}
+		}
+		if o.kind < opInit || o.kind > last {
 			r.fail()
 		}
 		d.ops = append(d.ops, o)
@@ -383,7 +475,8 @@ func (r *Registry) ApplyDelta(d *Delta) {
 
 func (r *Registry) applyLocked(d *Delta) {
 	r.version++
-	for _, o := range d.ops {
+	for i := range d.ops {
+		o := &d.ops[i]
 		s := r.groups[o.group]
 		switch o.kind {
 		case opInit:
@@ -391,18 +484,35 @@ func (r *Registry) applyLocked(d *Delta) {
 				r.groups[o.group] = &State{Start: max(o.start, 0)}
 			}
 		case opReset:
-			epoch := int32(0)
+			n := &State{Start: max(o.start, 0)}
 			if s != nil {
-				epoch = s.Epoch + 1
+				// The dead letters stay: their ordinals never go back.
+				n.Epoch, n.dlq = s.Epoch+1, s.dlq
 			}
-			r.groups[o.group] = &State{Start: max(o.start, 0), Epoch: epoch}
+			r.groups[o.group] = n
 		case opDelete:
 			delete(r.groups, o.group)
-		case opSet:
+		default:
 			if s == nil {
 				continue // deleted since the leader computed it
 			}
-			s.set(o.ranges, o.start)
+			s.applyOp(o)
+		}
+	}
+}
+
+// applyOp applies an op that changes an existing state.
+func (s *State) applyOp(o *op) {
+	switch o.kind {
+	case opSet:
+		s.set(o.ranges, o.start)
+	case opDead:
+		s.dlq.add(o.letters)
+	case opDeadDone:
+		s.dlq.done(o.start)
+	case opStream:
+		if o.stream != nil {
+			s.dlq.stream = *o.stream
 		}
 	}
 }
@@ -421,9 +531,12 @@ func (s *State) set(ranges []Range, start int64) {
 		for off := first; off <= x.Last; off++ {
 			r := &s.recs[off-s.Start]
 			r.state, r.count = x.State, x.Count
-			r.member, r.deadline = "", 0
+			r.member, r.deadline, r.first, r.last = "", 0, 0, 0
 			if x.State == Acquired {
 				r.member, r.deadline = x.Member, x.Deadline
+			}
+			if x.State == Acquired || x.State == Available {
+				r.first, r.last = x.FirstMs, x.LastMs
 			}
 		}
 	}
@@ -462,7 +575,12 @@ func (r *Registry) Groups() []string {
 	return out
 }
 
-const snapshotVersion = 1
+// Snapshot versions: 1 (no delivery times, no dead letters), 2. Both
+// are restored.
+const (
+	snapshotVersion1 = 1
+	snapshotVersion  = 2
+)
 
 // Snapshot returns the registry's whole state, compacted: runs of records
 // with the same state, count, holder and deadline are one range.
@@ -486,6 +604,9 @@ func (r *Registry) Snapshot() []byte {
 		for _, x := range runs {
 			b = appendRange(b, x)
 		}
+		b = binary.AppendVarint(b, s.dlq.next)
+		b = appendStream(b, s.dlq.stream)
+		b = appendLetters(b, s.dlq.dead)
 	}
 	return b
 }
@@ -497,12 +618,13 @@ func (s *State) runs() []Range {
 		off := s.Start + int64(i)
 		if n := len(out); n > 0 {
 			l := &out[n-1]
-			if l.Last == off-1 && l.State == x.state && l.Count == x.count && l.Member == x.member && l.Deadline == x.deadline {
+			if l.Last == off-1 && l.State == x.state && l.Count == x.count && l.Member == x.member && l.Deadline == x.deadline &&
+				l.FirstMs == x.first && l.LastMs == x.last {
 				l.Last = off
 				continue
 			}
 		}
-		out = append(out, Range{First: off, Last: off, State: x.state, Count: x.count, Member: x.member, Deadline: x.deadline})
+		out = append(out, Range{First: off, Last: off, State: x.state, Count: x.count, Member: x.member, Deadline: x.deadline, FirstMs: x.first, LastMs: x.last})
 	}
 	return out
 }
@@ -513,7 +635,8 @@ func (r *Registry) Restore(b []byte) error {
 	groups := map[string]*State{}
 	if len(b) > 0 {
 		rd := &reader{b: b}
-		if rd.byte() != snapshotVersion {
+		v := rd.byte()
+		if v != snapshotVersion1 && v != snapshotVersion {
 			return fmt.Errorf("%w: snapshot version", ErrCorrupt)
 		}
 		n := rd.count(3)
@@ -523,7 +646,24 @@ func (r *Registry) Restore(b []byte) error {
 			nr := rd.count(6)
 			ranges := make([]Range, 0, nr)
 			for j := 0; j < nr && rd.err == nil; j++ {
-				ranges = append(ranges, rd.rangeOf())
+				ranges = append(ranges, rd.rangeOf(v))
+			}
+			if v >= 2 {
+				s.dlq.next = rd.varint()
+				s.dlq.stream = rd.stream()
+				ls := rd.letters()
+				if rd.err == nil && (s.dlq.next < 0 || len(ls) > MaxDeadLetters) {
+					rd.fail()
+				}
+				if rd.err == nil && len(ls) > 0 {
+					// Waiting letters end at next-1, consecutive.
+					q := dlqState{next: ls[0].Ordinal, stream: s.dlq.stream}
+					q.add(ls)
+					if q.next != s.dlq.next || len(q.dead) != len(ls) {
+						rd.fail()
+					}
+					s.dlq = q
+				}
 			}
 			if rd.err == nil && s.Start < 0 {
 				rd.fail()
