@@ -79,6 +79,8 @@ Commands:
   serve                      run a broker (strata serve --help for settings)
   version                    print the version
   dev-cluster [--brokers 3]  run a local cluster of strata processes on loopback (Ctrl-C stops it)
+  dev-cluster restart|kill|stop N, status
+                             restart, kill or stop a broker of the running dev-cluster, or list them
   debug dump-segment FILE    print the record batch headers of a segment .log file
   topic create|list|describe|alter-config|add-partitions|delete
                              topics and their configs, applied live (strata topic help)
