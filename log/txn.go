@@ -495,22 +495,14 @@ func MarkerBatch(producerID int64, epoch int16, commit bool, coordinatorEpoch in
 	body := appendZigzag(nil, int64(len(rec)))
 	body = append(body, rec...)
 
-	b := make([]byte, segment.HeaderSize, segment.HeaderSize+len(body))
-	be.PutUint64(b[0:], 0)
-	be.PutUint32(b[8:], uint32(segment.HeaderSize-12+len(body)))
-	be.PutUint32(b[12:], 0xffffffff) // leader epoch -1 until stamped
-	b[16] = segment.Magic
-	be.PutUint16(b[21:], segment.AttrControl|segment.AttrTransactional)
-	be.PutUint32(b[23:], 0) // last offset delta
-	be.PutUint64(b[27:], uint64(nowMs))
-	be.PutUint64(b[35:], uint64(nowMs))
-	be.PutUint64(b[43:], uint64(producerID))
-	be.PutUint16(b[51:], uint16(epoch))
-	be.PutUint32(b[53:], 0xffffffff) // no sequence
-	be.PutUint32(b[57:], 1)
-	b = append(b, body...)
-	be.PutUint32(b[17:], segment.ComputeCRC(b))
-	return b
+	return segment.AppendBatch(nil, segment.Header{
+		LeaderEpoch:   -1, // until stamped
+		Attributes:    segment.AttrControl | segment.AttrTransactional,
+		BaseTimestamp: nowMs, MaxTimestamp: nowMs,
+		ProducerID: producerID, ProducerEpoch: epoch,
+		BaseSequence: -1, // no sequence
+		NumRecords:   1,
+	}, body)
 }
 
 func appendZigzag(dst []byte, v int64) []byte {

@@ -274,7 +274,7 @@ func compact(p *log.Partition, firstDirty, end, nowMs int64) (compactStats, erro
 				st.bytesOut += int64(len(b))
 				return cl.Append(b)
 			}
-			nb, err := rebuildBatch(b, h, kept)
+			nb, err := rebuildBatch(h, kept)
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package retention
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/strata-io/strata/segment"
@@ -27,11 +26,11 @@ func hashKey(k []byte) keyHash {
 }
 
 // rebuildBatch writes a batch holding only the kept records of the stored
-// batch b: the header is kept (base offset, last offset delta, timestamps,
-// producer fields: offsets keep their gaps and producer state stays
-// derivable), the records count, length and CRC are recomputed, and the
-// records are compressed again with the batch's codec.
-func rebuildBatch(b []byte, h segment.Header, kept []segment.Record) ([]byte, error) {
+// batch whose header is h: the header is kept (base offset, last offset
+// delta, timestamps, producer fields: offsets keep their gaps and producer
+// state stays derivable), the records count, length and CRC are
+// recomputed, and the records are compressed again with the batch's codec.
+func rebuildBatch(h segment.Header, kept []segment.Record) ([]byte, error) {
 	var area []byte
 	for _, r := range kept {
 		area = append(area, r.Raw...)
@@ -40,11 +39,6 @@ func rebuildBatch(b []byte, h segment.Header, kept []segment.Record) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: recompress: %v", ErrCorruptBatch, err)
 	}
-	out := make([]byte, segment.HeaderSize, segment.HeaderSize+len(body))
-	copy(out, b[:segment.HeaderSize])
-	out = append(out, body...)
-	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[57:], uint32(len(kept)))
-	binary.BigEndian.PutUint32(out[17:], segment.ComputeCRC(out))
-	return out, nil
+	h.NumRecords = int32(len(kept))
+	return segment.AppendBatch(make([]byte, 0, segment.HeaderSize+len(body)), h, body), nil
 }

@@ -29,7 +29,7 @@ func FuzzBatchRecords(f *testing.F) {
 		if len(kept) == 0 || h.LastOffsetDelta < 0 || int64(len(recs)) > int64(h.LastOffsetDelta)+1 {
 			return
 		}
-		nb, err := rebuildBatch(b, h, kept)
+		nb, err := rebuildBatch(h, kept)
 		if err != nil {
 			t.Fatalf("rebuild: %v", err)
 		}

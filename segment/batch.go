@@ -20,28 +20,28 @@ var (
 // On-disk and on-wire layout of a Kafka v2 RecordBatch header (see doc.go).
 // These offsets are format constants: never change them.
 const (
-	offBaseOffset      = 0  // int64
-	offBatchLength     = 8  // int32: bytes after this field
-	offLeaderEpoch     = 12 // int32: partitionLeaderEpoch (not covered by the CRC)
-	offMagic           = 16 // int8: always 2
-	offCRC             = 17 // uint32: CRC-32C of attributes..end
-	offAttributes      = 21 // int16
-	offLastOffsetDelta = 23 // int32
-	offBaseTimestamp   = 27 // int64
-	offMaxTimestamp    = 35 // int64
-	offProducerID      = 43 // int64
-	offProducerEpoch   = 51 // int16
-	offBaseSequence    = 53 // int32
-	offNumRecords      = 57 // int32
+	OffBaseOffset      = 0  // int64
+	OffBatchLength     = 8  // int32: bytes after this field
+	OffLeaderEpoch     = 12 // int32: partitionLeaderEpoch (not covered by the CRC)
+	OffMagic           = 16 // int8: always 2
+	OffCRC             = 17 // uint32: CRC-32C of attributes..end
+	OffAttributes      = 21 // int16
+	OffLastOffsetDelta = 23 // int32
+	OffBaseTimestamp   = 27 // int64
+	OffMaxTimestamp    = 35 // int64
+	OffProducerID      = 43 // int64
+	OffProducerEpoch   = 51 // int16
+	OffBaseSequence    = 53 // int32
+	OffNumRecords      = 57 // int32
 
 	// HeaderSize is the size of the fixed v2 batch header (on-disk format).
 	HeaderSize = 61
-	// logOverhead is baseOffset + batchLength: the bytes not counted by
+	// LogOverhead is baseOffset + batchLength: the bytes not counted by
 	// batchLength (on-disk format).
-	logOverhead = 12
+	LogOverhead = 12
 	// minBatchLength is the smallest legal batchLength value: a header
 	// with zero bytes of records.
-	minBatchLength = HeaderSize - logOverhead
+	minBatchLength = HeaderSize - LogOverhead
 
 	// MaxBatchSize is a hard sanity bound on one batch (header included),
 	// whatever the topic's max.message.bytes: no length field above it is
@@ -84,7 +84,7 @@ type Header struct {
 }
 
 // Size is the whole batch's size in bytes, header included.
-func (h *Header) Size() int64 { return int64(h.BatchLength) + logOverhead }
+func (h *Header) Size() int64 { return int64(h.BatchLength) + LogOverhead }
 
 // LastOffset is the offset of the batch's last record.
 func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
@@ -127,37 +127,69 @@ func ParseHeader(b []byte) (Header, error) {
 	if len(b) < HeaderSize {
 		// Too short to even hold the magic byte? Report corruption; a
 		// shorter v0/v1 message set is still caught below when present.
-		if len(b) > offMagic && b[offMagic] != Magic {
-			return h, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, int8(b[offMagic]))
+		if len(b) > OffMagic && b[OffMagic] != Magic {
+			return h, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, int8(b[OffMagic]))
 		}
 		return h, fmt.Errorf("%w: %d bytes, shorter than a batch header", ErrCorrupt, len(b))
 	}
-	h.Magic = int8(b[offMagic])
+	h.Magic = int8(b[OffMagic])
 	if h.Magic != Magic {
 		return h, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, h.Magic)
 	}
 	be := binary.BigEndian
-	h.BaseOffset = int64(be.Uint64(b[offBaseOffset:]))
-	h.BatchLength = int32(be.Uint32(b[offBatchLength:]))
-	h.LeaderEpoch = int32(be.Uint32(b[offLeaderEpoch:]))
-	h.CRC = be.Uint32(b[offCRC:])
-	h.Attributes = int16(be.Uint16(b[offAttributes:]))
-	h.LastOffsetDelta = int32(be.Uint32(b[offLastOffsetDelta:]))
-	h.BaseTimestamp = int64(be.Uint64(b[offBaseTimestamp:]))
-	h.MaxTimestamp = int64(be.Uint64(b[offMaxTimestamp:]))
-	h.ProducerID = int64(be.Uint64(b[offProducerID:]))
-	h.ProducerEpoch = int16(be.Uint16(b[offProducerEpoch:]))
-	h.BaseSequence = int32(be.Uint32(b[offBaseSequence:]))
-	h.NumRecords = int32(be.Uint32(b[offNumRecords:]))
-	if h.BatchLength < minBatchLength || int64(h.BatchLength)+logOverhead > MaxBatchSize {
+	h.BaseOffset = int64(be.Uint64(b[OffBaseOffset:]))
+	h.BatchLength = int32(be.Uint32(b[OffBatchLength:]))
+	h.LeaderEpoch = int32(be.Uint32(b[OffLeaderEpoch:]))
+	h.CRC = be.Uint32(b[OffCRC:])
+	h.Attributes = int16(be.Uint16(b[OffAttributes:]))
+	h.LastOffsetDelta = int32(be.Uint32(b[OffLastOffsetDelta:]))
+	h.BaseTimestamp = int64(be.Uint64(b[OffBaseTimestamp:]))
+	h.MaxTimestamp = int64(be.Uint64(b[OffMaxTimestamp:]))
+	h.ProducerID = int64(be.Uint64(b[OffProducerID:]))
+	h.ProducerEpoch = int16(be.Uint16(b[OffProducerEpoch:]))
+	h.BaseSequence = int32(be.Uint32(b[OffBaseSequence:]))
+	h.NumRecords = int32(be.Uint32(b[OffNumRecords:]))
+	if h.BatchLength < minBatchLength || int64(h.BatchLength)+LogOverhead > MaxBatchSize {
 		return h, fmt.Errorf("%w: batch length %d", ErrCorrupt, h.BatchLength)
 	}
 	return h, nil
 }
 
+// AppendBatch appends to dst a v2 batch of header h and records area recs
+// (already compressed per h's attributes): the header's fields are written
+// as h gives them but for Magic (always 2), BatchLength (len(recs)'s) and
+// CRC (computed).
+func AppendBatch(dst []byte, h Header, recs []byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, HeaderSize)...)
+	b := dst[start:]
+	be := binary.BigEndian
+	be.PutUint64(b[OffBaseOffset:], uint64(h.BaseOffset))
+	be.PutUint32(b[OffBatchLength:], uint32(HeaderSize-LogOverhead+len(recs)))
+	be.PutUint32(b[OffLeaderEpoch:], uint32(h.LeaderEpoch))
+	b[OffMagic] = Magic
+	be.PutUint16(b[OffAttributes:], uint16(h.Attributes))
+	be.PutUint32(b[OffLastOffsetDelta:], uint32(h.LastOffsetDelta))
+	be.PutUint64(b[OffBaseTimestamp:], uint64(h.BaseTimestamp))
+	be.PutUint64(b[OffMaxTimestamp:], uint64(h.MaxTimestamp))
+	be.PutUint64(b[OffProducerID:], uint64(h.ProducerID))
+	be.PutUint16(b[OffProducerEpoch:], uint16(h.ProducerEpoch))
+	be.PutUint32(b[OffBaseSequence:], uint32(h.BaseSequence))
+	be.PutUint32(b[OffNumRecords:], uint32(h.NumRecords))
+	dst = append(dst, recs...)
+	SetCRC(dst[start:])
+	return dst
+}
+
+// SetCRC recomputes and writes the CRC of one whole batch, after a change
+// to a field it covers (attributes onwards).
+func SetCRC(batch []byte) {
+	binary.BigEndian.PutUint32(batch[OffCRC:], ComputeCRC(batch))
+}
+
 // ComputeCRC returns the CRC-32C of a whole batch's attributes..end.
 func ComputeCRC(batch []byte) uint32 {
-	return crc32.Checksum(batch[offAttributes:], castagnoli)
+	return crc32.Checksum(batch[OffAttributes:], castagnoli)
 }
 
 // ValidateBatch fully checks one batch as received from the wire or read
@@ -235,17 +267,17 @@ func SplitBatches(records []byte, maxBatches int) ([][2]int, error) {
 			return nil, fmt.Errorf("%w: more than %d batches", ErrCorrupt, maxBatches)
 		}
 		rest := records[pos:]
-		if len(rest) < logOverhead+5 {
+		if len(rest) < LogOverhead+5 {
 			return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(rest))
 		}
-		if rest[offMagic] != Magic {
-			return nil, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, int8(rest[offMagic]))
+		if rest[OffMagic] != Magic {
+			return nil, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, int8(rest[OffMagic]))
 		}
-		l := int64(int32(binary.BigEndian.Uint32(rest[offBatchLength:])))
-		if l < minBatchLength || l+logOverhead > MaxBatchSize || l+logOverhead > int64(len(rest)) {
+		l := int64(int32(binary.BigEndian.Uint32(rest[OffBatchLength:])))
+		if l < minBatchLength || l+LogOverhead > MaxBatchSize || l+LogOverhead > int64(len(rest)) {
 			return nil, fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorrupt, l, len(rest))
 		}
-		end := pos + int(l+logOverhead)
+		end := pos + int(l+LogOverhead)
 		out = append(out, [2]int{pos, end})
 		pos = end
 	}
@@ -254,22 +286,22 @@ func SplitBatches(records []byte, maxBatches int) ([][2]int, error) {
 
 // SetBaseOffset writes the base offset in place (not covered by the CRC).
 func SetBaseOffset(batch []byte, off int64) {
-	binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(off))
+	binary.BigEndian.PutUint64(batch[OffBaseOffset:], uint64(off))
 }
 
 // SetLeaderEpoch writes partitionLeaderEpoch in place (not covered by the CRC).
 func SetLeaderEpoch(batch []byte, epoch int32) {
-	binary.BigEndian.PutUint32(batch[offLeaderEpoch:], uint32(epoch))
+	binary.BigEndian.PutUint32(batch[OffLeaderEpoch:], uint32(epoch))
 }
 
 // SetLogAppendTime stamps the batch as LogAppendTime with max timestamp ts
 // and recomputes the CRC, as a Kafka broker does for such topics.
 func SetLogAppendTime(batch []byte, ts int64) {
 	be := binary.BigEndian
-	attrs := be.Uint16(batch[offAttributes:]) | AttrTimestampType
-	be.PutUint16(batch[offAttributes:], attrs)
-	be.PutUint64(batch[offMaxTimestamp:], uint64(ts))
-	be.PutUint32(batch[offCRC:], ComputeCRC(batch))
+	attrs := be.Uint16(batch[OffAttributes:]) | AttrTimestampType
+	be.PutUint16(batch[OffAttributes:], attrs)
+	be.PutUint64(batch[OffMaxTimestamp:], uint64(ts))
+	SetCRC(batch)
 }
 
 // RecordTimestamps calls fn with the index and absolute timestamp of each

@@ -26,17 +26,17 @@ func buildBatch(n int, valueLen int, ts int64) []byte {
 	}
 	b := make([]byte, HeaderSize, HeaderSize+len(recs))
 	be := binary.BigEndian
-	be.PutUint32(b[offBatchLength:], uint32(HeaderSize-logOverhead+len(recs)))
-	b[offMagic] = Magic
-	be.PutUint32(b[offLastOffsetDelta:], uint32(n-1))
-	be.PutUint64(b[offBaseTimestamp:], uint64(ts))
-	be.PutUint64(b[offMaxTimestamp:], uint64(ts))
-	be.PutUint64(b[offProducerID:], ^uint64(0))
-	be.PutUint16(b[offProducerEpoch:], 0xffff)
-	be.PutUint32(b[offBaseSequence:], 0xffffffff)
-	be.PutUint32(b[offNumRecords:], uint32(n))
+	be.PutUint32(b[OffBatchLength:], uint32(HeaderSize-LogOverhead+len(recs)))
+	b[OffMagic] = Magic
+	be.PutUint32(b[OffLastOffsetDelta:], uint32(n-1))
+	be.PutUint64(b[OffBaseTimestamp:], uint64(ts))
+	be.PutUint64(b[OffMaxTimestamp:], uint64(ts))
+	be.PutUint64(b[OffProducerID:], ^uint64(0))
+	be.PutUint16(b[OffProducerEpoch:], 0xffff)
+	be.PutUint32(b[OffBaseSequence:], 0xffffffff)
+	be.PutUint32(b[OffNumRecords:], uint32(n))
 	b = append(b, recs...)
-	be.PutUint32(b[offCRC:], ComputeCRC(b))
+	be.PutUint32(b[OffCRC:], ComputeCRC(b))
 	return b
 }
 
@@ -65,7 +65,7 @@ func TestValidateBatch(t *testing.T) {
 		t.Fatalf("crc flip: %v", err)
 	}
 	bad = append([]byte(nil), b...)
-	bad[offMagic] = 1
+	bad[OffMagic] = 1
 	if _, err := ValidateBatch(bad); !errors.Is(err, ErrUnsupportedMagic) {
 		t.Fatalf("magic: %v", err)
 	}
@@ -73,8 +73,8 @@ func TestValidateBatch(t *testing.T) {
 		t.Fatalf("short: %v", err)
 	}
 	bad = append([]byte(nil), b...)
-	binary.BigEndian.PutUint32(bad[offNumRecords:], 4)
-	binary.BigEndian.PutUint32(bad[offCRC:], ComputeCRC(bad))
+	binary.BigEndian.PutUint32(bad[OffNumRecords:], 4)
+	binary.BigEndian.PutUint32(bad[OffCRC:], ComputeCRC(bad))
 	if _, err := ValidateBatch(bad); !errors.Is(err, ErrInvalidRecord) {
 		t.Fatalf("count: %v", err)
 	}
@@ -130,4 +130,25 @@ func FuzzValidateBatch(f *testing.F) {
 		}
 		SplitBatches(b, 16)
 	})
+}
+
+// TestAppendBatchRoundTrip: AppendBatch writes every header field where
+// ParseHeader reads it, and a batch that validates.
+func TestAppendBatchRoundTrip(t *testing.T) {
+	plain := buildBatch(3, 10, 500)
+	want, err := ParseHeader(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.BaseOffset, want.LeaderEpoch, want.ProducerID, want.ProducerEpoch, want.BaseSequence = 7, 3, 42, 2, 9
+	want.Attributes = AttrTransactional
+	b := AppendBatch([]byte("prefix"), want, plain[HeaderSize:])
+	got, err := ValidateBatch(b[6:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.CRC, want.Magic = got.CRC, Magic
+	if got != want || string(b[:6]) != "prefix" {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
 }

@@ -16,9 +16,9 @@ func compressBatch(t *testing.T, b []byte, codec int) []byte {
 	}
 	out := append(append([]byte(nil), b[:HeaderSize]...), body...)
 	be := binary.BigEndian
-	be.PutUint16(out[offAttributes:], be.Uint16(out[offAttributes:])|uint16(codec))
-	be.PutUint32(out[offBatchLength:], uint32(len(out)-logOverhead))
-	be.PutUint32(out[offCRC:], ComputeCRC(out))
+	be.PutUint16(out[OffAttributes:], be.Uint16(out[OffAttributes:])|uint16(codec))
+	be.PutUint32(out[OffBatchLength:], uint32(len(out)-LogOverhead))
+	be.PutUint32(out[OffCRC:], ComputeCRC(out))
 	return out
 }
 

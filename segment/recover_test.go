@@ -80,7 +80,7 @@ func tornCases() map[string][]byte {
 	cases["bad_crc"] = append(append([]byte(nil), good...), bad...)
 	cases["zero_tail"] = append(append([]byte(nil), good...), make([]byte, 300)...)
 	huge := append([]byte(nil), next...)
-	huge[offBatchLength] = 0x7f
+	huge[OffBatchLength] = 0x7f
 	cases["huge_length"] = append(append([]byte(nil), good...), huge...)
 	back := append([]byte(nil), next...)
 	SetBaseOffset(back, 2)

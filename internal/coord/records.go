@@ -63,42 +63,31 @@ func BuildBatches(recs []Record, nowMs int64) [][]byte {
 
 // BuildBatch encodes recs as one non-transactional batch (producer ID -1).
 func BuildBatch(recs []Record, nowMs int64) []byte {
-	var body []byte
-	for i, r := range recs {
-		body = appendRecord(body, kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value})
-	}
-	b := kmsg.RecordBatch{
-		FirstOffset:          0,
-		PartitionLeaderEpoch: -1,
-		Magic:                segment.Magic,
-		LastOffsetDelta:      int32(len(recs) - 1),
-		FirstTimestamp:       nowMs,
-		MaxTimestamp:         nowMs,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(recs)),
-		Records:              body,
-	}
-	raw := b.AppendTo(nil)
-	// Length counts the bytes after itself: everything but offset+length.
-	putInt32(raw[8:], int32(len(raw)-12))
-	putInt32(raw[17:], int32(segment.ComputeCRC(raw)))
-	return raw
+	return buildBatch(recs, nowMs, -1, -1, 0)
 }
 
 // BuildTxnBatch encodes recs as one transactional batch of producer pid
 // at epoch (its marker decides the records later).
 func BuildTxnBatch(recs []Record, nowMs, pid int64, epoch int16) []byte {
-	b := BuildBatch(recs, nowMs)
-	// Producer fields and the transactional bit, then the CRC again.
-	putInt32(b[43:], int32(pid>>32))
-	putInt32(b[47:], int32(pid))
-	b[51], b[52] = byte(uint16(epoch)>>8), byte(epoch)
-	attrs := uint16(b[21])<<8 | uint16(b[22]) | segment.AttrTransactional
-	b[21], b[22] = byte(attrs>>8), byte(attrs)
-	putInt32(b[17:], int32(segment.ComputeCRC(b)))
-	return b
+	return buildBatch(recs, nowMs, pid, epoch, segment.AttrTransactional)
+}
+
+func buildBatch(recs []Record, nowMs, pid int64, epoch int16, attrs int16) []byte {
+	var body []byte
+	for i, r := range recs {
+		body = appendRecord(body, kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value})
+	}
+	return segment.AppendBatch(nil, segment.Header{
+		LeaderEpoch:     -1,
+		Attributes:      attrs,
+		LastOffsetDelta: int32(len(recs) - 1),
+		BaseTimestamp:   nowMs,
+		MaxTimestamp:    nowMs,
+		ProducerID:      pid,
+		ProducerEpoch:   epoch,
+		BaseSequence:    -1,
+		NumRecords:      int32(len(recs)),
+	}, body)
 }
 
 // appendRecord encodes one v2 record with its true varint length.
@@ -116,10 +105,6 @@ func appendVarint(dst []byte, v int64) []byte {
 		u >>= 7
 	}
 	return append(dst, byte(u))
-}
-
-func putInt32(b []byte, v int32) {
-	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
 }
 
 // DecodeBatches parses whole stored batches, calling fn for each record at
