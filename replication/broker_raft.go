@@ -98,7 +98,8 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Logger: b.cfg.Logger})
+	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Logger: b.cfg.Logger,
+		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer})
 	if err != nil {
 		return err
 	}
@@ -138,6 +139,31 @@ func (b *Broker) openRaft() (err error) {
 	b.raft, b.mux, b.rlog, b.fsm, b.fresh = r, mux, rlog, fsm, !existing
 	mux.SetForwardHandler(b.handleForward)
 	return nil
+}
+
+// admitPeer decides whether a broker that names itself id when it
+// connects to the replication listener may use it: a metadata voter
+// (controller.quorum.voters; every broker is one today) or
+// a broker registered in the metadata. Everyone else is refused before a
+// byte of their requests is read (transport.go). Without TLS the ID is the
+// peer's claim: mTLS, with the node ID in the certificate, will make it an
+// authentication.
+func (b *Broker) admitPeer(id string) error {
+	node := parseServerID(raft.ServerID(id))
+	if node < 0 || serverID(node) != raft.ServerID(id) {
+		return fmt.Errorf("%w: %q is not a node ID", ErrTransportRefused, id)
+	}
+	for _, v := range b.cfg.Voters {
+		if v.NodeID == node {
+			return nil
+		}
+	}
+	if img := b.img.Load(); img != nil {
+		if _, ok := img.brokers[node]; ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: node %d is neither a metadata voter nor a registered broker", ErrTransportRefused, node)
 }
 
 // waitCaughtUp waits until the metadata group has a leader and this

@@ -209,7 +209,8 @@ func newHarness(cfg harnessConfig) (*harness, error) {
 
 // startNode starts node i's Mux on ln and every group on it.
 func (h *harness) startNode(i int, ln net.Listener) error {
-	mux, err := NewMux(MuxConfig{Listener: ln, Dial: h.net.dialer(h.addrs[i]), Logger: h.cfg.Logger, RPCTimeout: 2 * time.Second, DialTimeout: time.Second})
+	mux, err := NewMux(MuxConfig{Listener: ln, Dial: h.net.dialer(h.addrs[i]), Logger: h.cfg.Logger, RPCTimeout: 2 * time.Second, DialTimeout: time.Second,
+		LocalID: string(h.nodes[i].id)})
 	if err != nil {
 		ln.Close()
 		return err

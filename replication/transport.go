@@ -19,7 +19,16 @@ import (
 
 // The Mux: one raft transport per broker, multiplexing every Raft group
 // over a few TCP connections per peer (doc.go, "Raft design"). A
-// connection starts with a preface (magic, version, mode); then frames:
+// connection starts with a preface:
+//
+//	+------+---------+------+----------+----------------+
+//	| STRX | version | mode | idLen u8 | node ID (text) |
+//	+------+---------+------+----------+----------------+
+//
+// The node ID is the dialer's raft server ID (its node.id): the accepting
+// side refuses a node its broker does not admit (MuxConfig.Admit), and
+// every request on the connection must name that node in its header
+// (transport_validate.go). Version 1 (no ID) is refused. Then frames:
 //
 //	+---------+---------+-----------+----------------------+---------+
 //	| len u32 | kind u8 | reqID u64 | group: uvarint + str | body    |
@@ -34,7 +43,7 @@ import (
 
 const (
 	muxMagic           = "STRX"
-	muxProtocolVersion = 1
+	muxProtocolVersion = 2
 	muxModeRPC         = 0
 	muxModeSnapshot    = 1
 
@@ -104,7 +113,15 @@ type MuxConfig struct {
 	RPCTimeout time.Duration
 	// DialTimeout bounds a dial (default 2s).
 	DialTimeout time.Duration
-	Logger      *slog.Logger
+	// LocalID is this node's raft server ID, named in the preface of
+	// every connection it dials; "" names none (tests).
+	LocalID string
+	// Admit decides whether a peer that named itself id in its preface
+	// may use this Mux; nil admits every peer. A broker admits metadata
+	// voters and registered brokers (Broker.admitPeer). Without TLS the
+	// name is a claim, not an authentication.
+	Admit  func(id string) error
+	Logger *slog.Logger
 }
 
 // Mux is one broker's raft transport. Groups get their raft.Transport from
@@ -175,6 +192,11 @@ type Mux struct {
 	fwd   func([]byte) ([]byte, error) // protected by fwdMu
 	// fwdSem bounds the forwarded requests handled at once.
 	fwdSem chan struct{}
+
+	// peersRefused counts connections refused at the preface (Admit, a
+	// bad preface) and framesRefused frames that broke a rule of
+	// transport_validate.go: both close their connection.
+	peersRefused, framesRefused atomic.Uint64
 }
 
 // maxForwardsInFlight bounds concurrent forwarded requests per Mux.
@@ -241,6 +263,9 @@ func (m *Mux) handleForward(f frame, w *frameWriter) error {
 func NewMux(cfg MuxConfig) (*Mux, error) {
 	if cfg.Listener == nil && cfg.Advertise == "" {
 		return nil, errors.New("replication: NewMux: no listener and no address")
+	}
+	if len(cfg.LocalID) > maxPeerIDBytes {
+		return nil, fmt.Errorf("replication: NewMux: local ID of %d bytes (at most %d)", len(cfg.LocalID), maxPeerIDBytes)
 	}
 	if cfg.ConnsPerPeer <= 0 {
 		cfg.ConnsPerPeer = 2
@@ -414,27 +439,40 @@ func (m *Mux) serve(c net.Conn) {
 	defer m.forget(c)
 	r := bufio.NewReaderSize(c, 64<<10)
 	c.SetReadDeadline(time.Now().Add(m.cfg.RPCTimeout))
-	var pre [len(muxMagic) + 2]byte
+	var pre [len(muxMagic) + 3]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
 		return
 	}
-	c.SetReadDeadline(time.Time{})
-	if string(pre[:4]) != muxMagic || pre[4] != muxProtocolVersion {
-		m.logger.Warn("raft transport: bad preface; closing", "remote", c.RemoteAddr().String())
+	if string(pre[:4]) != muxMagic || pre[4] != muxProtocolVersion || pre[6] > maxPeerIDBytes {
+		m.peersRefused.Add(1)
+		m.logger.Warn("raft transport: bad preface; closing", "remote", c.RemoteAddr().String(), "version", pre[4])
 		return
+	}
+	idb := make([]byte, pre[6])
+	if _, err := io.ReadFull(r, idb); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	peer := string(idb)
+	if m.cfg.Admit != nil {
+		if err := m.cfg.Admit(peer); err != nil {
+			m.peersRefused.Add(1)
+			m.logger.Warn("raft transport: peer refused; closing", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
+			return
+		}
 	}
 	w := &frameWriter{c: c, w: bufio.NewWriterSize(c, 64<<10), timeout: m.cfg.RPCTimeout}
 	switch pre[5] {
 	case muxModeRPC:
-		m.serveRPC(c, r, w)
+		m.serveRPC(c, r, w, peer)
 	case muxModeSnapshot:
-		m.serveSnapshot(c, r, w)
+		m.serveSnapshot(c, r, w, peer)
 	default:
 		m.logger.Warn("raft transport: unknown connection mode; closing", "mode", pre[5])
 	}
 }
 
-func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter) {
+func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter, peer string) {
 	var buf []byte
 	for {
 		f, nbuf, err := readFrame(r, buf)
@@ -445,9 +483,12 @@ func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter) {
 			}
 			return
 		}
-		kept, err := m.handle(f, w)
+		kept, err := m.handle(f, w, peer)
 		if err != nil {
-			m.logger.Warn("raft transport: bad request; closing connection", "remote", c.RemoteAddr().String(), "err", err)
+			if errors.Is(err, ErrTransportRefused) {
+				m.framesRefused.Add(1)
+			}
+			m.logger.Warn("raft transport: bad request; closing connection", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
 			return
 		}
 		if kept || cap(buf) > bigFrameBytes {
@@ -460,17 +501,21 @@ func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter) {
 // (the frame did not decode); refusals are answered with kindError. kept
 // reports that the request holds on to f's buffer (an AppendEntries'
 // entries alias it rather than copy each batch once more), so the reader
-// must not reuse it.
-func (m *Mux) handle(f frame, w *frameWriter) (kept bool, err error) {
+// must not reuse it. peer is the node the connection's dialer named
+// (transport_validate.go).
+func (m *Mux) handle(f frame, w *frameWriter, peer string) (kept bool, err error) {
 	var cmd any
 	switch f.kind {
 	case kindForward:
 		return false, m.handleForward(f, w)
 	case kindHeartbeats:
-		return false, m.handleHeartbeats(f, w)
+		return false, m.handleHeartbeats(f, w, peer)
 	case kindAppendEntries:
 		ae := new(raft.AppendEntriesRequest)
 		if err := decodeAppendEntriesOwned(f.body, ae); err != nil {
+			return false, err
+		}
+		if err := checkRequest(ae, peer); err != nil {
 			return false, err
 		}
 		return len(ae.Entries) > 0, m.dispatch(f, w, ae)
@@ -484,6 +529,9 @@ func (m *Mux) handle(f frame, w *frameWriter) (kept bool, err error) {
 		return false, fmt.Errorf("%w: request kind %d on an rpc connection", ErrTransportCodec, f.kind)
 	}
 	if err := decodeRPC(f.body, cmd); err != nil {
+		return false, err
+	}
+	if err := checkRequest(cmd, peer); err != nil {
 		return false, err
 	}
 	return false, m.dispatch(f, w, cmd)
@@ -597,7 +645,7 @@ func (g *GroupTransport) respond(w *frameWriter, reqID uint64, group []byte, res
 	}
 }
 
-func (m *Mux) serveSnapshot(c net.Conn, r *bufio.Reader, w *frameWriter) {
+func (m *Mux) serveSnapshot(c net.Conn, r *bufio.Reader, w *frameWriter, peer string) {
 	c.SetReadDeadline(time.Now().Add(m.cfg.RPCTimeout))
 	f, _, err := readFrame(r, nil)
 	if err != nil {
@@ -608,8 +656,15 @@ func (m *Mux) serveSnapshot(c net.Conn, r *bufio.Reader, w *frameWriter) {
 		m.logger.Warn("raft transport: snapshot connection without InstallSnapshot; closing", "kind", f.kind)
 		return
 	}
-	if err := decodeRPC(f.body, req); err != nil {
-		m.logger.Warn("raft transport: bad InstallSnapshot; closing", "err", err)
+	err = decodeRPC(f.body, req)
+	if err == nil {
+		err = checkRequest(req, peer)
+	}
+	if err != nil {
+		if errors.Is(err, ErrTransportRefused) {
+			m.framesRefused.Add(1)
+		}
+		m.logger.Warn("raft transport: bad InstallSnapshot; closing", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
 		return
 	}
 	g := m.group(f.group)
@@ -750,7 +805,8 @@ func (m *Mux) dial(target raft.ServerAddress, mode byte) (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errDial, target, err)
 	}
-	pre := append([]byte(muxMagic), muxProtocolVersion, mode)
+	pre := append([]byte(muxMagic), muxProtocolVersion, mode, byte(len(m.cfg.LocalID)))
+	pre = append(pre, m.cfg.LocalID...)
 	c.SetWriteDeadline(time.Now().Add(m.cfg.RPCTimeout))
 	if _, err := c.Write(pre); err != nil {
 		c.Close()
@@ -922,7 +978,11 @@ func (cc *clientConn) readLoop() {
 		}
 		switch f.kind {
 		case kindResponse:
-			cl.done <- decodeRPC(f.body, cl.resp)
+			err := decodeRPC(f.body, cl.resp)
+			if err == nil {
+				err = checkResponse(cl.resp)
+			}
+			cl.done <- err
 		case kindError:
 			cl.done <- fmt.Errorf("%w: %s", ErrRemote, f.body)
 		default:
@@ -944,6 +1004,9 @@ type frame struct {
 }
 
 // readFrame reads one frame into buf (grown as needed) and returns it.
+// The buffer grows from the bytes received, not from the length the frame
+// claims: a peer announcing maxFrameBytes and sending nothing more pins
+// at most frameGrowBytes (8 such connections used to hold 1 GiB).
 func readFrame(r *bufio.Reader, buf []byte) (frame, []byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
@@ -953,12 +1016,16 @@ func readFrame(r *bufio.Reader, buf []byte) (frame, []byte, error) {
 	if n < frameHeaderBytes-4+1 || n > maxFrameBytes {
 		return frame{}, buf, fmt.Errorf("%w: frame length %d", ErrTransportCodec, n)
 	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return frame{}, buf, err
+	if cap(buf) >= int(n) {
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return frame{}, buf, err
+		}
+	} else {
+		var err error
+		if buf, err = readGrowing(r, buf[:0], int(n)); err != nil {
+			return frame{}, nil, err
+		}
 	}
 	f := frame{kind: buf[0], reqID: binary.BigEndian.Uint64(buf[1:9])}
 	gl, k := binary.Uvarint(buf[9:])
@@ -968,6 +1035,34 @@ func readFrame(r *bufio.Reader, buf []byte) (frame, []byte, error) {
 	f.group = buf[9+k : 9+k+int(gl)]
 	f.body = buf[9+k+int(gl):]
 	return f, buf, nil
+}
+
+// frameGrowBytes is the most readGrowing allocates ahead of the bytes it
+// has received.
+const frameGrowBytes = 1 << 20
+
+// readGrowing reads n bytes into buf (reused when large enough), growing
+// it at most doubling what has arrived (and by frameGrowBytes at first).
+func readGrowing(r io.Reader, buf []byte, n int) ([]byte, error) {
+	if cap(buf) < min(n, frameGrowBytes) {
+		buf = make([]byte, 0, min(n, frameGrowBytes))
+	}
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), n))
+			copy(grown, buf)
+			buf = grown
+		}
+		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // frameWriter serializes frames onto a connection. Writers queue on wmu;
@@ -1341,7 +1436,10 @@ func (g *GroupTransport) InstallSnapshot(_ raft.ServerID, target raft.ServerAddr
 	}
 	switch f.kind {
 	case kindResponse:
-		return decodeRPC(f.body, resp)
+		if err := decodeRPC(f.body, resp); err != nil {
+			return err
+		}
+		return checkResponse(resp)
 	case kindError:
 		return fmt.Errorf("%w: %s", ErrRemote, f.body)
 	}

@@ -298,9 +298,12 @@ func (e *remoteBeatError) Unwrap() error { return ErrRemote }
 // writes. Such heartbeats, and those of groups without a handler (through
 // their raft loop), are answered on a goroutine of their own, and the
 // frame's answer waits for them.
-func (m *Mux) handleHeartbeats(f frame, w *frameWriter) error {
+func (m *Mux) handleHeartbeats(f frame, w *frameWriter, peer string) error {
 	var req beatRequests
 	if err := decodeRPC(f.body, &req); err != nil {
+		return err
+	}
+	if err := checkRequest(&req, peer); err != nil {
 		return err
 	}
 	out := &beatAnswers{results: make([]beatResult, len(req.beats))}

@@ -220,7 +220,11 @@ func TestMuxCarriesEveryRPCToItsGroup(t *testing.T) {
 
 	data := bytes.Repeat([]byte("segment-bytes-"), 100000)
 	var is raft.InstallSnapshotResponse
-	if err := ga.InstallSnapshot("b", b.Addr(), &raft.InstallSnapshotRequest{Term: 5, Size: int64(len(data))}, &is, bytes.NewReader(data)); err != nil {
+	// A request raft could send: the Mux refuses others (transport_validate.go).
+	snapReq := &raft.InstallSnapshotRequest{Term: 5, SnapshotVersion: 1, LastLogIndex: 10, LastLogTerm: 5, ConfigurationIndex: 1,
+		Configuration: raft.EncodeConfiguration(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: "127.0.0.1:1"}}}),
+		Size:          int64(len(data))}
+	if err := ga.InstallSnapshot("b", b.Addr(), snapReq, &is, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
 	if !is.Success || !bytes.Equal(<-snaps, data) {
@@ -704,7 +708,7 @@ func TestMuxCarriesLargeEntriesIntact(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k, entries := range want {
-				req := &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 1, PrevLogEntry: uint64(k)}
+				req := &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 1, PrevLogEntry: uint64(k * 10)}
 				for i, d := range entries {
 					req.Entries = append(req.Entries, &raft.Log{Index: uint64(k*10 + i + 1), Term: 1, Type: raft.LogCommand, Data: d})
 				}
