@@ -80,7 +80,7 @@ import (
 //   - Clients cannot write to __transaction_state either.
 //   - Produce v0-v2 (message sets, magic 0/1) are not served (Kafka 4.0 also
 //     dropped them); such requests close the connection.
-func init() { regKey(0, 3, 13) }
+func init() { register(0, 3, 13, barrier, (*Server).handleProduce) }
 
 // produceConcurrency bounds the partitions of one request produced at once.
 const produceConcurrency = 32

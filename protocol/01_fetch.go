@@ -72,7 +72,7 @@ import (
 //
 // Differences from Kafka: when the session cache is full the least recently
 // used session is evicted (Kafka prefers evicting small, stale sessions).
-func init() { regKey(1, 4, 18) }
+func init() { register(1, 4, 18, concurrent, (*Server).handleFetch) }
 
 // maxFetchWait caps MaxWaitMillis so a request cannot park for hours.
 const maxFetchWait = 5 * time.Minute

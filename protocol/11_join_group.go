@@ -20,7 +20,7 @@ import (
 //   - v7: protocol type in the response; v8: reason (logged by nobody)
 //   - v9: SkipAssignment (always false: a static leader that rejoins
 //     triggers a rebalance instead)
-func init() { regKey(11, 0, 9) }
+func init() { register(11, 0, 9, barrier, (*Server).handleJoinGroup) }
 
 func (s *Server) handleJoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	ci := clientFrom(ctx)

@@ -14,7 +14,7 @@ import (
 //
 // Version notes: v1: throttle; v2: no change; v3: group.instance.id;
 // v4: flexible.
-func init() { regKey(12, 0, 4) }
+func init() { register(12, 0, 4, concurrent, (*Server).handleHeartbeat) }
 
 func (s *Server) handleHeartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	return s.groups.Heartbeat(ctx, req)

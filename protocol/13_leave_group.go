@@ -13,7 +13,7 @@ import (
 //
 // Version notes: v1: throttle; v2: no change; v3: batched members with
 // per-member errors; v4: flexible; v5: reason.
-func init() { regKey(13, 0, 5) }
+func init() { register(13, 0, 5, barrier, (*Server).handleLeaveGroup) }
 
 func (s *Server) handleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
 	return s.groups.LeaveGroup(ctx, req)

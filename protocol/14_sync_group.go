@@ -14,7 +14,7 @@ import (
 // Version notes: v1: throttle; v2: no change; v3: group.instance.id;
 // v4: flexible; v5: protocol type and name, checked against the group's
 // (INCONSISTENT_GROUP_PROTOCOL).
-func init() { regKey(14, 0, 5) }
+func init() { register(14, 0, 5, barrier, (*Server).handleSyncGroup) }
 
 func (s *Server) handleSyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
 	return s.groups.SyncGroup(ctx, req)

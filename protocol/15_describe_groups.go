@@ -15,7 +15,7 @@ import (
 // (not computed: Strata has no ACLs yet, so the "not requested" value is
 // returned); v4: group.instance.id; v5: flexible; v6: error message and
 // GROUP_ID_NOT_FOUND for an unknown group (KIP-1043).
-func init() { regKey(15, 0, 6) }
+func init() { register(15, 0, 6, concurrent, (*Server).handleDescribeGroups) }
 
 func (s *Server) handleDescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	return s.groups.DescribeGroups(ctx, req)

@@ -1,9 +1,8 @@
 package protocol
 
 import (
-	"fmt"
+	"context"
 	"regexp"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,9 +11,9 @@ import (
 // ApiVersions: v0-4
 //
 // Behaviour:
-//   - Answers with the version range of every API registered with regKey (the
-//     table below is filled by each handler file's init), so it cannot list an
-//     API nobody serves.
+//   - Answers with the version range of every API registered with register
+//     (dispatch.go; each handler file's init registers its handler), so it
+//     cannot list an API nobody serves.
 //   - v3+: ClientSoftwareName / ClientSoftwareVersion are validated against
 //     Kafka's pattern; a mismatch is INVALID_REQUEST (as Kafka does), still
 //     with the API list.
@@ -39,52 +38,7 @@ import (
 //
 // Differences from Kafka: v5 (ClusterID/NodeID sanity check, KIP-1242) is
 // not served yet; Kafka 4.1's maximum is v4.
-func init() { regKey(18, 0, 4) }
-
-// apiRange is one registered API's version range.
-type apiRange struct {
-	min, max int16
-	ok       bool
-}
-
-// apis is the registry, indexed by key. Written only by init functions.
-var apis [256]apiRange
-
-// regKey registers the versions served for key. A key registered twice is
-// a programmer error: panic at init.
-func regKey(key, min, max int16) {
-	if key < 0 || int(key) >= len(apis) || min > max || min < 0 {
-		panic(fmt.Sprintf("protocol: bad registration key %d v%d-v%d", key, min, max))
-	}
-	if apis[key].ok {
-		panic(fmt.Sprintf("protocol: api key %d registered twice", key))
-	}
-	if r := kmsg.RequestForKey(key); r == nil || r.MaxVersion() < max {
-		panic(fmt.Sprintf("protocol: kmsg cannot encode key %d v%d", key, max))
-	}
-	apis[key] = apiRange{min: min, max: max, ok: true}
-}
-
-// registered returns the registered keys in order.
-func registered() []int16 {
-	var keys []int16
-	for k := range apis {
-		if apis[k].ok {
-			keys = append(keys, int16(k))
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys
-}
-
-// versionSupported reports whether key at version is served.
-func versionSupported(key, version int16) bool {
-	if key < 0 || int(key) >= len(apis) {
-		return false
-	}
-	r := apis[key]
-	return r.ok && version >= r.min && version <= r.max
-}
+func init() { register(18, 0, 4, concurrent, (*Server).handleApiVersions) }
 
 // clientSoftwareRe is Kafka's pattern for ClientSoftwareName/Version.
 var clientSoftwareRe = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
@@ -103,7 +57,7 @@ func apiVersionsResponse(version int16, code int16) *kmsg.ApiVersionsResponse {
 	return resp
 }
 
-func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
+func (s *Server) handleApiVersions(_ context.Context, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
 	if !versionSupported(18, req.Version) {
 		// Answered in the v0 format whatever was asked.
 		return apiVersionsResponse(0, kerr.UnsupportedVersion.Code), nil

@@ -92,11 +92,20 @@ func TestApiVersionsBadSoftwareName(t *testing.T) {
 	}
 }
 
-func TestRegKeyTwicePanics(t *testing.T) {
+func TestRegisterTwicePanics(t *testing.T) {
 	defer func() {
 		if recover() == nil {
 			t.Fatal("registering a key twice did not panic")
 		}
 	}()
-	regKey(18, 0, 4)
+	register(18, 0, 4, concurrent, (*Server).handleApiVersions)
+}
+
+func TestRegisterWrongRequestTypePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registering a handler of another request type did not panic")
+		}
+	}()
+	register(200, 0, 0, concurrent, (*Server).handleApiVersions)
 }

@@ -20,7 +20,7 @@ import (
 //
 // Version notes:
 // * v1: throttle; v4: flexible; v5: error message; v6: topic IDs
-func init() { regKey(20, 0, 6) }
+func init() { register(20, 0, 6, barrier, (*Server).handleDeleteTopics) }
 
 func (s *Server) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)

@@ -1,5 +1,11 @@
 package protocol
 
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
 // AddPartitionsToTxn: v0-5 (txncoord.Coordinator.AddPartitionsToTxn)
 //
 // Behaviour: adds partitions to the producer's transaction, starting it
@@ -19,4 +25,8 @@ package protocol
 //     brokers): VerifyOnly answers INVALID_TXN_STATE for a partition not in
 //     the ongoing transaction and writes nothing
 //   - v5: TRANSACTION_ABORTABLE may be returned (Strata does not)
-func init() { regKey(24, 0, 5) }
+func init() { register(24, 0, 5, barrier, (*Server).handleAddPartitionsToTxn) }
+
+func (s *Server) handleAddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
+	return s.txns.AddPartitionsToTxn(ctx, req)
+}

@@ -1,5 +1,11 @@
 package protocol
 
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
 // AddOffsetsToTxn: v0-4 (txncoord.Coordinator.AddOffsetsToTxn)
 //
 // Behaviour: adds the group's __consumer_offsets partition
@@ -9,4 +15,8 @@ package protocol
 //
 // Version notes: v1 no change; v2 PRODUCER_FENCED; v3 flexible; v4
 // TRANSACTION_ABORTABLE (not returned).
-func init() { regKey(25, 0, 4) }
+func init() { register(25, 0, 4, barrier, (*Server).handleAddOffsetsToTxn) }
+
+func (s *Server) handleAddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
+	return s.txns.AddOffsetsToTxn(ctx, req)
+}

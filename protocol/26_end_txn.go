@@ -1,5 +1,11 @@
 package protocol
 
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
 // EndTxn: v0-4 (txncoord.Coordinator.EndTxn)
 //
 // Behaviour: commits or aborts the ongoing transaction: PrepareCommit /
@@ -19,4 +25,8 @@ package protocol
 // once the epochs are exhausted); an abort with no transaction open
 // succeeds (and bumps); a retry of an answered EndTxn (the previous epoch)
 // gets the same answer.
-func init() { regKey(26, 0, 5) }
+func init() { register(26, 0, 5, barrier, (*Server).handleEndTxn) }
+
+func (s *Server) handleEndTxn(ctx context.Context, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
+	return s.txns.EndTxn(ctx, req)
+}

@@ -20,7 +20,7 @@ import (
 // (CLUSTER_ACTION); Strata has no ACLs yet, so any client may send it.
 //
 // Version notes: v1 flexible.
-func init() { regKey(27, 0, 1) }
+func init() { register(27, 0, 1, barrier, (*Server).handleWriteTxnMarkers) }
 
 // maxMarkerPartitions bounds the markers of one request.
 const maxMarkerPartitions = 100000

@@ -43,7 +43,7 @@ import (
 // Version notes:
 //   - v1: sources and synonyms; v2: no change; v3: type and documentation;
 //     v4: flexible
-func init() { regKey(32, 0, 4) }
+func init() { register(32, 0, 4, concurrent, (*Server).handleDescribeConfigs) }
 
 const (
 	resourceTopic  = 2

@@ -37,7 +37,7 @@ import (
 // is one directory (log.dirs with several entries is not supported), so
 // a directory is never reported offline: a storage failure shows in the
 // partitions' own errors instead.
-func init() { regKey(35, 0, 4) }
+func init() { register(35, 0, 4, concurrent, (*Server).handleDescribeLogDirs) }
 
 func (s *Server) handleDescribeLogDirs(_ context.Context, req *kmsg.DescribeLogDirsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)

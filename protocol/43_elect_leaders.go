@@ -39,7 +39,7 @@ import (
 // not exist with Raft: a leaderless partition elects a leader as soon as a
 // majority of its replicas are up, never one that lacks committed data;
 // until then ELIGIBLE_LEADERS_NOT_AVAILABLE.
-func init() { regKey(43, 0, 2) }
+func init() { register(43, 0, 2, barrier, (*Server).handleElectLeaders) }
 
 func (s *Server) handleElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)

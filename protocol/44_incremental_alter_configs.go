@@ -49,7 +49,7 @@ import (
 //
 // Version notes:
 //   - v1: flexible
-func init() { regKey(44, 0, 1) }
+func init() { register(44, 0, 1, barrier, (*Server).handleIncrementalAlterConfigs) }
 
 // Operations of IncrementalAlterConfigs (on the wire).
 const (

@@ -26,7 +26,7 @@ import (
 //     different number of replicas is INVALID_REPLICATION_FACTOR.
 //
 // Version notes: v0 is flexible; v1 adds AllowReplicationFactorChange.
-func init() { regKey(45, 0, 1) }
+func init() { register(45, 0, 1, concurrent, (*Server).handleAlterPartitionReassignments) }
 
 func (s *Server) handleAlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
@@ -61,49 +61,6 @@ func (s *Server) handleAlterPartitionReassignments(ctx context.Context, req *kms
 			}
 			sp.ErrorCode, sp.ErrorMessage = errCode(err), errMessage(err)
 		}
-	}
-	return resp, nil
-}
-
-// ListPartitionReassignments: v0
-//
-// Behaviour: the ongoing reassignments (all of them with Topics null, or
-// of the named partitions; partitions not being reassigned, unknown ones
-// included, are left out, as Kafka does), each with its replicas (the
-// current ones plus those being added), the adding and the removing ones.
-func init() { regKey(46, 0, 0) }
-
-func (s *Server) handleListPartitionReassignments(_ context.Context, req *kmsg.ListPartitionReassignmentsRequest) (kmsg.Response, error) {
-	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	var want map[string]map[int32]bool
-	if req.Topics != nil {
-		want = map[string]map[int32]bool{}
-		for _, rt := range req.Topics {
-			if want[rt.Topic] == nil {
-				want[rt.Topic] = map[int32]bool{}
-			}
-			for _, p := range rt.Partitions {
-				want[rt.Topic][p] = true
-			}
-		}
-	}
-	byTopic := map[string]int{}
-	for _, r := range s.broker.Reassignments() {
-		if want != nil && !want[r.Topic][r.Partition] {
-			continue
-		}
-		i, ok := byTopic[r.Topic]
-		if !ok {
-			st := kmsg.NewListPartitionReassignmentsResponseTopic()
-			st.Topic = r.Topic
-			resp.Topics = append(resp.Topics, st)
-			i = len(resp.Topics) - 1
-			byTopic[r.Topic] = i
-		}
-		sp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
-		sp.Partition = r.Partition
-		sp.Replicas, sp.AddingReplicas, sp.RemovingReplicas = r.Replicas, nonNil(r.Adding), nonNil(r.Removing)
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, sp)
 	}
 	return resp, nil
 }

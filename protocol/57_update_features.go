@@ -43,7 +43,7 @@ import (
 // streams.version, kraft.version or eligible.leader.replicas.version (not
 // supported features, refused as unknown); a safe downgrade is never
 // refused as losing metadata (nothing depends on these levels' metadata).
-func init() { regKey(57, 0, 2) }
+func init() { register(57, 0, 2, barrier, (*Server).handleUpdateFeatures) }
 
 // A supported feature and its range.
 type featureDef struct {

@@ -21,7 +21,7 @@ import (
 //
 // Version notes:
 // * v1: EndpointType; v2: IncludeFencedBrokers / IsFenced
-func init() { regKey(60, 0, 2) }
+func init() { register(60, 0, 2, concurrent, (*Server).handleDescribeCluster) }
 
 func (s *Server) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)

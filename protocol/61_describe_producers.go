@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -12,9 +14,9 @@ import (
 // timestamp and the first offset of the open transaction
 // (CurrentTxnStartOffset, -1 none). CoordinatorEpoch is -1 (not tracked).
 // UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER per partition.
-func init() { regKey(61, 0, 0) }
+func init() { register(61, 0, 0, concurrent, (*Server).handleDescribeProducers) }
 
-func (s *Server) handleDescribeProducers(req *kmsg.DescribeProducersRequest) (kmsg.Response, error) {
+func (s *Server) handleDescribeProducers(_ context.Context, req *kmsg.DescribeProducersRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.DescribeProducersResponseTopic{Topic: t.Topic}

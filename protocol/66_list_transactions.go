@@ -1,5 +1,11 @@
 package protocol
 
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
 // ListTransactions: v0-1 (txncoord.Coordinator.ListTransactions)
 //
 // Behaviour: the transactions of every __transaction_state partition this
@@ -8,4 +14,8 @@ package protocol
 // (v1) DurationFilterMillis: transactions running at least that long.
 //
 // Version notes: v2's TransactionalIDPattern is not offered.
-func init() { regKey(66, 0, 1) }
+func init() { register(66, 0, 1, concurrent, (*Server).handleListTransactions) }
+
+func (s *Server) handleListTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) (kmsg.Response, error) {
+	return s.txns.ListTransactions(ctx, req)
+}

@@ -23,7 +23,7 @@ import (
 // answers.
 //
 // Version notes: v1: the client chooses its member ID; regex subscriptions.
-func init() { regKey(68, 0, 1) }
+func init() { register(68, 0, 1, barrier, (*Server).handleConsumerGroupHeartbeat) }
 
 func (s *Server) handleConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 	ci := clientFrom(ctx)

@@ -29,7 +29,7 @@ import (
 //
 // Differences from Kafka: Kafka lists each broker ID under BROKER_LOGGER
 // too; Strata serves no BROKER_LOGGER configs, so it lists none.
-func init() { regKey(74, 0, 1) }
+func init() { register(74, 0, 1, concurrent, (*Server).handleListConfigResources) }
 
 const (
 	resourceBrokerLogger  = 8

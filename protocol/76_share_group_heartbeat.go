@@ -21,7 +21,7 @@ import (
 //
 // Version notes: v1 is the first version Kafka 4.x serves (v0 was the
 // early-access version); the client chooses its member ID.
-func init() { regKey(76, 1, 1) }
+func init() { register(76, 1, 1, barrier, (*Server).handleShareGroupHeartbeat) }
 
 func (s *Server) handleShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) (kmsg.Response, error) {
 	if !s.shareEnabled() { // share.version 0: share groups are off (as Kafka 4.4)

@@ -50,7 +50,7 @@ import (
 // Version notes:
 // * v1: first version Kafka 4.x serves (v0 was early access)
 // * v2: ShareAcquireMode, IsRenewAck
-func init() { regKey(78, 1, 2) }
+func init() { register(78, 1, 2, concurrent, (*Server).handleShareFetch) }
 
 const (
 	defaultShareMaxRecords = 500

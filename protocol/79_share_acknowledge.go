@@ -28,7 +28,7 @@ import (
 // Version notes:
 // * v1: first version Kafka 4.x serves
 // * v2: IsRenewAck, AcquisitionLockTimeoutMillis
-func init() { regKey(79, 1, 2) }
+func init() { register(79, 1, 2, concurrent, (*Server).handleShareAcknowledge) }
 
 func (s *Server) handleShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)

@@ -3,152 +3,104 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// The registry: one registration per Kafka API, made by the init function
+// of the file that handles it (NN_name.go, NN the API key), carrying the
+// versions served, the handler and how the request runs beside the others
+// on its connection. Dispatch (handle), the barrier rule (isBarrier), the
+// ApiVersions answer and the API list in doc.go all come from it.
+
+// order says how a request runs beside the others on its connection
+// (doc.go, "Connections").
+type order bool
+
+const (
+	// concurrent requests (reads) run beside each other and beside a
+	// later barrier.
+	concurrent order = false
+	// barrier requests (they change state) run alone, in request order:
+	// each starts once every earlier barrier has finished.
+	barrier order = true
+)
+
+// apiEntry is one registered API.
+type apiEntry struct {
+	min, max int16
+	ok       bool
+	barrier  bool
+	handle   func(s *Server, ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	file     string // the file that registered it
+}
+
+// apis is the registry, indexed by key. Written only by init functions.
+var apis [256]apiEntry
+
+// register registers the versions served for key, how its requests run
+// (ord) and its handler, a method expression such as (*Server).handleFetch
+// whose request type must be key's. A bad or repeated registration is a
+// programmer error: panic at init.
+func register[R kmsg.Request](key, min, max int16, ord order, h func(*Server, context.Context, R) (kmsg.Response, error)) {
+	if key < 0 || int(key) >= len(apis) || min > max || min < 0 || h == nil {
+		panic(fmt.Sprintf("protocol: bad registration key %d v%d-v%d", key, min, max))
+	}
+	if apis[key].ok {
+		panic(fmt.Sprintf("protocol: api key %d registered twice", key))
+	}
+	r := kmsg.RequestForKey(key)
+	if r == nil || r.MaxVersion() < max {
+		panic(fmt.Sprintf("protocol: kmsg cannot encode key %d v%d", key, max))
+	}
+	if _, ok := r.(R); !ok {
+		panic(fmt.Sprintf("protocol: handler for key %d takes %T", key, *new(R)))
+	}
+	_, file, _, _ := runtime.Caller(1)
+	apis[key] = apiEntry{
+		min: min, max: max, ok: true, barrier: bool(ord), file: filepath.Base(file),
+		handle: func(s *Server, ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+			return h(s, ctx, req.(R))
+		},
+	}
+}
+
+// registered returns the registered keys in order.
+func registered() []int16 {
+	var keys []int16
+	for k := range apis {
+		if apis[k].ok {
+			keys = append(keys, int16(k))
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+// versionSupported reports whether key at version is served.
+func versionSupported(key, version int16) bool {
+	if key < 0 || int(key) >= len(apis) {
+		return false
+	}
+	r := apis[key]
+	return r.ok && version >= r.min && version <= r.max
+}
+
 // handle runs the handler for kreq. A nil response with a nil error means
 // "send nothing" (acks=0 Produce); an error closes the connection.
 func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
-	switch req := kreq.(type) {
-	case *kmsg.ProduceRequest:
-		return s.handleProduce(ctx, req)
-	case *kmsg.FetchRequest:
-		return s.handleFetch(ctx, req)
-	case *kmsg.ListOffsetsRequest:
-		return s.handleListOffsets(ctx, req)
-	case *kmsg.MetadataRequest:
-		return s.handleMetadata(ctx, req)
-	case *kmsg.ApiVersionsRequest:
-		return s.handleApiVersions(req)
-	case *kmsg.CreateTopicsRequest:
-		return s.handleCreateTopics(ctx, req)
-	case *kmsg.DeleteTopicsRequest:
-		return s.handleDeleteTopics(ctx, req)
-	case *kmsg.InitProducerIDRequest:
-		return s.handleInitProducerID(ctx, req)
-	case *kmsg.DescribeConfigsRequest:
-		return s.handleDescribeConfigs(ctx, req)
-	case *kmsg.CreatePartitionsRequest:
-		return s.handleCreatePartitions(ctx, req)
-	case *kmsg.DescribeClusterRequest:
-		return s.handleDescribeCluster(ctx, req)
-	case *kmsg.DeleteRecordsRequest:
-		return s.handleDeleteRecords(ctx, req)
-	case *kmsg.OffsetForLeaderEpochRequest:
-		return s.handleOffsetForLeaderEpoch(ctx, req)
-	case *kmsg.DescribeLogDirsRequest:
-		return s.handleDescribeLogDirs(ctx, req)
-	case *kmsg.ElectLeadersRequest:
-		return s.handleElectLeaders(ctx, req)
-	case *kmsg.AlterPartitionAssignmentsRequest:
-		return s.handleAlterPartitionReassignments(ctx, req)
-	case *kmsg.ListPartitionReassignmentsRequest:
-		return s.handleListPartitionReassignments(ctx, req)
-	case *kmsg.AlterConfigsRequest:
-		return s.handleAlterConfigs(ctx, req)
-	case *kmsg.IncrementalAlterConfigsRequest:
-		return s.handleIncrementalAlterConfigs(ctx, req)
-	case *kmsg.UpdateFeaturesRequest:
-		return s.handleUpdateFeatures(ctx, req)
-	case *kmsg.ListConfigResourcesRequest:
-		return s.handleListConfigResources(ctx, req)
-	case *kmsg.OffsetCommitRequest:
-		return s.handleOffsetCommit(ctx, req)
-	case *kmsg.OffsetFetchRequest:
-		return s.handleOffsetFetch(ctx, req)
-	case *kmsg.FindCoordinatorRequest:
-		return s.handleFindCoordinator(ctx, req)
-	case *kmsg.JoinGroupRequest:
-		return s.handleJoinGroup(ctx, req)
-	case *kmsg.HeartbeatRequest:
-		return s.handleHeartbeat(ctx, req)
-	case *kmsg.LeaveGroupRequest:
-		return s.handleLeaveGroup(ctx, req)
-	case *kmsg.SyncGroupRequest:
-		return s.handleSyncGroup(ctx, req)
-	case *kmsg.DescribeGroupsRequest:
-		return s.handleDescribeGroups(ctx, req)
-	case *kmsg.ListGroupsRequest:
-		return s.handleListGroups(ctx, req)
-	case *kmsg.DeleteGroupsRequest:
-		return s.handleDeleteGroups(ctx, req)
-	case *kmsg.OffsetDeleteRequest:
-		return s.handleOffsetDelete(ctx, req)
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return s.handleConsumerGroupHeartbeat(ctx, req)
-	case *kmsg.ConsumerGroupDescribeRequest:
-		return s.handleConsumerGroupDescribe(ctx, req)
-	case *kmsg.ShareGroupHeartbeatRequest:
-		return s.handleShareGroupHeartbeat(ctx, req)
-	case *kmsg.ShareGroupDescribeRequest:
-		return s.handleShareGroupDescribe(ctx, req)
-	case *kmsg.AddPartitionsToTxnRequest:
-		return s.txns.AddPartitionsToTxn(ctx, req)
-	case *kmsg.AddOffsetsToTxnRequest:
-		return s.txns.AddOffsetsToTxn(ctx, req)
-	case *kmsg.EndTxnRequest:
-		return s.txns.EndTxn(ctx, req)
-	case *kmsg.WriteTxnMarkersRequest:
-		return s.handleWriteTxnMarkers(ctx, req)
-	case *kmsg.TxnOffsetCommitRequest:
-		return s.handleTxnOffsetCommit(ctx, req)
-	case *kmsg.DescribeProducersRequest:
-		return s.handleDescribeProducers(req)
-	case *kmsg.DescribeTransactionsRequest:
-		return s.txns.DescribeTransactions(ctx, req)
-	case *kmsg.ListTransactionsRequest:
-		return s.txns.ListTransactions(ctx, req)
-	case *kmsg.ShareFetchRequest:
-		return s.handleShareFetch(ctx, req)
-	case *kmsg.ShareAcknowledgeRequest:
-		return s.handleShareAcknowledge(ctx, req)
-	case *kmsg.DescribeShareGroupOffsetsRequest:
-		return s.handleDescribeShareGroupOffsets(ctx, req)
-	case *kmsg.AlterShareGroupOffsetsRequest:
-		return s.handleAlterShareGroupOffsets(ctx, req)
-	case *kmsg.DeleteShareGroupOffsetsRequest:
-		return s.handleDeleteShareGroupOffsets(ctx, req)
-	case *kmsg.ReadShareGroupStateSummaryRequest:
-		return s.handleReadShareGroupStateSummary(ctx, req)
-	case *kmsg.InitializeShareGroupStateRequest:
-		return s.handleInitializeShareGroupState(ctx, req)
-	case *kmsg.DeleteShareGroupStateRequest:
-		return s.handleDeleteShareGroupState(ctx, req)
-	default:
-		// A key registered without a case here: the coverage test catches it.
-		return nil, fmt.Errorf("%w: %s has no handler", ErrUnknownKey, kmsg.NameForKey(kreq.Key()))
+	if k := kreq.Key(); k >= 0 && int(k) < len(apis) && apis[k].ok {
+		return apis[k].handle(s, ctx, kreq)
 	}
+	return nil, fmt.Errorf("%w: %s has no handler", ErrUnknownKey, kmsg.NameForKey(kreq.Key()))
 }
 
 // isBarrier reports whether a request changes state, so it runs alone in
 // request order on its connection (doc.go).
 func isBarrier(kreq kmsg.Request) bool {
-	switch kreq.(type) {
-	case *kmsg.ProduceRequest,
-		*kmsg.CreateTopicsRequest,
-		*kmsg.DeleteTopicsRequest,
-		*kmsg.CreatePartitionsRequest,
-		*kmsg.DeleteRecordsRequest,
-		*kmsg.ElectLeadersRequest,
-		*kmsg.AlterConfigsRequest,
-		*kmsg.IncrementalAlterConfigsRequest,
-		*kmsg.UpdateFeaturesRequest,
-		*kmsg.InitProducerIDRequest,
-		*kmsg.AddPartitionsToTxnRequest,
-		*kmsg.AddOffsetsToTxnRequest,
-		*kmsg.EndTxnRequest,
-		*kmsg.WriteTxnMarkersRequest,
-		*kmsg.TxnOffsetCommitRequest,
-		*kmsg.OffsetCommitRequest,
-		*kmsg.JoinGroupRequest,
-		*kmsg.SyncGroupRequest,
-		*kmsg.LeaveGroupRequest,
-		*kmsg.DeleteGroupsRequest,
-		*kmsg.OffsetDeleteRequest,
-		*kmsg.ConsumerGroupHeartbeatRequest,
-		*kmsg.ShareGroupHeartbeatRequest:
-		return true
-	}
-	return false
+	k := kreq.Key()
+	return k >= 0 && int(k) < len(apis) && apis[k].barrier
 }

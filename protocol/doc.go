@@ -2,10 +2,11 @@
 //
 // It owns the TCP listener, request framing, the request header, API version
 // negotiation, and one handler per Kafka API (files named after the API key,
-// 00_produce.go ... 60_describe_cluster.go, as in franz-go's kfake). Every
-// handler registers its version range in an init() next to the handler with
-// regKey, so the ApiVersions answer is built from the handlers that exist and
-// cannot claim a version nobody serves. Storage and cluster state live in
+// as in franz-go's kfake: the list under "APIs" below). Every handler file
+// registers, in its init(), the versions it serves, its handler and whether
+// its requests are barriers (register, dispatch.go): dispatch, the barrier
+// rule and the ApiVersions answer all come from that one registration, so
+// the broker cannot claim a version nobody serves. Storage and cluster state live in
 // replication.Broker and log.Partition, group state in groupcoord (the
 // group handlers 08-16, 42, 47, 68, 69 are one-line calls into it; the
 // server owns one groupcoord.Coordinator and closes it first on Close, so
@@ -56,11 +57,7 @@
 // stay plain allocations, since handlers may keep parts of them.
 //
 // Ordering between handlers on one connection: requests that change state
-// (Produce, CreateTopics, DeleteTopics, CreatePartitions, InitProducerId,
-// DeleteRecords, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// and the group writes: OffsetCommit, JoinGroup, SyncGroup, LeaveGroup,
-// DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat)
-// are barriers. Every request starts only once the last barrier before it
+// are barriers (marked in the list under "APIs"). Every request starts only once the last barrier before it
 // has finished, so it sees that change, and barriers therefore run one
 // after another in request order: an idempotent producer's pipelined
 // batches are appended in the order they were sent. Read-only requests
@@ -99,6 +96,65 @@
 // API in the error (ErrShutdownIncomplete), and returns once the broker
 // closes. Close is Shutdown without a deadline. A client that closes its
 // side (EOF) has its in-flight handlers cancelled.
+//
+// # APIs
+//
+// Every API served, as registered (TestDocListsEveryAPI fails when this
+// list and the registry differ, and prints the list to paste here):
+//
+//	key API                              versions order      file
+//	  0 Produce                          3-13     barrier    00_produce.go
+//	  1 Fetch                            4-18     concurrent 01_fetch.go
+//	  2 ListOffsets                      0-11     concurrent 02_list_offsets.go
+//	  3 Metadata                         0-13     concurrent 03_metadata.go
+//	  8 OffsetCommit                     0-10     barrier    08_offset_commit.go
+//	  9 OffsetFetch                      0-10     concurrent 09_offset_fetch.go
+//	 10 FindCoordinator                  0-6      concurrent 10_find_coordinator.go
+//	 11 JoinGroup                        0-9      barrier    11_join_group.go
+//	 12 Heartbeat                        0-4      concurrent 12_heartbeat.go
+//	 13 LeaveGroup                       0-5      barrier    13_leave_group.go
+//	 14 SyncGroup                        0-5      barrier    14_sync_group.go
+//	 15 DescribeGroups                   0-6      concurrent 15_describe_groups.go
+//	 16 ListGroups                       0-5      concurrent 16_list_groups.go
+//	 18 ApiVersions                      0-4      concurrent 18_api_versions.go
+//	 19 CreateTopics                     0-7      barrier    19_create_topics.go
+//	 20 DeleteTopics                     0-6      barrier    20_delete_topics.go
+//	 21 DeleteRecords                    0-2      barrier    21_delete_records.go
+//	 22 InitProducerID                   0-5      barrier    22_init_producer_id.go
+//	 23 OffsetForLeaderEpoch             0-4      concurrent 23_offset_for_leader_epoch.go
+//	 24 AddPartitionsToTxn               0-5      barrier    24_add_partitions_to_txn.go
+//	 25 AddOffsetsToTxn                  0-4      barrier    25_add_offsets_to_txn.go
+//	 26 EndTxn                           0-5      barrier    26_end_txn.go
+//	 27 WriteTxnMarkers                  0-1      barrier    27_write_txn_markers.go
+//	 28 TxnOffsetCommit                  0-5      barrier    28_txn_offset_commit.go
+//	 32 DescribeConfigs                  0-4      concurrent 32_describe_configs.go
+//	 33 AlterConfigs                     0-2      barrier    33_alter_configs.go
+//	 35 DescribeLogDirs                  0-4      concurrent 35_describe_log_dirs.go
+//	 37 CreatePartitions                 0-3      barrier    37_create_partitions.go
+//	 42 DeleteGroups                     0-3      barrier    42_delete_groups.go
+//	 43 ElectLeaders                     0-2      barrier    43_elect_leaders.go
+//	 44 IncrementalAlterConfigs          0-1      barrier    44_incremental_alter_configs.go
+//	 45 AlterPartitionAssignments        0-1      concurrent 45_alter_partition_reassignments.go
+//	 46 ListPartitionReassignments       0-0      concurrent 46_list_partition_reassignments.go
+//	 47 OffsetDelete                     0-0      barrier    47_offset_delete.go
+//	 57 UpdateFeatures                   0-2      barrier    57_update_features.go
+//	 60 DescribeCluster                  0-2      concurrent 60_describe_cluster.go
+//	 61 DescribeProducers                0-0      concurrent 61_describe_producers.go
+//	 65 DescribeTransactions             0-0      concurrent 65_describe_transactions.go
+//	 66 ListTransactions                 0-1      concurrent 66_list_transactions.go
+//	 68 ConsumerGroupHeartbeat           0-1      barrier    68_consumer_group_heartbeat.go
+//	 69 ConsumerGroupDescribe            0-1      concurrent 69_consumer_group_describe.go
+//	 74 ListConfigResources              0-1      concurrent 74_list_config_resources.go
+//	 76 ShareGroupHeartbeat              1-1      barrier    76_share_group_heartbeat.go
+//	 77 ShareGroupDescribe               1-1      concurrent 77_share_group_describe.go
+//	 78 ShareFetch                       1-2      concurrent 78_share_fetch.go
+//	 79 ShareAcknowledge                 1-2      concurrent 79_share_acknowledge.go
+//	 83 InitializeShareGroupState        0-0      concurrent share_admin.go
+//	 86 DeleteShareGroupState            0-0      concurrent share_admin.go
+//	 87 ReadShareGroupStateSummary       0-1      concurrent share_admin.go
+//	 90 DescribeShareGroupOffsets        0-1      concurrent share_admin.go
+//	 91 AlterShareGroupOffsets           0-0      concurrent share_admin.go
+//	 92 DeleteShareGroupOffsets          0-0      concurrent share_admin.go
 //
 // # Errors
 //

@@ -29,12 +29,12 @@ import (
 // directly.
 
 func init() {
-	regKey(83, 0, 0)
-	regKey(86, 0, 0)
-	regKey(87, 0, 1)
-	regKey(90, 0, 1)
-	regKey(91, 0, 0)
-	regKey(92, 0, 0)
+	register(83, 0, 0, concurrent, (*Server).handleInitializeShareGroupState)
+	register(86, 0, 0, concurrent, (*Server).handleDeleteShareGroupState)
+	register(87, 0, 1, concurrent, (*Server).handleReadShareGroupStateSummary)
+	register(90, 0, 1, concurrent, (*Server).handleDescribeShareGroupOffsets)
+	register(91, 0, 0, concurrent, (*Server).handleAlterShareGroupOffsets)
+	register(92, 0, 0, concurrent, (*Server).handleDeleteShareGroupOffsets)
 }
 
 // shareStateTimeout bounds one admin request's calls to partition leaders.
