@@ -513,6 +513,20 @@ func (c *conn) writeLoop() {
 			}
 			continue
 		}
+		if sr, ok := p.resp.(*shareFetchResponse); ok {
+			if !c.writeShareFetch(w, p, sr.ShareFetchResponse, sr.regions) {
+				sr.release()
+				return
+			}
+			sr.release()
+			continue
+		}
+		if sr, ok := p.resp.(*kmsg.ShareFetchResponse); ok && p.err == nil && shareFetchEncodable(sr) {
+			if !c.writeShareFetch(w, p, sr, nil) {
+				return
+			}
+			continue
+		}
 		if p.err != nil {
 			c.s.metrics.errorNamed(p.key, connClosedError)
 			w.Flush()
