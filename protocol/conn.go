@@ -84,7 +84,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:        s,
 		nc:       nc,
-		log:      s.log.With("remote", nc.RemoteAddr().String()),
+		log:      s.log.With("conn", connSeq.Add(1), "remote", nc.RemoteAddr().String()),
 		ctx:      ctx,
 		cancel:   cancel,
 		queue:    make(chan *pending, s.cfg.MaxInFlightPerConn),
@@ -335,7 +335,7 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 	// Only the failure paths below log: the request's attributes are
 	// added there, not to a logger made for every request.
 	warn := func(msg string, err error) {
-		c.log.Warn(msg, "key", h.key, "version", h.version, "correlation_id", h.corr, "err", err)
+		c.log.Warn(msg, append(reqAttrs(h.key, h.version, h.corr, h.clientID), "err", err)...)
 	}
 
 	kreq := kmsg.RequestForKey(h.key)
@@ -447,7 +447,7 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.panics.Add(1)
-			c.log.Error("handler panicked", "key", p.key, "panic", r, "stack", string(debug.Stack()))
+			c.log.Error("handler panicked", append(reqAttrs(p.key, kreq.GetVersion(), p.corr, p.clientID), "panic", r, "stack", string(debug.Stack()))...)
 			p.resp, p.err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 		}
 	}()
@@ -458,11 +458,12 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 	p.resp, p.err = c.s.handle(hctx, kreq)
 	switch {
 	case p.err == nil:
+		c.logRequest(p, kreq.GetVersion())
 	case c.ctx.Err() != nil:
 		// The connection died under the handler (client gone, Close).
-		c.log.Debug("request abandoned", "key", p.key, "err", p.err)
+		c.log.Debug("request abandoned", append(reqAttrs(p.key, kreq.GetVersion(), p.corr, p.clientID), "err", p.err)...)
 	default:
-		c.log.Warn("closing connection", "key", p.key, "err", p.err)
+		c.log.Warn("closing connection", append(reqAttrs(p.key, kreq.GetVersion(), p.corr, p.clientID), "err", p.err)...)
 	}
 }
 
