@@ -12,7 +12,7 @@ import (
 //
 // Behaviour:
 //   - Sets the finalized levels of the features this broker supports
-//     (features below: share.version 0-1, transaction.version 0-2), as
+//     (features below: share.version 0-2, transaction.version 0-2), as
 //     kafka-features upgrade/downgrade/disable does. The levels are
 //     committed to the replicated metadata (Broker.SetFeatures), so every
 //     broker reports them in ApiVersions and they survive restarts; a
@@ -57,10 +57,11 @@ const (
 )
 
 // features are the features this broker supports: share.version 1 serves
-// share groups (KIP-932); 2 (dead-letter topics, KIP-1191) is not served
-// yet. transaction.version 2 is KIP-890 part 2.
+// share groups (KIP-932), 2 adds their dead-letter topics (KIP-1191,
+// share_dlq.go; Kafka 4.4's latest production level, finalized by
+// default). transaction.version 2 is KIP-890 part 2.
 var features = []featureDef{
-	{featureShare, 0, 1},
+	{featureShare, 0, 2},
 	{featureTransaction, 0, 2},
 }
 
@@ -87,7 +88,7 @@ func (s *Server) featureLevel(name string) int16 {
 		case s.cfg.ShareVersion < 0:
 			return 0
 		case s.cfg.ShareVersion == 0:
-			return 1
+			return 2
 		}
 		return s.cfg.ShareVersion
 	case featureTransaction:

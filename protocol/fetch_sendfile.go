@@ -150,10 +150,7 @@ func writeFetch(nc net.Conn, w *pieceWriter) (int64, error) {
 
 // releaseResponse releases what a response holds (a fetch's regions).
 func releaseResponse(r kmsg.Response) {
-	switch fr := r.(type) {
-	case *fetchResponse:
-		fr.release()
-	case *shareFetchResponse:
+	if fr, ok := r.(*fetchResponse); ok {
 		fr.release()
 	}
 }

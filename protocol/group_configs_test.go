@@ -283,13 +283,13 @@ func TestUpdateFeatures(t *testing.T) {
 		for _, f := range resp.SupportedFeatures {
 			sup[f.Name] = [2]int16{f.MinVersion, f.MaxVersion}
 		}
-		if sup["share.version"] != [2]int16{0, 1} || sup["transaction.version"] != [2]int16{0, 2} {
+		if sup["share.version"] != [2]int16{0, 2} || sup["transaction.version"] != [2]int16{0, 2} {
 			t.Fatalf("supported: %v", sup)
 		}
 		return got, resp.FinalizedFeaturesEpoch
 	}
 	got, epoch0 := finalized(cl)
-	if got["share.version"] != 1 || got["transaction.version"] != 2 || !n.s.shareEnabled() {
+	if got["share.version"] != 2 || got["transaction.version"] != 2 || !n.s.shareEnabled() {
 		t.Fatalf("defaults: %v %d", got, epoch0)
 	}
 
@@ -299,7 +299,7 @@ func TestUpdateFeatures(t *testing.T) {
 		msg string
 	}{
 		{kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 0, UpgradeType: 1}, "Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
-		{kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 2, UpgradeType: 1}, "only supports versions 0-1"},
+		{kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 3, UpgradeType: 1}, "only supports versions 0-2"},
 		{kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 20, UpgradeType: 1}, "does not support this feature"},
 		{kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 4}, "does not support the given upgrade type"},
 	} {

@@ -59,6 +59,8 @@ type groupShare struct {
 	// renew is share.renew.acknowledge.enable: RENEW acknowledgements
 	// are accepted.
 	renew bool
+	// dlq is the group's dead-letter topic (share_dlq.go).
+	dlq dlqSettings
 }
 
 // shareKey names one share partition: a group on a topic partition.
@@ -94,12 +96,6 @@ func (p *sharePart) waitCh() <-chan struct{} {
 	return p.wake
 }
 
-// frees reports whether acknowledgements made records available or moved
-// the record-lock window: members waiting on the partition look again.
-func frees(st sharepart.Stats) bool {
-	return st.Accepted+st.Released+st.Rejected+st.Gaps+st.ArchivedLimit > 0
-}
-
 func (p *sharePart) notify() {
 	p.mu.Lock()
 	close(p.wake)
@@ -119,6 +115,7 @@ type shareStats struct {
 func (l *shareLeader) count(k shareKey, st sharepart.Stats) {
 	l.stats.add(st)
 	l.metrics.add(k, st)
+	l.dlq.note(st)
 }
 
 func (s *shareStats) add(st sharepart.Stats) {
@@ -141,6 +138,7 @@ type shareLeader struct {
 	sessions *shareSessions
 	stats    shareStats
 	metrics  shareMetrics
+	dlq      *dlqWriter // share_dlq.go
 	// settings resolves a group's effective settings (group configs over
 	// the broker's: Server.groupShare).
 	settings func(group string) groupShare
@@ -151,7 +149,9 @@ type shareLeader struct {
 
 func newShareLeader(cfg ShareConfig, b *replication.Broker, settings func(group string) groupShare) *shareLeader {
 	cfg.withDefaults()
-	return &shareLeader{cfg: cfg, broker: b, sessions: newShareSessions(cfg.MaxShareSessions, cfg.Now), parts: map[shareKey]*sharePart{}, settings: settings}
+	l := &shareLeader{cfg: cfg, broker: b, sessions: newShareSessions(cfg.MaxShareSessions, cfg.Now), parts: map[shareKey]*sharePart{}, settings: settings}
+	l.dlq = newDLQWriter(l)
+	return l
 }
 
 func (l *shareLeader) part(k shareKey) *sharePart {
@@ -216,7 +216,7 @@ func (l *shareLeader) ack(ctx context.Context, t shareTarget, group, member stri
 		return err
 	}
 	l.count(key, stats)
-	if frees(stats) {
+	if stats.Released > 0 {
 		sp.notify()
 	}
 	return nil
@@ -254,18 +254,12 @@ func (l *shareLeader) releaseMember(ctx context.Context, t shareTarget, group, m
 // acquired is what one acquisition round got from one partition.
 type acquired struct {
 	records []byte
-	// region holds the records instead (sendfile; the caller releases it).
-	region *log.Region
-	ranges []sharepart.AcquiredRange
-	// wake closes when records of the share partition are freed; lp and
-	// hw: the partition and offset to wait past. For a long poll that got
-	// nothing.
+	ranges  []sharepart.AcquiredRange
+	// next is the earliest live lock deadline (unix ms) and hw the
+	// offset to wait past, for a long poll that got nothing.
 	wake <-chan struct{}
 	lp   *log.Partition
 	hw   int64
-	// held: nothing was acquired because the record-lock window is full
-	// and the member holds some of its locks (sharepart.WindowHeldBy).
-	held bool
 }
 
 // acquire runs one acquisition round for member on t: records available
@@ -274,7 +268,7 @@ type acquired struct {
 // applied first, in the same replicated entry (one Raft round for both);
 // their error, if any, is ackErr, and the acquisition goes on without
 // them.
-func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member string, maxRecords int, strict bool, maxBytes int32, acks []sharepart.AckBatch, regions bool) (out acquired, ackErr, err error) {
+func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member string, maxRecords int, strict bool, maxBytes int32, acks []sharepart.AckBatch) (out acquired, ackErr, err error) {
 	fail := func(err error) (acquired, error, error) {
 		if len(acks) > 0 {
 			return out, err, err
@@ -334,7 +328,7 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		if err != nil {
 			ackErr = err
 		} else {
-			combined, ackStats, released = ad, as, frees(as)
+			combined, ackStats, released = ad, as, as.Released > 0
 			st = st.After(&ad, group)
 		}
 	}
@@ -347,9 +341,6 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		}
 	}
 	d, ranges, stats := sharepart.Acquire(st, group, gs.part, sharepart.AcquireParams{Member: member, Max: maxRecords, Strict: strict, LogStart: offs.LogStart, NowMs: now}, batches)
-	if len(ranges) == 0 {
-		out.held = sharepart.WindowHeldBy(st, member, gs.part, offs.LogStart, end, now)
-	}
 	combined.Append(d)
 	if combined.Empty() {
 		return out, ackErr, nil
@@ -366,7 +357,7 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		return out, ackErr, nil
 	}
 	out.ranges = ranges
-	out.region, out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last, regions)
+	out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last)
 	return out, ackErr, err
 }
 
@@ -409,10 +400,8 @@ func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxRecords
 }
 
 // readSpan reads the stored batches that cover [first, last]: their
-// headers first, to size one read exactly. With region set it takes them
-// as a region of one segment file instead (sent by sendfile, not copied)
-// when one holds them all.
-func (l *shareLeader) readSpan(lp *log.Partition, first, last int64, region bool) (*log.Region, []byte, error) {
+// headers first, to size one read exactly.
+func (l *shareLeader) readSpan(lp *log.Partition, first, last int64) ([]byte, error) {
 	var size int64
 	err := lp.ScanHeadersFrom(first, func(h *segment.Header) bool {
 		if h.BaseOffset > last {
@@ -424,20 +413,13 @@ func (l *shareLeader) readSpan(lp *log.Partition, first, last int64, region bool
 		return h.LastOffset() < last
 	})
 	if err != nil {
-		return nil, nil, err
-	}
-	if region {
-		rg, _, err := lp.ReadRegion(first, int32(min(max(size, 1), 1<<31-1)))
-		if err == nil && rg.Len == size {
-			return rg, nil, nil
-		}
-		rg.Release() // the span crosses segments: copy it
+		return nil, err
 	}
 	res, err := lp.Read(first, int32(min(max(size, 1), 1<<31-1)))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return nil, res.Records, nil
+	return res.Records, nil
 }
 
 // shareSweepEvery is how often the leader ends lapsed locks.
@@ -449,6 +431,7 @@ const shareSweepEvery = 500 * time.Millisecond
 // and DescribeShareGroupOffsets tell the truth and long polls wake.
 // Share partitions no longer led here are forgotten.
 func (l *shareLeader) sweep(stop <-chan struct{}) {
+	go l.dlq.run(stop)
 	t := time.NewTicker(shareSweepEvery)
 	defer t.Stop()
 	for {

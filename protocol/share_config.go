@@ -41,6 +41,10 @@ type shareSettings struct {
 	// renew is share.renew.acknowledge.enable: whether RENEW
 	// acknowledgements (KIP-1222) are accepted.
 	renew bool
+	// dlqTopic and dlqCopy are errors.deadletterqueue.topic.name and
+	// errors.deadletterqueue.copy.record.enable (KIP-1191).
+	dlqTopic string
+	dlqCopy  bool
 }
 
 // part is the sharepart decision inputs of these settings.
@@ -62,6 +66,8 @@ func (s *Server) shareSettings(group string) shareSettings {
 		reset:         e.AutoOffsetReset,
 		readCommitted: e.ReadCommitted,
 		renew:         e.RenewAcknowledgeEnable,
+		dlqTopic:      e.DLQTopicName,
+		dlqCopy:       e.DLQCopyRecordEnable,
 	}
 }
 

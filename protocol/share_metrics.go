@@ -83,11 +83,13 @@ func (c shareCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descShareAcquired, descShareRedeliv, descShareAcks, descShareArchived, descShareExpired, descShareLag, descShareInFlight, descShareOldest, descShareSessions} {
 		ch <- d
 	}
+	dlqDescribe(ch)
 }
 
 func (c shareCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	sl := s.share
+	sl.dlq.collect(ch)
 	ch <- prometheus.MustNewConstMetric(descShareSessions, prometheus.GaugeValue, float64(sl.sessions.count()))
 	names := map[[16]byte]string{}
 	for _, t := range s.broker.Topics() {

@@ -11,6 +11,12 @@ import "github.com/strata-io/strata/internal/groupconfig"
 func (s *Server) groupShare(group string) groupShare {
 	st := s.shareSettings(group)
 	gs := groupShare{part: st.part(), readCommitted: st.readCommitted, renew: st.renew}
+	if st.dlqTopic != "" && s.featureLevel(featureShare) >= 2 {
+		// KIP-1191: dead letters need share.version 2.
+		b := s.cfg.GroupConfig
+		gs.dlq = dlqSettings{topic: st.dlqTopic, copyRecord: st.dlqCopy, prefix: b.DLQTopicNamePrefix, autoCreate: b.DLQAutoCreateTopics}
+		gs.part.DeadLetters = true
+	}
 	switch st.reset.Kind {
 	case groupconfig.ResetEarliest:
 		gs.earliest = true

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
@@ -141,8 +140,9 @@ func TestReplicatedPartition(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	// The last registration may still be on its way.
-	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
+	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
+		time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
+	}
 	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "rep", NumPartitions: 2, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,9 @@ func TestReplicatedRetention(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
+	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cfgs := map[string]string{"segment.bytes": "1024", "retention.bytes": "2048"}
 	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "ret", NumPartitions: 1, ReplicationFactor: 3, Configs: cfgs}); err != nil {
 		t.Fatal(err)
@@ -408,7 +410,9 @@ func TestReassignPartition(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
+	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "mv", NumPartitions: -1, ReplicationFactor: -1,
 		Assignment: map[int32][]int32{0: {1, 2}}}); err != nil {
 		t.Fatal(err)
@@ -515,8 +519,10 @@ func TestConcurrentCreateOfOneTopic(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	for i, b := range q.brokers { // every broker's image has every registration
-		testwait.For(t, 30*time.Second, func() bool { return len(b.Brokers()) == 3 }, "broker %d sees three brokers registered", i+1)
+	for _, b := range q.brokers { // every broker's image has every registration
+		for w := 0; w < 500 && len(b.Brokers()) != 3; w++ {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	check := func(name string) {
 		t.Helper()

@@ -128,6 +128,10 @@ var defs = []Def{
 	{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Min: 0, Max: maxLong,
 		Doc:      "How long delete tombstones are retained for compacted topics.",
 		Synonyms: []Synonym{{Name: "log.cleaner.delete.retention.ms", Type: TypeLong, Scale: 1, Default: "86400000"}}},
+	// KIP-1191 (Kafka 4.4): share groups may write dead letters to this
+	// topic only when it is true (no broker default setting).
+	{Name: "errors.deadletterqueue.group.enable", Type: TypeBoolean, Default: "false",
+		Doc: "Enable this topic to be used as a dead-letter queue for share groups. When set to true, share groups can write undeliverable records to this topic. When set to false (the default), attempts to use this topic as a DLQ will be rejected."},
 	{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", Min: 0, Max: maxLong,
 		Doc:      "How long to wait before deleting a file from the filesystem.",
 		Synonyms: []Synonym{{Name: "log.segment.delete.delay.ms", Type: TypeLong, Scale: 1, Default: "60000"}}},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-io/strata/protocol"
@@ -36,7 +37,9 @@ var shareSettings = []setting{
 	{"group.share.heartbeat.interval.ms", "5000", "Heartbeat interval given to share-group members (default of share.heartbeat.interval.ms); below the session timeout, within group.share.min/max.heartbeat.interval.ms."},
 	{"group.share.min.heartbeat.interval.ms", "5000", "Smallest share.heartbeat.interval.ms a group may set."},
 	{"group.share.max.heartbeat.interval.ms", "15000", "Largest share.heartbeat.interval.ms a group may set."},
-	{"share.version", "1", "Level of the share.version feature finalized for clients (Kafka's kafka-features) until kafka-features changes it: 1 = share groups (KIP-932) served, 0 = share-group requests answered UNSUPPORTED_VERSION. 0..1."},
+	{"share.version", "2", "Level of the share.version feature finalized for clients (Kafka's kafka-features) until kafka-features changes it: 2 = share groups with dead-letter topics (KIP-1191), 1 = share groups (KIP-932) without dead letters, 0 = share-group requests answered UNSUPPORTED_VERSION. 0..2."},
+	{"errors.deadletterqueue.auto.create.topics.enable", "false", "Create a share group's dead-letter topic (errors.deadletterqueue.topic.name) when it does not exist, with errors.deadletterqueue.group.enable=true (KIP-1191)."},
+	{"errors.deadletterqueue.topic.name.prefix", "dlq.", "The prefix every share group's dead-letter topic name must have; \"\" = any name (KIP-1191)."},
 }
 
 // Kafka's ConfigDef bounds of the share settings (int32 max where Kafka
@@ -65,7 +68,7 @@ var shareSettingBounds = map[string][2]int64{
 	"group.consumer.heartbeat.interval.ms":       {1, 1<<31 - 1},
 	"group.consumer.min.heartbeat.interval.ms":   {1, 1<<31 - 1},
 	"group.consumer.max.heartbeat.interval.ms":   {1, 1<<31 - 1},
-	"share.version":                              {0, 1},
+	"share.version":                              {0, 2},
 }
 
 // parseShareSettings fills cfg.GroupConfig (the group.share.* and
@@ -144,6 +147,16 @@ func parseShareSettings(merged, explicit map[string]rawValue, cfg *Config) error
 	cfg.Groups.ShareHeartbeatInterval = g.ShareHeartbeatInterval
 	cfg.Groups.ShareMaxSize = g.ShareMaxSize
 	cfg.Share = protocol.ShareConfig{MaxShareSessions: g.ShareMaxShareSessions}
+	var on bool
+	switch v := strings.ToLower(strings.TrimSpace(merged["errors.deadletterqueue.auto.create.topics.enable"].value)); v {
+	case "true", "false":
+		on = v == "true"
+	default:
+		rv := merged["errors.deadletterqueue.auto.create.topics.enable"]
+		return fmt.Errorf("%w: invalid value %q for errors.deadletterqueue.auto.create.topics.enable (from %s): must be true or false", errConfig, rv.value, rv.origin)
+	}
+	g.DLQAutoCreateTopics = on
+	g.DLQTopicNamePrefix, g.DLQTopicNamePrefixSet = merged["errors.deadletterqueue.topic.name.prefix"].value, true
 	sv, err := num("share.version")
 	if err != nil {
 		return err

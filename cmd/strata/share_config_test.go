@@ -31,7 +31,8 @@ func TestShareSettings(t *testing.T) {
 	if want := (groupconfig.Broker{}).WithDefaults(); !equalBroker(cfg.GroupConfig, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg.GroupConfig, want)
 	}
-	if g, sh := cfg.GroupConfig, cfg.Share; g.ShareRecordLockDuration != 30*time.Second || g.ShareDeliveryCountLimit != 5 || g.SharePartitionMaxRecordLocks != 2000 || sh.MaxShareSessions != 2000 || cfg.ShareVersion != 1 {
+	if g, sh := cfg.GroupConfig, cfg.Share; g.ShareRecordLockDuration != 30*time.Second || g.ShareDeliveryCountLimit != 5 || g.SharePartitionMaxRecordLocks != 2000 || sh.MaxShareSessions != 2000 || cfg.ShareVersion != 2 ||
+		g.DLQAutoCreateTopics || g.DLQTopicNamePrefix != "dlq." {
 		t.Fatalf("share %+v version %d", cfg.Share, cfg.ShareVersion)
 	}
 	cfg, err = load("group.share.min.record.lock.duration.ms=1000", "group.share.record.lock.duration.ms=1000",
@@ -60,7 +61,8 @@ func TestShareSettings(t *testing.T) {
 		{[]string{"group.share.session.timeout.ms=1000"}, "group.share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"},
 		{[]string{"group.share.min.session.timeout.ms=1000", "group.share.session.timeout.ms=1000"}, "group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms"},
 		{[]string{"group.consumer.heartbeat.interval.ms=200"}, "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"},
-		{[]string{"share.version=2"}, "between 0 and 1"},
+		{[]string{"share.version=3"}, "between 0 and 2"},
+		{[]string{"errors.deadletterqueue.auto.create.topics.enable=yes"}, "must be true or false"},
 	} {
 		_, err := load(tc.set...)
 		if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), tc.want) {
@@ -69,6 +71,11 @@ func TestShareSettings(t *testing.T) {
 	}
 	if _, err := load("group.consumer.heartbeat.interval.ms=200", "group.consumer.min.heartbeat.interval.ms=200"); err != nil {
 		t.Fatalf("lowered consumer heartbeat: %v", err)
+	}
+	// KIP-1191's cluster settings.
+	cfg, err = load("errors.deadletterqueue.auto.create.topics.enable=true", "errors.deadletterqueue.topic.name.prefix=")
+	if err != nil || !cfg.GroupConfig.DLQAutoCreateTopics || cfg.GroupConfig.DLQTopicNamePrefix != "" || !cfg.GroupConfig.DLQTopicNamePrefixSet {
+		t.Fatalf("dead-letter settings: %v %+v", err, cfg)
 	}
 }
 

@@ -15,8 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/strata-io/strata/internal/testwait"
 )
 
 // chaosLong reports whether the long forms run (STRATA_CHAOS_LONG=1).
@@ -318,7 +316,7 @@ func TestClusterChaos(t *testing.T) {
 	go consumeChecking(consCl, chk, stopConsume, consumed)
 
 	time.Sleep(time.Second) // some traffic before the first fault
-	rng := rand.New(rand.NewSource(testwait.Seed(t)))
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	var failovers []time.Duration
 	chaosEnd := time.Now().Add(chaosFor)
 	for round := 0; round < rounds && time.Now().Before(chaosEnd); round++ {
@@ -619,7 +617,7 @@ func TestClusterLeaderMovesWhileConsuming(t *testing.T) {
 	}
 
 	time.Sleep(time.Second)
-	rng := rand.New(rand.NewSource(testwait.Seed(t)))
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for round := 0; round < rounds; round++ {
 		ls := c.waitLeaders(ctx, adm, topic, parts, 30*time.Second)
 		p := int32(round) % parts

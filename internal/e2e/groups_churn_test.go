@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/strata-io/strata/internal/testwait"
 )
 
 // churnRecords is how many records the churn test produces (the issue's
@@ -42,7 +40,13 @@ func TestGroupConsumersChurn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := startBroker(t, "", groupArgs...)
 			createTopic(t, b, "churn", 6)
-			rng := rand.New(rand.NewSource(testwait.Seed(t)))
+			seed := time.Now().UnixNano()
+			rng := rand.New(rand.NewSource(seed))
+			defer func() {
+				if t.Failed() {
+					t.Logf("seed %d", seed)
+				}
+			}()
 			// Offsets are 0..n-1 per partition; a bitmap per partition
 			// counts what was seen.
 			var mu sync.Mutex

@@ -26,7 +26,7 @@
 //
 // Group configs Kafka 4.4 defines that Strata does not serve (streams.*,
 // *.assignment.interval.ms, *.assignor.offload.enable,
-// errors.deadletterqueue.*, streams.assignor.name) are refused as
+// streams.assignor.name) are refused as
 // INVALID_CONFIG "not supported", never silently stored.
 //
 // Everything here is pure: no clock, no I/O, safe from any goroutine.

@@ -60,6 +60,17 @@ type Broker struct {
 	ConsumerMinHeartbeatInterval time.Duration // group.consumer.min.heartbeat.interval.ms (5 s)
 	ConsumerMaxHeartbeatInterval time.Duration // group.consumer.max.heartbeat.interval.ms (15 s)
 
+	// Dead-letter topics of share groups (KIP-1191, GroupCoordinatorConfig).
+	// DLQAutoCreateTopics is errors.deadletterqueue.auto.create.topics.enable
+	// (false): a group's dead-letter topic that does not exist is created
+	// (with errors.deadletterqueue.group.enable=true). DLQTopicNamePrefix
+	// is errors.deadletterqueue.topic.name.prefix ("dlq."): the prefix a
+	// dead-letter topic's name must have ("" = any name). DLQTopicNamePrefixSet
+	// tells an explicit "" from the default.
+	DLQAutoCreateTopics   bool
+	DLQTopicNamePrefix    string
+	DLQTopicNamePrefixSet bool
+
 	// Explicit names the settings above that were given explicitly
 	// (server.properties, environment, flags): DescribeConfigs reports
 	// them as STATIC_BROKER_CONFIG synonyms, the rest as DEFAULT_CONFIG.
@@ -85,6 +96,7 @@ const (
 	DefaultHeartbeatInterval               = 5 * time.Second
 	DefaultMinHeartbeatInterval            = 5 * time.Second
 	DefaultMaxHeartbeatInterval            = 15 * time.Second
+	DefaultDLQTopicNamePrefix              = "dlq."
 )
 
 // WithDefaults returns b with every zero field set to Kafka's default.
@@ -122,6 +134,9 @@ func (b Broker) WithDefaults() Broker {
 	dur(&b.ConsumerHeartbeatInterval, DefaultHeartbeatInterval)
 	dur(&b.ConsumerMinHeartbeatInterval, DefaultMinHeartbeatInterval)
 	dur(&b.ConsumerMaxHeartbeatInterval, DefaultMaxHeartbeatInterval)
+	if !b.DLQTopicNamePrefixSet {
+		b.DLQTopicNamePrefix, b.DLQTopicNamePrefixSet = DefaultDLQTopicNamePrefix, true
+	}
 	return b
 }
 
@@ -217,6 +232,8 @@ const (
 	ShareAutoOffsetReset         = "share.auto.offset.reset"
 	ShareIsolationLevel          = "share.isolation.level"
 	ShareRenewAcknowledgeEnable  = "share.renew.acknowledge.enable"
+	DLQTopicName                 = "errors.deadletterqueue.topic.name"
+	DLQCopyRecordEnable          = "errors.deadletterqueue.copy.record.enable"
 )
 
 // Defs are the group configs Strata serves, in DescribeConfigs' order.
@@ -232,6 +249,10 @@ var Defs = []Def{
 		bounds: func(b Broker) (int64, int64, int64) {
 			return ms(b.ConsumerMinSessionTimeout), ms(b.ConsumerMaxSessionTimeout), ms(b.ConsumerSessionTimeout)
 		}},
+	{Name: DLQCopyRecordEnable, Type: TypeBoolean, Default: "false",
+		Doc: "When writing onto the dead-letter queue topic, whether to copy the original record onto the DLQ topic, or just write a record containing the context information headers."},
+	{Name: DLQTopicName, Type: TypeString, Default: "",
+		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group. If blank (the default), the group does not have a DLQ topic."},
 	{Name: ShareAutoOffsetReset, Type: TypeString, Default: "latest",
 		Doc: "The strategy to initialize the share-partition start offset. <ul><li>earliest: automatically reset the offset to the earliest offset</li><li>latest: automatically reset the offset to the latest offset</li><li>by_duration:&lt;duration&gt;: automatically reset the offset to a configured duration from the current timestamp. &lt;duration&gt; must be specified in ISO8601 format (PnDTnHnMn.nS). Negative duration is not allowed.</li><li>anything else: throw exception to the share consumer.</li></ul>"},
 	{Name: ShareDeliveryCountLimit, Type: TypeInt, Min: 2, Synonym: "group.share.delivery.count.limit", Default: "5",
@@ -273,7 +294,6 @@ var unsupported = map[string]bool{
 	"streams.initial.rebalance.delay.ms": true, "streams.assignment.interval.ms": true, "streams.rack.aware.assignment.tags": true,
 	"streams.assignor.offload.enable": true, "streams.task.offset.interval.ms": true, "streams.num.warmup.replicas": true,
 	"streams.acceptable.recovery.lag": true, "streams.assignor.name": true,
-	"errors.deadletterqueue.topic.name": true, "errors.deadletterqueue.copy.record.enable": true,
 }
 
 var defByName = func() map[string]*Def {
@@ -352,6 +372,13 @@ func validateOne(name, value string, b Broker) error {
 		case ShareIsolationLevel:
 			if _, ok := parseIsolation(value); !ok {
 				return invalid("String must be one of: read_committed, read_uncommitted")
+			}
+		case DLQTopicName:
+			// Kafka 4.4 refuses internal names here; the prefix
+			// (errors.deadletterqueue.topic.name.prefix) is checked when a
+			// dead letter is written, as Kafka does.
+			if strings.HasPrefix(strings.TrimSpace(value), "__") {
+				return fmt.Errorf("%s: DLQ topic name must not start with '__'", name)
 			}
 		case ShareAutoOffsetReset:
 			if _, ok := ParseAutoOffsetReset(value); !ok {
@@ -457,6 +484,9 @@ type Effective struct {
 	AutoOffsetReset         AutoOffsetReset // share.auto.offset.reset
 	ReadCommitted           bool            // share.isolation.level=read_committed
 	RenewAcknowledgeEnable  bool            // share.renew.acknowledge.enable
+	// Dead-letter topic (KIP-1191): "" = none.
+	DLQTopicName        string // errors.deadletterqueue.topic.name
+	DLQCopyRecordEnable bool   // errors.deadletterqueue.copy.record.enable
 	// Share-group membership.
 	ShareSessionTimeout    time.Duration // share.session.timeout.ms
 	ShareHeartbeatInterval time.Duration // share.heartbeat.interval.ms
@@ -530,6 +560,14 @@ func Resolve(overrides map[string]string, b Broker) Effective {
 	if v, ok := overrides[ShareRenewAcknowledgeEnable]; ok {
 		if on, ok := parseBool(v); ok {
 			e.RenewAcknowledgeEnable = on
+		}
+	}
+	if v, ok := overrides[DLQTopicName]; ok {
+		e.DLQTopicName = strings.TrimSpace(v)
+	}
+	if v, ok := overrides[DLQCopyRecordEnable]; ok {
+		if on, ok := parseBool(v); ok {
+			e.DLQCopyRecordEnable = on
 		}
 	}
 	return e

@@ -60,6 +60,13 @@ func TestValidateAsKafka(t *testing.T) {
 		{"consumer.heartbeat.interval.ms", "16000", "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
 		{"bogus.config", "1", "Unknown group config name: bogus.config"},
 		{"streams.session.timeout.ms", "45000", "group config streams.session.timeout.ms is not supported by Strata"},
+		// KIP-1191 (Kafka 4.4): internal names refused, any other stored
+		// (the prefix is checked when a dead letter is written).
+		{"errors.deadletterqueue.topic.name", "__consumer_offsets", "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"},
+		{"errors.deadletterqueue.topic.name", "dlq.orders", ""},
+		{"errors.deadletterqueue.topic.name", "", ""},
+		{"errors.deadletterqueue.copy.record.enable", "maybe", "Invalid value maybe for configuration errors.deadletterqueue.copy.record.enable: Expected value to be either true or false"},
+		{"errors.deadletterqueue.copy.record.enable", "true", ""},
 	}
 	for _, c := range cases {
 		err := Validate(map[string]string{c.key: c.value}, b)
@@ -121,9 +128,11 @@ func TestResolve(t *testing.T) {
 		ShareRecordLockDurationMs: "1500", ShareDeliveryCountLimit: "3", SharePartitionMaxRecordLocks: "100",
 		ShareAutoOffsetReset: "by_duration:PT1M", ShareIsolationLevel: "read_committed", ShareRenewAcknowledgeEnable: "false",
 		ShareSessionTimeoutMs: "50000", ShareHeartbeatIntervalMs: "6000", ConsumerSessionTimeoutMs: "46000", ConsumerHeartbeatIntervalMs: "7000",
+		DLQTopicName: " dlq.jobs", DLQCopyRecordEnable: "true",
 	}, b)
 	want := Effective{RecordLockDuration: 1500 * time.Millisecond, DeliveryCountLimit: 3, PartitionMaxRecordLocks: 100,
 		AutoOffsetReset: AutoOffsetReset{Kind: ResetByDuration, DurationMs: 60000}, ReadCommitted: true, RenewAcknowledgeEnable: false,
+		DLQTopicName: "dlq.jobs", DLQCopyRecordEnable: true,
 		ShareSessionTimeout: 50 * time.Second, ShareHeartbeatInterval: 6 * time.Second, ConsumerSessionTimeout: 46 * time.Second, ConsumerHeartbeatInterval: 7 * time.Second}
 	if e != want {
 		t.Fatalf("overrides:\n got %+v\nwant %+v", e, want)
