@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -113,12 +115,15 @@ func TestDeleteWhileReading(t *testing.T) {
 		p.Commit(res.LastOffset + 1)
 		all = append(all, b...)
 	}
+	// The readers read until the partition is closed under them, so the
+	// delete always lands while they read.
 	var wg sync.WaitGroup
+	var reads atomic.Int64
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 200; i++ {
+			for i := 0; ; i++ {
 				r, err := p.Read(int64(i%100), 1000)
 				if errors.Is(err, ErrClosed) {
 					return
@@ -131,10 +136,11 @@ func TestDeleteWhileReading(t *testing.T) {
 					t.Error("read garbage")
 					return
 				}
+				reads.Add(1)
 			}
 		}()
 	}
-	time.Sleep(time.Millisecond)
+	testwait.For(t, 10*time.Second, func() bool { return reads.Load() >= 400 }, "four readers reading")
 	if err := m.Delete(tp0); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -58,7 +59,7 @@ func (m *model) nextSeq() int32 {
 // TestRandomWorkload runs append/commit/truncate/roll/reopen/crash/read
 // against a Partition on MemFS and the model, with a fixed seed.
 func TestRandomWorkload(t *testing.T) {
-	runWorkload(t, 20261130, 3000, Config{SegmentBytes: 2048, IndexIntervalBytes: 128, SegmentIndexBytes: 256})
+	runWorkload(t, testwait.SeedOr(t, 20261130), 3000, Config{SegmentBytes: 2048, IndexIntervalBytes: 128, SegmentIndexBytes: 256})
 }
 
 // FuzzWorkload explores other seeds and segment geometries with shorter

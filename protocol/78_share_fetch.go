@@ -226,11 +226,23 @@ func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchReque
 		}
 	}
 	s.shareAcks(ctx, alone, group, member, renew, func(p shareReqPart, code int16) { w.part(p.key).AcknowledgeErrorCode = code })
+	if anyAcks {
+		sl.sessions.heldWait(skey, false) // the member is getting on
+	}
 	for {
-		got, wakes := s.shareAcquireAll(ctx, targets, group, member, maxRecords, strict, maxBytes, acks, w)
+		got, wakes, held := s.shareAcquireAll(ctx, targets, group, member, maxRecords, strict, maxBytes, acks, w)
 		clear(acks) // applied (or refused) once
 		if got || w.errs || wait <= 0 {
+			sl.sessions.heldWait(skey, false)
 			break
+		}
+		if held {
+			// The member's own unacknowledged records fill a partition's
+			// lock window: its acknowledgements come with its next
+			// request, which this one holds back. Answer soon, later
+			// each time in a row (a worker still busy with its records
+			// polls ever less often).
+			deadline = minTime(deadline, time.Now().Add(sl.sessions.heldWait(skey, true)))
 		}
 		left := time.Until(deadline)
 		if left <= 0 || len(wakes) == 0 {
@@ -241,7 +253,14 @@ func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchReque
 		}
 	}
 	w.finish(s)
-	return resp, nil
+	return withShareRegions(resp, w.regions), nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // shareTargets resolves a session's partitions; those that fail get their
@@ -314,7 +333,7 @@ func (s *Server) shareRelease(ctx context.Context, parts []shareTPKey, group, me
 // request, decides who gets the remainder; a partition whose share is 0
 // waits for the next round). It reports whether anything was acquired
 // and, when not, what to wait on.
-func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, group, member string, maxRecords int, strict bool, maxBytes int32, acks map[shareTPKey][]sharepart.AckBatch, w *shareResp) (bool, []shareWake) {
+func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, group, member string, maxRecords int, strict bool, maxBytes int32, acks map[shareTPKey][]sharepart.AckBatch, w *shareResp) (got bool, wakes []shareWake, held bool) {
 	type result struct {
 		a      acquired
 		err    error
@@ -337,13 +356,11 @@ func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, gr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, ackErr, err := s.share.acquire(ctx, p.target, group, member, quota, strict, budget, pa)
+			a, ackErr, err := s.share.acquire(ctx, p.target, group, member, quota, strict, budget, pa, !s.cfg.NoSendfile)
 			results[i] = result{a: a, err: err, ackErr: ackErr, ran: true}
 		}()
 	}
 	wg.Wait()
-	var wakes []shareWake
-	got := false
 	for i, p := range targets {
 		r := results[i]
 		if !r.ran {
@@ -370,18 +387,26 @@ func (s *Server) shareAcquireAll(ctx context.Context, targets []shareReqPart, gr
 		a := r.a
 		if len(a.ranges) == 0 {
 			wakes = append(wakes, shareWake{lp: a.lp, hw: a.hw, released: a.wake})
+			held = held || a.held
 			continue
 		}
 		got = true
 		sp := w.part(p.key)
 		sp.Records = a.records
+		if a.region != nil {
+			sp.Records = []byte{}
+			if w.regions == nil {
+				w.regions = map[regionKey]*log.Region{}
+			}
+			w.regions[shareRegionKey(p.key)] = a.region
+		}
 		for _, r := range a.ranges {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = r.First, r.Last, r.Count
 			sp.AcquiredRecords = append(sp.AcquiredRecords, ar)
 		}
 	}
-	return got, wakes
+	return got, wakes, held
 }
 
 // shareWake is what a long poll waits on for one partition: its high
@@ -443,6 +468,8 @@ type shareResp struct {
 	topics map[[16]byte]int
 	errs   bool
 	hinted map[int32]bool
+	// regions hold record sets to send by sendfile (share_encode.go).
+	regions map[regionKey]*log.Region
 }
 
 func newShareResp(resp *kmsg.ShareFetchResponse) *shareResp {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"math/bits"
+	"net"
 	"sync"
 )
 
@@ -76,32 +77,41 @@ func putBody(h *[]byte) {
 
 // readPooledBody reads an n-byte body into a pooled buffer. Up to
 // exactAllocBytes it is read into its final buffer at once. A larger body
-// is first read into a staging buffer of max(exactAllocBytes, n/8) bytes,
-// so a client that announces a large frame and stalls pins at most 8x
-// what it sent, and then copied (at most an eighth of the body) into the
-// final buffer, into which the rest is read straight from the socket
-// (bufio passes large reads through).
-func readPooledBody(r *bufio.Reader, n int) ([]byte, *[]byte, error) {
-	stage := max(exactAllocBytes, n/8)
-	if n <= stage {
-		buf, h := getBody(n)
-		if _, err := io.ReadFull(r, buf); err != nil {
+// grows from the bytes received, not from the length announced: it starts
+// in a pooled buffer of exactAllocBytes, and each time that fills up it
+// moves to one twice as large (at most n), so a client that announces a
+// large frame and stalls pins at most exactAllocBytes, and one that sends
+// it whole costs copies adding up to less than n (pooled buffers are not
+// zeroed). charge (nil: none) is called with each growth before it is
+// made; false stops the read.
+func readPooledBody(r *bufio.Reader, n int, charge func(int) bool) ([]byte, *[]byte, error) {
+	if charge == nil {
+		charge = func(int) bool { return true }
+	}
+	size := min(n, exactAllocBytes)
+	if !charge(size) {
+		return nil, nil, net.ErrClosed
+	}
+	buf, h := getBody(size)
+	got := 0
+	for {
+		k, err := io.ReadFull(r, buf[got:size])
+		got += k
+		if err != nil {
 			putBody(h)
 			return nil, nil, unexpected(err)
 		}
-		return buf, h, nil
-	}
-	sbuf, sh := getBody(stage)
-	if _, err := io.ReadFull(r, sbuf); err != nil {
-		putBody(sh)
-		return nil, nil, unexpected(err)
-	}
-	buf, h := getBody(n)
-	copy(buf, sbuf)
-	putBody(sh)
-	if _, err := io.ReadFull(r, buf[stage:]); err != nil {
+		if size == n {
+			return buf, h, nil
+		}
+		next := min(2*size, n)
+		if !charge(next - size) {
+			putBody(h)
+			return nil, nil, net.ErrClosed
+		}
+		nbuf, nh := getBody(next)
+		copy(nbuf, buf[:got])
 		putBody(h)
-		return nil, nil, unexpected(err)
+		buf, h, size = nbuf, nh, next
 	}
-	return buf, h, nil
 }

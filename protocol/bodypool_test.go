@@ -36,7 +36,7 @@ func TestReadPooledBody(t *testing.T) {
 		}
 		for round := range 2 { // the second round reuses (dirty) pooled buffers
 			r := bufio.NewReaderSize(bytes.NewReader(append(body, 0xEE)), 64<<10)
-			got, h, err := readPooledBody(r, n)
+			got, h, err := readPooledBody(r, n, nil)
 			if err != nil {
 				t.Fatalf("n=%d round %d: %v", n, round, err)
 			}
@@ -52,7 +52,7 @@ func TestReadPooledBody(t *testing.T) {
 			putBody(h)
 		}
 		r := bufio.NewReader(bytes.NewReader(body[:n-1]))
-		if _, _, err := readPooledBody(r, n); !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, _, err := readPooledBody(r, n, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("n=%d short body: err = %v, want unexpected EOF", n, err)
 		}
 	}

@@ -84,7 +84,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:        s,
 		nc:       nc,
-		log:      s.log.With("remote", nc.RemoteAddr().String()),
+		log:      s.log.With("conn", connSeq.Add(1), "remote", nc.RemoteAddr().String()),
 		ctx:      ctx,
 		cancel:   cancel,
 		queue:    make(chan *pending, s.cfg.MaxInFlightPerConn),
@@ -115,6 +115,13 @@ func (c *conn) release(n int64) {
 	c.inFlight -= n
 	c.budgetMu.Unlock()
 	c.budgetCond.Broadcast()
+}
+
+// releaseFrame returns a whole frame's n bytes to this connection's budget
+// and to the server's (queued.max.request.bytes, limits.go).
+func (c *conn) releaseFrame(n int64) {
+	c.release(n)
+	c.s.budget.release(n)
 }
 
 // close tears the connection down at once.
@@ -191,6 +198,9 @@ func (c *conn) readFrame(r *bufio.Reader) (frame []byte, body *[]byte, err error
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, nil, err
 	}
+	// The request has begun: the rest must arrive within the request read
+	// timeout (a client trickling a frame or stalling in it is closed).
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.RequestReadTimeout))
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n < 0 {
 		return nil, nil, fmt.Errorf("%w: %d", ErrFrameNegative, n)
@@ -201,32 +211,61 @@ func (c *conn) readFrame(r *bufio.Reader) (frame []byte, body *[]byte, err error
 	if !c.acquire(int64(n)) {
 		return nil, nil, net.ErrClosed
 	}
+	// The server's budget is charged as the buffer grows, from bytes
+	// received (limits.go).
+	var charged int64
+	charge := func(d int) bool {
+		if !c.s.budget.acquire(int64(d), c.ctx.Done()) {
+			return false
+		}
+		charged += int64(d)
+		return true
+	}
 	if c.s.cfg.NoBodyPool || n < 2 {
-		frame, err = readBody(r, n)
+		frame, err = readBody(r, n, charge)
 	} else if key, perr := r.Peek(2); perr == nil && binary.BigEndian.Uint16(key) == 0 { // Produce
-		frame, body, err = readPooledBody(r, int(n))
+		frame, body, err = readPooledBody(r, int(n), charge)
 	} else {
-		frame, err = readBody(r, n)
+		frame, err = readBody(r, n, charge)
+	}
+	if err == nil && charged < int64(n) && !charge(int(int64(n)-charged)) {
+		putBody(body)
+		frame, body, err = nil, nil, net.ErrClosed
 	}
 	if err != nil {
 		c.release(int64(n))
+		c.s.budget.release(charged)
 	} else {
 		c.s.metrics.bytesIn.Add(float64(n) + 4)
 	}
 	return frame, body, err
 }
 
-// readBody reads an n-byte frame body.
-func readBody(r *bufio.Reader, n int32) ([]byte, error) {
+// readBody reads an n-byte frame body. charge (nil: none) is called with
+// each allocation's size before it is made; false stops the read.
+func readBody(r *bufio.Reader, n int32, charge func(int) bool) ([]byte, error) {
+	if charge == nil {
+		charge = func(int) bool { return true }
+	}
 	if n <= exactAllocBytes {
+		if !charge(int(n)) {
+			return nil, net.ErrClosed
+		}
 		buf := make([]byte, n)
 		_, err := io.ReadFull(r, buf)
 		return buf, unexpected(err)
 	}
+	if !charge(exactAllocBytes) {
+		return nil, net.ErrClosed
+	}
 	buf := make([]byte, 0, exactAllocBytes)
 	for len(buf) < int(n) {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), int(n)))
+			next := min(2*cap(buf), int(n))
+			if !charge(next - cap(buf)) {
+				return nil, net.ErrClosed
+			}
+			grown := make([]byte, len(buf), next)
 			copy(grown, buf)
 			buf = grown
 		}
@@ -322,7 +361,7 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 	started := false
 	defer func() {
 		if !started {
-			c.release(size)
+			c.releaseFrame(size)
 			putBody(pooled) // nothing was started that could refer to it
 		}
 	}()
@@ -335,7 +374,7 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 	// Only the failure paths below log: the request's attributes are
 	// added there, not to a logger made for every request.
 	warn := func(msg string, err error) {
-		c.log.Warn(msg, "key", h.key, "version", h.version, "correlation_id", h.corr, "err", err)
+		c.log.Warn(msg, append(reqAttrs(h.key, h.version, h.corr, h.clientID), "err", err)...)
 	}
 
 	kreq := kmsg.RequestForKey(h.key)
@@ -363,6 +402,13 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 		}
 	}
 	kreq.SetVersion(h.version)
+	if supported && h.key == 0 {
+		if err := checkProduceCounts(body, h.version, c.s.cfg.ProduceMaxPartitions); err != nil {
+			warn("closing connection", err)
+			c.enqueueErr(err)
+			return false
+		}
+	}
 	if supported {
 		if err := decodeBody(kreq, body); err != nil {
 			err = fmt.Errorf("%w: %s v%d: %v", ErrDecode, kmsg.NameForKey(h.key), h.version, err)
@@ -426,7 +472,7 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 	running.Add(1)
 	defer running.Add(-1)
 	defer close(p.done)
-	defer c.release(size)
+	defer c.releaseFrame(size)
 	if wait != nil {
 		select {
 		case <-wait:
@@ -447,7 +493,7 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.panics.Add(1)
-			c.log.Error("handler panicked", "key", p.key, "panic", r, "stack", string(debug.Stack()))
+			c.log.Error("handler panicked", append(reqAttrs(p.key, kreq.GetVersion(), p.corr, p.clientID), "panic", r, "stack", string(debug.Stack()))...)
 			p.resp, p.err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 		}
 	}()
@@ -458,11 +504,12 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 	p.resp, p.err = c.s.handle(hctx, kreq)
 	switch {
 	case p.err == nil:
+		c.logRequest(p, kreq.GetVersion())
 	case c.ctx.Err() != nil:
 		// The connection died under the handler (client gone, Close).
-		c.log.Debug("request abandoned", "key", p.key, "err", p.err)
+		c.log.Debug("request abandoned", append(reqAttrs(p.key, kreq.GetVersion(), p.corr, p.clientID), "err", p.err)...)
 	default:
-		c.log.Warn("closing connection", "key", p.key, "err", p.err)
+		c.log.Warn("closing connection", append(reqAttrs(p.key, kreq.GetVersion(), p.corr, p.clientID), "err", p.err)...)
 	}
 }
 
@@ -480,6 +527,16 @@ func (c *conn) writeLoop() {
 		}
 	}()
 	defer c.close()
+	// Each response must be written within the write timeout: a client
+	// that stops reading is closed, and what its responses hold (segment
+	// regions, buffers) is released.
+	var deadline time.Time
+	drained := false
+	defer func() {
+		if !drained && !deadline.IsZero() && c.ctx.Err() == nil && !time.Now().Before(deadline) {
+			c.log.Warn("closing connection: the client did not read its response within the write timeout", "timeout", c.s.cfg.ResponseWriteTimeout)
+		}
+	}()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	for p := range c.queue {
@@ -490,6 +547,8 @@ func (c *conn) writeLoop() {
 			releaseResponse(p.resp)
 			return
 		}
+		deadline = time.Now().Add(c.s.cfg.ResponseWriteTimeout)
+		c.nc.SetWriteDeadline(deadline)
 		if fr, ok := p.resp.(*fetchResponse); ok {
 			// Record sets from the segment files by sendfile.
 			err := w.Flush()
@@ -509,6 +568,20 @@ func (c *conn) writeLoop() {
 			}
 			fr.release()
 			if err != nil || p.err != nil {
+				return
+			}
+			continue
+		}
+		if sr, ok := p.resp.(*shareFetchResponse); ok {
+			if !c.writeShareFetch(w, p, sr.ShareFetchResponse, sr.regions) {
+				sr.release()
+				return
+			}
+			sr.release()
+			continue
+		}
+		if sr, ok := p.resp.(*kmsg.ShareFetchResponse); ok && p.err == nil && shareFetchEncodable(sr) {
+			if !c.writeShareFetch(w, p, sr, nil) {
 				return
 			}
 			continue
@@ -560,6 +633,7 @@ func (c *conn) writeLoop() {
 			}
 		}
 	}
+	drained = true
 	w.Flush()
 }
 

@@ -50,8 +50,12 @@ var errorCodes = []struct {
 	{replication.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Code},
 	{replication.ErrInvalidElectionType, kerr.InvalidRequest.Code},
 	{replication.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress.Code},
-	// A broker shutting down cannot serve the partition any more; clients
-	// refresh metadata and go elsewhere.
+	// Something stopped under the request: this broker is closing, the
+	// partition's Raft group was stopped (the replica moved away, the
+	// topic was deleted), or the controller a metadata request was
+	// forwarded to is stopping (its answer carries the sentinel). Another
+	// broker, or a later attempt, can serve it: a retriable code that makes
+	// clients refresh their metadata and retry.
 	{replication.ErrShuttingDown, kerr.NotLeaderForPartition.Code},
 
 	{log.ErrClosed, kerr.NotLeaderForPartition.Code},

@@ -150,7 +150,10 @@ func writeFetch(nc net.Conn, w *pieceWriter) (int64, error) {
 
 // releaseResponse releases what a response holds (a fetch's regions).
 func releaseResponse(r kmsg.Response) {
-	if fr, ok := r.(*fetchResponse); ok {
+	switch fr := r.(type) {
+	case *fetchResponse:
+		fr.release()
+	case *shareFetchResponse:
 		fr.release()
 	}
 }

@@ -41,6 +41,27 @@ type Config struct {
 	// ConnectionsMaxIdle closes a connection that sends no request for
 	// this long (connections.max.idle.ms; default 10 minutes).
 	ConnectionsMaxIdle time.Duration
+	// MaxConnectionsPerIP bounds open connections from one IP address
+	// (max.connections.per.ip; default MaxConnections): one more is
+	// closed at once, with a log line.
+	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytes bounds the request bytes held in memory by
+	// every connection together (queued.max.request.bytes; default 256
+	// MiB; -1 unbounded, as Kafka's default): readers wait when it is
+	// spent (limits.go).
+	QueuedMaxRequestBytes int64
+	// RequestReadTimeout bounds how long a request may take to arrive
+	// once its first byte has (strata.request.read.timeout.ms; default
+	// 30 s); past it the connection closes.
+	RequestReadTimeout time.Duration
+	// ResponseWriteTimeout bounds the writing of one response
+	// (strata.response.write.timeout.ms; default 60 s): a client that
+	// stops reading is closed, releasing what its responses hold.
+	ResponseWriteTimeout time.Duration
+	// ProduceMaxPartitions bounds the topic-partitions one Produce names
+	// (strata.produce.max.partitions; default 100000); a larger one
+	// closes the connection before it is decoded.
+	ProduceMaxPartitions int
 	// Groups configures the group coordinator (offsets.topic.*, group.*
 	// settings); zero values take Kafka's defaults.
 	Groups groupcoord.Config
@@ -88,6 +109,10 @@ type Server struct {
 	closed    bool                      // protected by mu
 	listeners map[net.Listener]struct{} // protected by mu
 	conns     map[*conn]struct{}        // protected by mu
+	perIP     map[string]int            // protected by mu; open connections by remote IP
+
+	// budget is queued.max.request.bytes (limits.go).
+	budget *memBudget
 
 	wg sync.WaitGroup // connection goroutines (reader, writer, handlers)
 
@@ -133,6 +158,21 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 	if cfg.ConnectionsMaxIdle <= 0 {
 		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
 	}
+	if cfg.MaxConnectionsPerIP <= 0 {
+		cfg.MaxConnectionsPerIP = cfg.MaxConnections
+	}
+	if cfg.QueuedMaxRequestBytes == 0 {
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if cfg.RequestReadTimeout <= 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
+	if cfg.ResponseWriteTimeout <= 0 {
+		cfg.ResponseWriteTimeout = DefaultResponseWriteTimeout
+	}
+	if cfg.ProduceMaxPartitions <= 0 {
+		cfg.ProduceMaxPartitions = DefaultProduceMaxPartitions
+	}
 	if cfg.Groups.Logger == nil {
 		cfg.Groups.Logger = cfg.Logger.With("component", "groupcoord")
 	}
@@ -172,6 +212,8 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		stopped:   make(chan struct{}),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		perIP:     make(map[string]int),
+		budget:    newMemBudget(cfg.QueuedMaxRequestBytes),
 	}
 	s.txns = txncoord.New(cfg.Txns, b, s.groups)
 	if cfg.Share.MaxShareSessions <= 0 {
@@ -258,6 +300,14 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	ip := remoteIP(nc)
+	if s.perIP[ip] >= s.cfg.MaxConnectionsPerIP {
+		s.mu.Unlock()
+		s.log.Warn("refusing connection: too many connections from its address", "remote", nc.RemoteAddr().String(), "max_per_ip", s.cfg.MaxConnectionsPerIP)
+		nc.Close()
+		return
+	}
+	s.perIP[ip]++
 	c := newConn(s, nc)
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
@@ -267,9 +317,27 @@ func (s *Server) startConn(nc net.Conn) {
 }
 
 func (s *Server) removeConn(c *conn) {
+	ip := remoteIP(c.nc)
 	s.mu.Lock()
-	delete(s.conns, c)
+	if _, ok := s.conns[c]; ok {
+		delete(s.conns, c)
+		if s.perIP[ip]--; s.perIP[ip] <= 0 {
+			delete(s.perIP, ip)
+		}
+	}
 	s.mu.Unlock()
+}
+
+// remoteIP is the address max.connections.per.ip counts by.
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
 }
 
 // Close is Shutdown without a deadline: it waits for every handler.

@@ -96,6 +96,12 @@ func (p *sharePart) waitCh() <-chan struct{} {
 	return p.wake
 }
 
+// frees reports whether acknowledgements made records available or moved
+// the record-lock window: members waiting on the partition look again.
+func frees(st sharepart.Stats) bool {
+	return st.Accepted+st.Released+st.Rejected+st.Gaps+st.ArchivedLimit > 0
+}
+
 func (p *sharePart) notify() {
 	p.mu.Lock()
 	close(p.wake)
@@ -216,7 +222,7 @@ func (l *shareLeader) ack(ctx context.Context, t shareTarget, group, member stri
 		return err
 	}
 	l.count(key, stats)
-	if stats.Released > 0 {
+	if frees(stats) {
 		sp.notify()
 	}
 	return nil
@@ -254,12 +260,18 @@ func (l *shareLeader) releaseMember(ctx context.Context, t shareTarget, group, m
 // acquired is what one acquisition round got from one partition.
 type acquired struct {
 	records []byte
-	ranges  []sharepart.AcquiredRange
-	// next is the earliest live lock deadline (unix ms) and hw the
-	// offset to wait past, for a long poll that got nothing.
+	// region holds the records instead (sendfile; the caller releases it).
+	region *log.Region
+	ranges []sharepart.AcquiredRange
+	// wake closes when records of the share partition are freed; lp and
+	// hw: the partition and offset to wait past. For a long poll that got
+	// nothing.
 	wake <-chan struct{}
 	lp   *log.Partition
 	hw   int64
+	// held: nothing was acquired because the record-lock window is full
+	// and the member holds some of its locks (sharepart.WindowHeldBy).
+	held bool
 }
 
 // acquire runs one acquisition round for member on t: records available
@@ -268,7 +280,7 @@ type acquired struct {
 // applied first, in the same replicated entry (one Raft round for both);
 // their error, if any, is ackErr, and the acquisition goes on without
 // them.
-func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member string, maxRecords int, strict bool, maxBytes int32, acks []sharepart.AckBatch) (out acquired, ackErr, err error) {
+func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member string, maxRecords int, strict bool, maxBytes int32, acks []sharepart.AckBatch, regions bool) (out acquired, ackErr, err error) {
 	fail := func(err error) (acquired, error, error) {
 		if len(acks) > 0 {
 			return out, err, err
@@ -328,7 +340,7 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		if err != nil {
 			ackErr = err
 		} else {
-			combined, ackStats, released = ad, as, as.Released > 0
+			combined, ackStats, released = ad, as, frees(as)
 			st = st.After(&ad, group)
 		}
 	}
@@ -341,6 +353,9 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		}
 	}
 	d, ranges, stats := sharepart.Acquire(st, group, gs.part, sharepart.AcquireParams{Member: member, Max: maxRecords, Strict: strict, LogStart: offs.LogStart, NowMs: now}, batches)
+	if len(ranges) == 0 {
+		out.held = sharepart.WindowHeldBy(st, member, gs.part, offs.LogStart, end, now)
+	}
 	combined.Append(d)
 	if combined.Empty() {
 		return out, ackErr, nil
@@ -357,7 +372,7 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		return out, ackErr, nil
 	}
 	out.ranges = ranges
-	out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last)
+	out.region, out.records, err = l.readSpan(lp, ranges[0].First, ranges[len(ranges)-1].Last, regions)
 	return out, ackErr, err
 }
 
@@ -400,8 +415,10 @@ func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxRecords
 }
 
 // readSpan reads the stored batches that cover [first, last]: their
-// headers first, to size one read exactly.
-func (l *shareLeader) readSpan(lp *log.Partition, first, last int64) ([]byte, error) {
+// headers first, to size one read exactly. With region set it takes them
+// as a region of one segment file instead (sent by sendfile, not copied)
+// when one holds them all.
+func (l *shareLeader) readSpan(lp *log.Partition, first, last int64, region bool) (*log.Region, []byte, error) {
 	var size int64
 	err := lp.ScanHeadersFrom(first, func(h *segment.Header) bool {
 		if h.BaseOffset > last {
@@ -413,13 +430,20 @@ func (l *shareLeader) readSpan(lp *log.Partition, first, last int64) ([]byte, er
 		return h.LastOffset() < last
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if region {
+		rg, _, err := lp.ReadRegion(first, int32(min(max(size, 1), 1<<31-1)))
+		if err == nil && rg.Len == size {
+			return rg, nil, nil
+		}
+		rg.Release() // the span crosses segments: copy it
 	}
 	res, err := lp.Read(first, int32(min(max(size, 1), 1<<31-1)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return res.Records, nil
+	return nil, res.Records, nil
 }
 
 // shareSweepEvery is how often the leader ends lapsed locks.

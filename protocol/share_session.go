@@ -29,6 +29,9 @@ type shareSession struct {
 	parts map[shareTPKey]struct{}
 	order []shareTPKey // parts in the order they were added, for fair rotation
 	used  time.Time    // last use, for eviction
+	// held counts the session's fetches in a row answered early because
+	// the member's own locks filled a lock window (heldWait).
+	held int
 	// unwatch stops watching the connection that opened the session (set
 	// by the caller of open; protected by shareSessions.mu).
 	unwatch func() bool
@@ -171,6 +174,34 @@ func (s *shareSessions) next(k shareSessionKey, epoch int32, add, forget []share
 		out[i] = ss.order[(i+int(epoch))%n]
 	}
 	return out, 0
+}
+
+// Bounds of the early answer to a member whose own locks fill a lock
+// window: the first after heldWaitMin, each next one in a row twice as
+// late, up to heldWaitMax (and never later than the fetch's MaxWaitMs).
+const (
+	heldWaitMin = 5 * time.Millisecond
+	heldWaitMax = 1 * time.Second
+)
+
+// heldWait, for a fetch of k's session that found a lock window full of
+// the member's own locks (held), returns how long it may wait: heldWaitMin,
+// doubled for each such fetch in a row. A fetch that was not held ends the
+// streak.
+func (s *shareSessions) heldWait(k shareSessionKey, held bool) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[k]
+	if ss == nil {
+		return heldWaitMin
+	}
+	if !held {
+		ss.held = 0
+		return 0
+	}
+	d := heldWaitMin << min(ss.held, 10)
+	ss.held++
+	return min(d, heldWaitMax)
 }
 
 // close ends k's session; its partitions are returned so the member's

@@ -11,11 +11,13 @@ import (
 	"github.com/strata-io/strata/segment"
 )
 
-// This file is the contract protocol codes against. In the foundation the
-// metadata "quorum" and every partition "group" have one voter (this
-// broker) and commit at once; the Raft issue replaces the insides (metadata
-// Raft group, one Raft group per partition whose LogStore is the partition's
-// segments) without changing these signatures.
+// This file is the contract protocol codes against: the Broker's
+// configuration, its errors (each mapped to a Kafka code in
+// protocol/errors.go) and the types its methods take and return. Behind
+// it, the metadata is a Raft group (broker_raft.go) and every partition a
+// Raft group of its replicas whose LogStore is the partition's segments
+// (partition_group.go); a single-broker cluster is the one-voter case of
+// both (doc.go).
 
 var (
 	ErrUnknownTopicOrPartition  = errors.New("replication: unknown topic or partition")   // UNKNOWN_TOPIC_OR_PARTITION
@@ -29,7 +31,7 @@ var (
 	ErrNotLeader                = errors.New("replication: not leader for partition")     // NOT_LEADER_OR_FOLLOWER
 	ErrNotController            = errors.New("replication: not controller")               // NOT_CONTROLLER
 	ErrTopicDeletionDisabled    = errors.New("replication: topic deletion disabled")      // TOPIC_DELETION_DISABLED
-	ErrShuttingDown             = errors.New("replication: broker shutting down")         // (connection closed)
+	ErrShuttingDown             = errors.New("replication: broker shutting down")         // NOT_LEADER_OR_FOLLOWER (this broker, the partition's group or the controller stopping)
 )
 
 // BrokerInfo is one registered broker.

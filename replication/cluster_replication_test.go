@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
@@ -140,9 +141,8 @@ func TestReplicatedPartition(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
-		time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
-	}
+	// The last registration may still be on its way.
+	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
 	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "rep", NumPartitions: 2, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -271,9 +271,7 @@ func TestReplicatedRetention(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
 	cfgs := map[string]string{"segment.bytes": "1024", "retention.bytes": "2048"}
 	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "ret", NumPartitions: 1, ReplicationFactor: 3, Configs: cfgs}); err != nil {
 		t.Fatal(err)
@@ -410,9 +408,7 @@ func TestReassignPartition(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
 	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "mv", NumPartitions: -1, ReplicationFactor: -1,
 		Assignment: map[int32][]int32{0: {1, 2}}}); err != nil {
 		t.Fatal(err)
@@ -519,10 +515,8 @@ func TestConcurrentCreateOfOneTopic(t *testing.T) {
 	q := newTestQuorum(t)
 	ctx := context.Background()
 	q.controller()
-	for _, b := range q.brokers { // every broker's image has every registration
-		for w := 0; w < 500 && len(b.Brokers()) != 3; w++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+	for i, b := range q.brokers { // every broker's image has every registration
+		testwait.For(t, 30*time.Second, func() bool { return len(b.Brokers()) == 3 }, "broker %d sees three brokers registered", i+1)
 	}
 	check := func(name string) {
 		t.Helper()

@@ -10,13 +10,17 @@ import (
 // The cluster metadata state machine. Apply is a pure function from (image,
 // command) to a new image: no clock, no randomness, no I/O, so that every
 // replica that applies the same commands in the same order holds the same
-// image. Today commands come from the local metadata log (metadata_log.go);
-// the Raft issue will carry the same commands through the metadata Raft
-// group and call the same Apply.
+// image. The commands come through the metadata Raft group: the controller
+// proposes them and every broker applies them in log order
+// (metadata_raft_fsm.go); a foundation-era metadata.log (metadata_log.go)
+// goes through the same Apply once, when it is migrated into a new group
+// (migrateMetadataLog, broker_raft.go).
 
 // errRejected marks a command that Apply refused; the image is unchanged.
-// The broker validates before it persists, so a rejected command in the log
-// means a bug or a race that Raft will make possible; replay skips it.
+// The controller applies a command to its image before it proposes it, so
+// a rejected command in the Raft log is one that an earlier entry made
+// invalid on the way (or a bug); every replica rejects it alike and skips
+// it (metadata_raft_fsm_test.go).
 var errRejected = errors.New("replication: metadata command rejected")
 
 // CommandType names a metadata command. The numbers are persisted in the

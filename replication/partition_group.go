@@ -173,6 +173,9 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		timing = singleVoterPartitionTiming
 	}
 	conf := newRaftConfig(serverID(b.cfg.NodeID), timing, b.cfg.Logger.With("partition", tp.String()))
+	// A topic creation elects a leader for each of its partitions: those
+	// normal elections log at DEBUG (the metadata group's at INFO).
+	conf.Logger = newRaftLogger(b.cfg.Logger.With("partition", tp.String(), "component", "raft", "raft_id", string(serverID(b.cfg.NodeID))), slog.LevelDebug)
 	if preferred {
 		// Started a hair longer so that lowering it below (ReloadConfig)
 		// wakes the follower loop, which finds no leader contact and

@@ -1,10 +1,7 @@
 package replication
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -87,9 +84,10 @@ func newRaftConfig(id raft.ServerID, t raftTiming, logger *slog.Logger) *raft.Co
 		SnapshotThreshold: 8192,
 		LocalID:           id,
 		NotifyCh:          nil, // leadership is observed with LeaderCh
-		LogOutput:         &slogWriter{logger: logger.With("component", "raft", "raft_id", string(id))},
-		LogLevel:          "WARN",
-		Logger:            nil, // built by raft from LogOutput and LogLevel
+		// Raft's lines go to the broker's logger, re-levelled (raft_log.go):
+		// the metadata group's elections at INFO; partition groups set
+		// theirs to DEBUG (partitionGroup).
+		Logger: newRaftLogger(logger.With("component", "raft", "raft_id", string(id)), slog.LevelInfo),
 		// Restore the newest snapshot at start (the FSM is rebuilt from it
 		// plus the log after it).
 		NoSnapshotRestoreOnStart: false,
@@ -102,31 +100,4 @@ func newRaftConfig(id raft.ServerID, t raftTiming, logger *slog.Logger) *raft.Co
 		// them; restoring them eagerly at NewRaft is not needed.
 		RestoreCommittedLogs: false,
 	}
-}
-
-// slogWriter turns raft's hclog lines into slog records. Raft writes one
-// line per Write.
-type slogWriter struct {
-	logger *slog.Logger
-	mu     sync.Mutex
-}
-
-func (w *slogWriter) Write(p []byte) (int, error) {
-	line := string(bytes.TrimSpace(p))
-	if len(line) > 4096 {
-		line = line[:4096]
-	}
-	level := slog.LevelInfo
-	switch {
-	case bytes.Contains(p, []byte("[ERROR]")):
-		level = slog.LevelError
-	case bytes.Contains(p, []byte("[WARN]")):
-		level = slog.LevelWarn
-	case bytes.Contains(p, []byte("[DEBUG]")), bytes.Contains(p, []byte("[TRACE]")):
-		level = slog.LevelDebug
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.logger.Log(context.Background(), level, line)
-	return len(p), nil
 }

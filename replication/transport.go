@@ -474,8 +474,12 @@ func (m *Mux) serve(c net.Conn) {
 
 func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter, peer string) {
 	var buf []byte
+	// A frame that has begun must arrive within the RPC timeout (scaled
+	// with its size, as snapshots are): a peer announcing a frame and
+	// stalling is closed.
+	sr := &stallReader{c: c, r: r, timeout: m.cfg.RPCTimeout}
 	for {
-		f, nbuf, err := readFrame(r, buf)
+		f, nbuf, err := readFrame(sr, buf)
 		buf = nbuf
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -1003,16 +1007,49 @@ type frame struct {
 	body  []byte // aliases the read buffer
 }
 
+// frameReader is where readFrame reads from: a bufio.Reader, or a
+// stallReader that bounds the time a frame takes once begun.
+type frameReader interface {
+	io.Reader
+	begun(n uint32)
+	ended()
+}
+
+type plainFrames struct{ *bufio.Reader }
+
+func (plainFrames) begun(uint32) {}
+func (plainFrames) ended()       {}
+
+// stallReader sets a read deadline when a frame begins and clears it when
+// the frame has arrived: between frames a connection may idle.
+type stallReader struct {
+	c       net.Conn
+	r       *bufio.Reader
+	timeout time.Duration
+}
+
+func (s *stallReader) Read(p []byte) (int, error) { return s.r.Read(p) }
+func (s *stallReader) begun(n uint32) {
+	s.c.SetReadDeadline(time.Now().Add(snapshotTimeout(s.timeout, int64(n))))
+}
+func (s *stallReader) ended() { s.c.SetReadDeadline(time.Time{}) }
+
 // readFrame reads one frame into buf (grown as needed) and returns it.
 // The buffer grows from the bytes received, not from the length the frame
 // claims: a peer announcing maxFrameBytes and sending nothing more pins
 // at most frameGrowBytes (8 such connections used to hold 1 GiB).
-func readFrame(r *bufio.Reader, buf []byte) (frame, []byte, error) {
+func readFrame(br io.Reader, buf []byte) (frame, []byte, error) {
+	r, ok := br.(frameReader)
+	if !ok {
+		r = plainFrames{br.(*bufio.Reader)}
+	}
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return frame{}, buf, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
+	r.begun(n)
+	defer r.ended()
 	if n < frameHeaderBytes-4+1 || n > maxFrameBytes {
 		return frame{}, buf, fmt.Errorf("%w: frame length %d", ErrTransportCodec, n)
 	}

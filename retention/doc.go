@@ -72,7 +72,11 @@
 // (grouped up to segment.bytes) keeping a keyed record only when no later
 // record of its key exists, and a tombstone only while it is younger than
 // delete.retention.ms (its own timestamp; Kafka counts from the cleaning
-// that first saw it). Keyless records and control batches are kept.
+// that first saw it). Keyless records are kept. Records of aborted
+// transactions go (the log's aborted-transaction index names them) and
+// never count as a key's latest record; a transaction marker stays while
+// a record of its transaction does, then for delete.retention.ms, as in
+// Kafka's cleaner.
 // Batches whose records all stay are copied byte for byte; thinned ones
 // keep their base offset, last offset delta, timestamps and producer
 // fields (offsets keep their gaps, producer state stays derivable) and are
@@ -89,14 +93,11 @@
 //
 // # Not here yet
 //
-//   - Transactions: control batches are kept as they are and aborted
-//     transactional data is not removed (Strata has no transactions yet).
 //   - A batch of an idempotent producer whose records all go is dropped
 //     (Kafka keeps an empty batch to preserve the producer's sequence).
 //   - file.delete.delay.ms / log.segment.delete.delay.ms are accepted and
 //     reported, but deletion is immediate (reference counts, not a delay,
 //     keep a deleted segment readable for fetches in progress).
-//   - Dynamic broker configs (AlterConfigs on a BROKER resource).
 //
 // # Concurrency
 //

@@ -97,6 +97,8 @@ type Config struct {
 	Cluster clusterConfig
 	// Monitoring is the metrics/health HTTP listener (monitoring.go).
 	Monitoring monitoringConfig
+	// Limits are the Kafka listener's limits (limits_config.go).
+	Limits limitsConfig
 	// Warnings are logged once the logger exists (ignored settings).
 	Warnings []string
 }
@@ -146,6 +148,7 @@ var settingByName = func() map[string]*setting {
 	settings = append(settings, txnSettings...)
 	settings = append(settings, clusterSettings...)
 	settings = append(settings, monitoringSettings...)
+	settings = append(settings, limitSettings...)
 	m := map[string]*setting{}
 	for i := range settings {
 		m[settings[i].name] = &settings[i]
@@ -387,6 +390,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	if err := parseMonitoringSettings(merged, cfg); err != nil {
+		return nil, err
+	}
+	if err := parseLimitSettings(merged, cfg); err != nil {
 		return nil, err
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(merged["log.level"].value)); err != nil {

@@ -173,8 +173,10 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	// set before this start, then every change (OnBrokerProps above).
 	cleanerRef.Store(cleaner)
 	setCleanerProps(cleaner, broker.EffectiveBrokerProps(), logger)
-	srv := protocol.NewServer(protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg,
-		Share: cfg.Share, GroupConfig: cfg.GroupConfig, ShareVersion: cfg.ShareVersion}, broker)
+	pcfg := protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg,
+		Share: cfg.Share, GroupConfig: cfg.GroupConfig, ShareVersion: cfg.ShareVersion}
+	cfg.Limits.apply(&pcfg)
+	srv := protocol.NewServer(pcfg, broker)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 )
@@ -135,13 +136,7 @@ func has(t *testing.T, c *Coordinator[*kvState], key string) bool {
 // waitFor polls cond (bounded).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, cond, "%s", what)
 }
 
 // TestFakeClockDrivesTicksAndTimeouts: ticks fire only when the fake clock

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // chaosLong reports whether the long forms run (STRATA_CHAOS_LONG=1).
@@ -316,7 +318,7 @@ func TestClusterChaos(t *testing.T) {
 	go consumeChecking(consCl, chk, stopConsume, consumed)
 
 	time.Sleep(time.Second) // some traffic before the first fault
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	rng := rand.New(rand.NewSource(testwait.Seed(t)))
 	var failovers []time.Duration
 	chaosEnd := time.Now().Add(chaosFor)
 	for round := 0; round < rounds && time.Now().Before(chaosEnd); round++ {
@@ -617,7 +619,7 @@ func TestClusterLeaderMovesWhileConsuming(t *testing.T) {
 	}
 
 	time.Sleep(time.Second)
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	rng := rand.New(rand.NewSource(testwait.Seed(t)))
 	for round := 0; round < rounds; round++ {
 		ls := c.waitLeaders(ctx, adm, topic, parts, 30*time.Second)
 		p := int32(round) % parts

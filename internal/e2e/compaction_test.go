@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestCompactionSurvivesSIGKILL runs a compacted topic under a steady
@@ -24,9 +26,7 @@ import (
 // of them and not the rest), offsets increase, and the records decode --
 // several rounds on the same data directory.
 func TestCompactionSurvivesSIGKILL(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewSource(testwait.Seed(t)))
 	b := startBroker(t, "", "--set", "log.cleaner.backoff.ms=20", "--set", "log.retention.check.interval.ms=50")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

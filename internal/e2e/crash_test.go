@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 type ackedRecord struct {
@@ -23,9 +25,7 @@ type ackedRecord struct {
 // there, in order, at its acknowledged offset, and that the partitions take
 // new writes -- several rounds on the same data directory.
 func TestCrashMidProduce(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewSource(testwait.Seed(t)))
 
 	const topic, partitions, rounds = "crash", 4, 4
 	b := startBroker(t, "")

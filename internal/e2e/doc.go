@@ -17,6 +17,9 @@
 // 1 and 3. STRATA_CHAOS_DIR keeps the brokers' data and logs;
 // STRATA_CHAOS_HEARTBEAT sets TestClusterChaos's partition heartbeat
 // timeout (default 500ms), for measuring failover at other values.
+// The randomized tests (the chaos tests, TestCrashMidProduce,
+// TestCompactionSurvivesSIGKILL, the group churn) log their seed;
+// STRATA_SEED=<seed> replays one (internal/testwait).
 //
 // TestClusterStableUnderBurst (stability_test.go) checks that three brokers
 // stay stable under a burst and go quiet after it: 300 partitions at

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // churnRecords is how many records the churn test produces (the issue's
@@ -40,13 +42,7 @@ func TestGroupConsumersChurn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := startBroker(t, "", groupArgs...)
 			createTopic(t, b, "churn", 6)
-			seed := time.Now().UnixNano()
-			rng := rand.New(rand.NewSource(seed))
-			defer func() {
-				if t.Failed() {
-					t.Logf("seed %d", seed)
-				}
-			}()
+			rng := rand.New(rand.NewSource(testwait.Seed(t)))
 			// Offsets are 0..n-1 per partition; a bitmap per partition
 			// counts what was seen.
 			var mu sync.Mutex

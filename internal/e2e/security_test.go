@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Issue 19's probes against the real binary: what an attacker on the same
@@ -225,4 +226,239 @@ func TestForgedReplicationFrames(t *testing.T) {
 	b.restart()
 	checkRecords(t, b.addr, "forged", want)
 	produceSome(t, b.client(), "forged-after", 1)
+}
+
+// kafkaFrame frames a request: size, key, version, correlation ID, client
+// ID, (a flexible header's empty tags), body.
+func kafkaFrame(key, version int16, corr int32, flexible bool, body []byte) []byte {
+	b := make([]byte, 4, 32+len(body))
+	b = binary.BigEndian.AppendUint16(b, uint16(key))
+	b = binary.BigEndian.AppendUint16(b, uint16(version))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	b = binary.BigEndian.AppendUint16(b, 5)
+	b = append(b, "probe"...)
+	if flexible {
+		b = append(b, 0)
+	}
+	b = append(b, body...)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// closedWithin reports whether the broker closes c within d (reading and
+// dropping whatever it sends).
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// rssWatch samples a process's RSS until stop and returns the largest.
+func rssWatch(t *testing.T, pid int, stop <-chan struct{}) <-chan int64 {
+	out := make(chan int64, 1)
+	go func() {
+		peak := int64(0)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			if err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+						n, _ := strconv.ParseInt(f[1], 10, 64)
+						peak = max(peak, n)
+					}
+				}
+			}
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
+// TestClientLimitProbes: issue 19's memory and connection probes against
+// the Kafka and replication listeners, with the limits set low enough to
+// watch them act. The broker must survive each, its RSS stay within
+// budget, and its records stay intact.
+func TestClientLimitProbes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	rep := freeAddr(t)
+	b := startBroker(t, "", "--set", "node.id=1", "--set", "controller.quorum.voters=1@"+rep,
+		"--set", "max.connections.per.ip=60",
+		"--set", "queued.max.request.bytes=104857600",
+		"--set", "strata.request.read.timeout.ms=2000",
+		"--set", "strata.response.write.timeout.ms=2000",
+		"--set", "connections.max.idle.ms=5000")
+	cl := b.client()
+	want := produceSome(t, cl, "probe", 20)
+	// About 6 MB for the fetches of a client that stops reading.
+	big := make([]byte, 100<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "big"); err != nil || resp.Err != nil {
+		t.Fatalf("create big: %v %v", err, resp.Err)
+	}
+	for i := 0; i < 60; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "big", Value: big}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid := b.pid()
+	base := rssKiB(t, pid)
+	const budgetKiB = 150 << 10 // queued.max.request.bytes (100 MiB) and room
+	t.Logf("RSS at start: %d MiB", base>>10)
+
+	// 1. 16 Kafka connections announcing 100 MiB Produce frames (before:
+	// 12.5 MiB staged each, held forever; 1.37 GB with the replication
+	// probe). Now 1 MiB each, and closed by the request read timeout.
+	stop := make(chan struct{})
+	peak := rssWatch(t, pid, stop)
+	var conns []net.Conn
+	for i := 0; i < 16; i++ {
+		c, err := net.Dial("tcp", b.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		hdr := binary.BigEndian.AppendUint32(nil, 100<<20-1)
+		c.Write(append(hdr, 0, 0, 0, 9, 0, 0, 0, 1))
+		conns = append(conns, c)
+	}
+	// 2. 8 replication connections announcing 128 MiB frames.
+	for i := 0; i < 8; i++ {
+		c, err := net.Dial("tcp", rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		hdr := binary.BigEndian.AppendUint32(nil, 128<<20)
+		c.Write(append(append(replPreface(2, 0, "1"), hdr...), 1))
+		conns = append(conns, c)
+	}
+	for i, c := range conns[:16] {
+		if !closedWithin(c, 20*time.Second) {
+			t.Fatalf("kafka connection %d announcing 100 MiB and stalling was not closed", i)
+		}
+	}
+	for _, c := range conns[16:] {
+		c.Close()
+	}
+	close(stop)
+	p := <-peak
+	t.Logf("announced frames: RSS peak %d MiB (start %d MiB)", p>>10, base>>10)
+	if p-base > budgetKiB {
+		t.Errorf("RSS grew by %d MiB under announced frames", (p-base)>>10)
+	}
+
+	// 3. One 8.4 MB Produce naming 2.8 million empty topics (before: RSS
+	// 24 MB -> 422 MB). Refused before decoding: the connection closes.
+	body := []byte{0, 0xff, 0xff, 0, 0, 0x75, 0x30} // no transactional ID, acks -1, timeout 30 s
+	const topics = 2800000
+	body = binary.AppendUvarint(body, topics+1)
+	for i := 0; i < topics; i++ {
+		body = append(body, 1, 1, 0) // empty name, no partitions, no tags
+	}
+	body = append(body, 0)
+	stop = make(chan struct{})
+	peak = rssWatch(t, pid, stop)
+	c, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go c.Write(kafkaFrame(0, 9, 1, true, body))
+	if !closedWithin(c, 30*time.Second) {
+		t.Fatal("the Produce of 2.8 million topics was not refused")
+	}
+	close(stop)
+	p = <-peak
+	t.Logf("2.8M-topic Produce: RSS peak %d MiB (start %d MiB)", p>>10, base>>10)
+	if p-base > budgetKiB {
+		t.Errorf("RSS grew by %d MiB under the 2.8M-topic Produce", (p-base)>>10)
+	}
+
+	// 4. A client that sends fetches and stops reading is closed by the
+	// write timeout (before: never).
+	fc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	if tc, ok := fc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 4
+	fetch.MaxWaitMillis = 100
+	fetch.MaxBytes = 50 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "big"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 50 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fbody := fetch.AppendTo(nil)
+	for i := 0; i < 32; i++ {
+		fc.Write(kafkaFrame(1, 4, int32(i), false, fbody))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(b.logText(), "did not read its response within the write timeout") {
+		if time.Now().After(deadline) {
+			t.Fatal("a client that stopped reading was not closed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// 5. max.connections.per.ip: of 61 more connections from 127.0.0.1,
+	// those past 60 (the test's own clients hold a few) are closed at once.
+	held := make([]net.Conn, 61)
+	for i := range held {
+		c, err := net.Dial("tcp", b.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held[i] = c
+	}
+	closed := make(chan bool, len(held))
+	for _, c := range held {
+		go func() { closed <- closedWithin(c, time.Second) }()
+	}
+	refused := 0
+	for range held {
+		if <-closed {
+			refused++
+		}
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if refused == 0 || refused > 10 {
+		t.Fatalf("%d of 61 connections from one address refused with max.connections.per.ip=60", refused)
+	}
+
+	// 6. An idle connection is closed after connections.max.idle.ms.
+	ic, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ic.Close()
+	if !closedWithin(ic, 20*time.Second) {
+		t.Fatal("an idle connection outlived connections.max.idle.ms")
+	}
+
+	b.alive(t)
+	if logs := b.logText(); strings.Contains(logs, "panic") {
+		t.Fatalf("the broker panicked:\n%s", logs)
+	}
+	checkRecords(t, b.addr, "probe", want)
+	t.Logf("RSS at the end: %d MiB", rssKiB(t, pid)>>10)
 }

@@ -7,17 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting until %s", what)
+	testwait.For(t, 5*time.Second, cond, "%s", what)
 }
 
 func TestGovernorShrinksWhenIdleAndGrowsOnTouch(t *testing.T) {

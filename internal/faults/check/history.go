@@ -123,12 +123,12 @@ type Log struct {
 
 // Replica is one broker's copy of a partition at the end.
 type Replica struct {
-	Broker        int32 `json:"broker"`
+	Broker        int32  `json:"broker"`
 	Topic         string `json:"topic"`
 	Partition     int32  `json:"partition"`
-	Start         int64 `json:"start"`
-	HighWatermark int64 `json:"high_watermark"`
-	Entries       []Rec `json:"entries"`
+	Start         int64  `json:"start"`
+	HighWatermark int64  `json:"high_watermark"`
+	Entries       []Rec  `json:"entries"`
 }
 
 // History is a run: its seed and fault schedule (for the report), the

@@ -1,0 +1,141 @@
+package faults
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/internal/faults/check"
+)
+
+var (
+	seedFlag     = flag.Int64("faults.seed", 0, "seed of the schedule (0: the test's fixed seeds)")
+	durationFlag = flag.Duration("faults.duration", 0, "faults for this long (0: the short run's 50s)")
+	kindsFlag    = flag.String("faults.kinds", "all", "faults to draw from, comma-separated: "+fmt.Sprint(AllKinds))
+	dirFlag      = flag.String("faults.dir", "", "keep the brokers' data, logs and history.json in a new folder under this one")
+)
+
+// strataBin is built once by TestMain.
+var strataBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "strata-faults-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	strataBin = filepath.Join(dir, "strata")
+	build := exec.Command("go", "build", "-o", strataBin, "github.com/strata-io/strata/cmd/strata")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building strata:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestFaults runs 3 brokers in network namespaces under a seeded fault
+// schedule with the workload recording, and checks the history. The
+// short form (go test without -short) tries every fault kind once in
+// about 50 s of faults (about 90 s in all); -args -faults.seed N
+// -faults.duration 30m runs a long one by hand.
+func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	if err := NetnsAvailable(); err != nil {
+		t.Skipf("no network namespaces here (%v); the loopback fallback is not built yet", err)
+	}
+	seed, dur := *seedFlag, *durationFlag
+	if seed == 0 {
+		seed = 1
+	}
+	if dur == 0 {
+		dur = 50 * time.Second
+	}
+	kinds, err := ParseKinds(*kindsFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if *dirFlag != "" {
+		if dir, err = os.MkdirTemp(*dirFlag, "faults-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seed %d, %v of faults, data and history in %s", seed, dur, dir)
+	for _, s := range Schedule(seed, dur, 500*time.Millisecond, 3, kinds) {
+		t.Logf("schedule: %s", s)
+	}
+	start := time.Now()
+	res, err := Run(context.Background(), Options{Binary: strataBin, Dir: dir, Seed: seed, Duration: dur, Kinds: kinds,
+		Logf: func(f string, a ...any) { t.Logf("%6.1fs "+f, append([]any{time.Since(start).Seconds()}, a...)...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[check.OpType]int{}
+	for _, o := range res.History.Ops {
+		counts[o.Type]++
+	}
+	t.Logf("%v: %d produces acknowledged, %d reads; ops %v", time.Since(start).Round(time.Second), res.Acked, res.Reads, counts)
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil && strings.Contains(string(out), nsPrefix) {
+		t.Errorf("namespaces left after the run:\n%s", out)
+	}
+	for _, p := range res.Problems {
+		t.Errorf("harness: %s", p)
+	}
+	if res.Acked == 0 || res.Reads == 0 {
+		t.Errorf("the workload did nothing: %d acknowledged, %d reads", res.Acked, res.Reads)
+	}
+	if len(res.Violations) > 0 {
+		rep := check.Report(res.History, res.Violations)
+		if len(rep) > 20000 {
+			rep = rep[:20000] + "\n..."
+		}
+		t.Errorf("%s\nhistory: %s", rep, filepath.Join(dir, "history.json"))
+	}
+	if t.Failed() && *dirFlag == "" {
+		t.Logf("rerun with -args -faults.dir DIR to keep the brokers' logs")
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	a := Schedule(7, time.Minute, 500*time.Millisecond, 3, AllKinds)
+	b := Schedule(7, time.Minute, 500*time.Millisecond, 3, AllKinds)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatal("one seed, two schedules")
+	}
+	seen := map[Kind]bool{}
+	var end time.Duration
+	for _, s := range a {
+		seen[s.Kind] = true
+		if s.At < end {
+			t.Fatalf("%s overlaps the step before", s)
+		}
+		end = s.At + s.For
+		if s.Target < 1 || s.Target > 3 || (s.Kind == Bridge && (s.Other == s.Target || s.Other < 1 || s.Other > 3)) {
+			t.Fatalf("bad targets: %s", s)
+		}
+		if s.Kind == Pause && s.For < 3*time.Second {
+			t.Fatalf("pause shorter than 3 election timeouts: %s", s)
+		}
+	}
+	if end > time.Minute || len(seen) != len(AllKinds) {
+		t.Fatalf("a minute's schedule: ends at %v, kinds %v", end, seen)
+	}
+	if _, err := ParseKinds("kill,nap"); err == nil {
+		t.Fatal("nap accepted")
+	}
+}

@@ -1,0 +1,309 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/faults/check"
+)
+
+// recorder is the history being written by the workload's goroutines.
+type recorder struct {
+	mu sync.Mutex
+	h  check.History // protected by mu
+}
+
+func (r *recorder) add(op check.Op) {
+	r.mu.Lock()
+	r.h.Add(op)
+	r.mu.Unlock()
+}
+
+// clientOpts are every workload client's: all brokers as seeds, quick
+// retries and timeouts (the defaults would hide a failover's length).
+func clientOpts(seeds []string) []kgo.Opt {
+	return []kgo.Opt{kgo.SeedBrokers(seeds...),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.DialTimeout(time.Second),
+		kgo.RequestTimeoutOverhead(3 * time.Second),
+		kgo.ConnIdleTimeout(5 * time.Second),
+	}
+}
+
+// workload is the clients of a run, all writing into rec.
+type workload struct {
+	seeds []string
+	topic string
+	parts int32
+	rec   *recorder
+	logf  func(string, ...any)
+	rate  int // records/s per producer
+}
+
+// produce runs an idempotent producer (acks=all, franz-go's default)
+// named name until stop, round robin over the partitions.
+func (w *workload) produce(name string, stop <-chan struct{}) error {
+	cl, err := kgo.NewClient(append(clientOpts(w.seeds), kgo.DefaultProduceTopic(w.topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(20*time.Second),
+		kgo.ProducerLinger(0))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	tick := time.NewTicker(time.Second / time.Duration(w.rate))
+	defer tick.Stop()
+	inflight := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for seq := 0; ; seq++ {
+		select {
+		case <-stop:
+			wg.Wait()
+			return nil
+		case <-tick.C:
+		}
+		select {
+		case inflight <- struct{}{}:
+		case <-stop:
+			wg.Wait()
+			return nil
+		}
+		op := check.Op{Type: check.Produce, Process: name, Topic: w.topic, Partition: int32(seq) % w.parts,
+			Value: fmt.Sprintf("%s-%d", name, seq), Start: time.Now()}
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Partition: op.Partition, Value: []byte(op.Value)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			op.End = time.Now()
+			if err != nil {
+				op.Err = err.Error()
+			} else {
+				op.Ok, op.Offset = true, r.Offset
+			}
+			w.rec.add(op)
+			<-inflight
+		})
+	}
+}
+
+// transact runs a transactional producer: transactions of 1-5 records
+// over the partitions, four in five committed and one aborted.
+func (w *workload) transact(name string, seed int64, stop <-chan struct{}) error {
+	rng := rand.New(rand.NewSource(seed))
+	var cl *kgo.Client
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	seq := 0
+	for txn := 0; ; txn++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if cl == nil {
+			var err error
+			cl, err = kgo.NewClient(append(clientOpts(w.seeds), kgo.DefaultProduceTopic(w.topic),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("faults-"+name),
+				kgo.TransactionTimeout(10*time.Second), kgo.RecordDeliveryTimeout(10*time.Second))...)
+			if err != nil {
+				return err
+			}
+		}
+		id := fmt.Sprintf("%s/%d", name, txn)
+		if err := cl.BeginTransaction(); err != nil {
+			w.logf("%s: begin: %v (new client)", id, err)
+			cl.Close()
+			cl = nil
+			continue
+		}
+		var wg sync.WaitGroup
+		failed := false
+		var mu sync.Mutex
+		for i, n := 0, 1+rng.Intn(5); i < n; i++ {
+			op := check.Op{Type: check.Produce, Process: name, Topic: w.topic, Partition: int32(rng.Intn(int(w.parts))),
+				Value: fmt.Sprintf("%s-%d", name, seq), Txn: id, Start: time.Now()}
+			seq++
+			wg.Add(1)
+			cl.Produce(context.Background(), &kgo.Record{Partition: op.Partition, Value: []byte(op.Value)}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				op.End = time.Now()
+				if err != nil {
+					op.Err = err.Error()
+					mu.Lock()
+					failed = true
+					mu.Unlock()
+				} else {
+					op.Ok, op.Offset = true, r.Offset
+				}
+				w.rec.add(op)
+			})
+		}
+		wg.Wait()
+		abort := failed || rng.Intn(5) == 0
+		end := check.Op{Type: check.TxnEnd, Process: name, Txn: id, Abort: abort, Start: time.Now()}
+		commit := kgo.TryCommit
+		if abort {
+			commit = kgo.TryAbort
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := cl.EndTransaction(ctx, commit)
+		cancel()
+		end.End = time.Now()
+		if err != nil {
+			end.Err = err.Error()
+			w.rec.add(end)
+			w.logf("%s: end (abort %v): %v (new client)", id, abort, err)
+			cl.Close()
+			cl = nil
+			continue
+		}
+		end.Ok = true
+		w.rec.add(end)
+	}
+}
+
+// read runs a consumer of every partition from the start at isolation
+// iso, recording each record.
+func (w *workload) read(name, iso string, stop <-chan struct{}) error {
+	offs := map[int32]kgo.Offset{}
+	for p := int32(0); p < w.parts; p++ {
+		offs[p] = kgo.NewOffset().AtStart()
+	}
+	opts := append(clientOpts(w.seeds), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.topic: offs}),
+		kgo.FetchMaxWait(500*time.Millisecond))
+	if iso == check.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return w.poll(cl, name, iso, stop, nil)
+}
+
+// poll records what cl's polls return until stop; after is called with
+// each poll's records.
+func (w *workload) poll(cl *kgo.Client, name, iso string, stop <-chan struct{}, after func([]*kgo.Record)) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }()
+	for {
+		start := time.Now()
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		end := time.Now()
+		recs := fs.Records()
+		for _, r := range recs {
+			w.rec.add(check.Op{Type: check.Read, Process: name, Topic: r.Topic, Partition: r.Partition,
+				Offset: r.Offset, Value: string(r.Value), Isolation: iso, Start: start, End: end})
+		}
+		if after != nil && len(recs) > 0 {
+			after(recs)
+		}
+	}
+}
+
+// group runs a consumer group member that commits after each poll, and
+// beside it a prober that fetches the group's offsets.
+func (w *workload) group(name, group string, stop <-chan struct{}) error {
+	cl, err := kgo.NewClient(append(clientOpts(w.seeds), kgo.ConsumeTopics(w.topic), kgo.ConsumerGroup(group),
+		kgo.DisableAutoCommit(), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	admCl, err := kgo.NewClient(clientOpts(w.seeds)...)
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			resps, err := adm.FetchOffsets(ctx, group)
+			cancel()
+			if err != nil || resps.Error() != nil {
+				continue
+			}
+			end := time.Now()
+			for p := int32(0); p < w.parts; p++ {
+				off := int64(-1)
+				if r, ok := resps.Lookup(w.topic, p); ok {
+					if r.Err != nil {
+						continue
+					}
+					off = r.At
+				}
+				w.rec.add(check.Op{Type: check.OffsetFetch, Process: name + "-probe", Group: group, Topic: w.topic,
+					Partition: p, Offset: off, Start: start, End: end})
+			}
+		}
+	}()
+	defer wg.Wait()
+	return w.poll(cl, name, check.ReadUncommitted, stop, func(recs []*kgo.Record) {
+		next := map[int32]int64{}
+		for _, r := range recs {
+			next[r.Partition] = r.Offset + 1
+		}
+		offs := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
+		for p, o := range next {
+			offs[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			end := time.Now()
+			perr := map[int32]error{}
+			if resp != nil {
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						perr[p.Partition] = kerr.ErrorForCode(p.ErrorCode)
+					}
+				}
+			}
+			for p, o := range next {
+				op := check.Op{Type: check.Commit, Process: name, Group: group, Topic: w.topic, Partition: p,
+					Offset: o, Start: start, End: end}
+				e, answered := perr[p]
+				switch {
+				case err != nil:
+					op.Err = err.Error()
+				case !answered:
+					op.Err = "no answer for the partition"
+				case e != nil:
+					op.Err = e.Error()
+				default:
+					op.Ok = true
+				}
+				w.rec.add(op)
+			}
+		})
+	})
+}
