@@ -59,10 +59,10 @@ func newCluster(bin, dir string, nw *netns, n int, hb time.Duration, extra []str
 	c := &cluster{bin: bin, nw: nw}
 	var voters []string
 	for id := 1; id <= n; id++ {
-		voters = append(voters, fmt.Sprintf("%d@%s:9093", id, nodeIP(id)))
+		voters = append(voters, fmt.Sprintf("%d@%s:9093", id, nw.ip(id)))
 	}
 	for id := 1; id <= n; id++ {
-		nd := &node{id: id, kafka: nodeIP(id) + ":9092", nw: nw,
+		nd := &node{id: id, kafka: nw.ip(id) + ":9092", nw: nw,
 			dir: filepath.Join(dir, fmt.Sprintf("broker-%d", id)),
 			log: filepath.Join(dir, fmt.Sprintf("broker-%d.log", id))}
 		nd.args = append([]string{"serve",

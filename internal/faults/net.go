@@ -34,6 +34,15 @@ const (
 	bridgeIP   = subnet + ".1"
 )
 
+// ErrNoNetwork is the error of a network fault in the loopback
+// fallback, which has no network of its own to cut.
+var ErrNoNetwork = errors.New("network faults need network namespaces")
+
+// loopbackIP is broker id's address in the loopback fallback: a loopback
+// address of its own (all of 127.0.0.0/8 is local on Linux), fixed ports
+// that no other test takes.
+func loopbackIP(id int) string { return fmt.Sprintf("127.77.0.%d", 10+id) }
+
 // lockPath serialises harness runs on one machine (they share the names
 // and the subnet).
 const lockPath = "/tmp/strata-faults.lock"
@@ -69,9 +78,12 @@ func NetnsAvailable() error {
 	return ipCmd("netns", "del", name)
 }
 
-// netns is the namespaces of one run.
+// netns is the namespaces of one run, or, loop set, the loopback
+// fallback: brokers run in the harness's namespace, each on its own
+// loopback address, and only process faults (kill, pause) can be made.
 type netns struct {
 	n    int
+	loop bool
 	lock *os.File
 
 	mu  sync.Mutex
@@ -116,15 +128,41 @@ func Sweep() error {
 	return errors.Join(errs...)
 }
 
-// newNetns takes the machine's harness lock, sweeps, and makes n
-// namespaces on one bridge.
-func newNetns(n int) (*netns, error) {
+// takeLock takes the machine's harness lock.
+func takeLock() (*os.File, error) {
 	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
 		lf.Close()
+		return nil, err
+	}
+	return lf, nil
+}
+
+// newLoopback is the fallback where namespaces cannot be made.
+func newLoopback(n int) (*netns, error) {
+	lf, err := takeLock()
+	if err != nil {
+		return nil, err
+	}
+	return &netns{n: n, loop: true, lock: lf}, nil
+}
+
+// ip is broker id's address.
+func (nw *netns) ip(id int) string {
+	if nw.loop {
+		return loopbackIP(id)
+	}
+	return nodeIP(id)
+}
+
+// newNetns takes the machine's harness lock, sweeps, and makes n
+// namespaces on one bridge.
+func newNetns(n int) (*netns, error) {
+	lf, err := takeLock()
+	if err != nil {
 		return nil, err
 	}
 	nw := &netns{n: n, lock: lf, cut: map[[2]int]bool{}, off: map[int]bool{}}
@@ -161,11 +199,17 @@ func newNetns(n int) (*netns, error) {
 // command returns cmd run inside broker id's namespace (ip netns exec
 // execs it: the process is the broker itself, for signals).
 func (nw *netns) command(id int, name string, args ...string) *exec.Cmd {
+	if nw.loop {
+		return exec.Command(name, args...)
+	}
 	return exec.Command("ip", append([]string{"netns", "exec", nsName(id), name}, args...)...)
 }
 
 // cutOneWay drops what from sends to to.
 func (nw *netns) cutOneWay(from, to int) error {
+	if nw.loop {
+		return ErrNoNetwork
+	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	if nw.cut[[2]int{from, to}] {
@@ -180,6 +224,9 @@ func (nw *netns) cutOneWay(from, to int) error {
 
 // disconnect takes id's link down (clients cannot reach it either).
 func (nw *netns) disconnect(id int) error {
+	if nw.loop {
+		return ErrNoNetwork
+	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	if err := ipCmd("link", "set", fmt.Sprintf("%s%d", vethPrefix, id), "down"); err != nil {
@@ -191,6 +238,9 @@ func (nw *netns) disconnect(id int) error {
 
 // heal removes every cut and brings every link up.
 func (nw *netns) heal() error {
+	if nw.loop {
+		return nil
+	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	var errs []error
@@ -211,7 +261,10 @@ func (nw *netns) heal() error {
 
 // close sweeps and releases the lock.
 func (nw *netns) close() error {
-	err := Sweep()
+	var err error
+	if !nw.loop {
+		err = Sweep()
+	}
 	nw.lock.Close()
 	return err
 }

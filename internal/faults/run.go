@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -47,8 +48,16 @@ type Options struct {
 	// ResumeWithin bounds how long after the heal every partition must
 	// take writes again (15 s by default).
 	ResumeWithin time.Duration
-	Logf         func(format string, args ...any)
+	// Loopback runs the brokers without namespaces, each on a loopback
+	// address of its own: only kill and pause faults can be made (the
+	// schedule keeps those of Kinds). Run uses it by itself where
+	// namespaces cannot be made.
+	Loopback bool
+	Logf     func(format string, args ...any)
 }
+
+// ProcessKinds are the faults the loopback fallback can make.
+var ProcessKinds = []Kind{Kill, Pause}
 
 // Result is a run's history and what the checker found in it.
 type Result struct {
@@ -59,6 +68,53 @@ type Result struct {
 	Problems []string
 	Acked    int // acknowledged produces
 	Reads    int
+	// Gaps are the longest stretches without an acknowledged write, per
+	// producer and partition, longest first: availability under the
+	// faults (the checker bounds only the time to resume after the heal).
+	Gaps []Gap
+}
+
+// Gap is a stretch of time in which Process had no write to Partition
+// acknowledged.
+type Gap struct {
+	Process   string
+	Partition int32
+	From, To  time.Time
+}
+
+func (g Gap) String() string {
+	return fmt.Sprintf("%s p%d %.1fs (%s..%s)", g.Process, g.Partition, g.To.Sub(g.From).Seconds(),
+		g.From.Format("15:04:05.0"), g.To.Format("15:04:05.0"))
+}
+
+// gaps finds the longest gap of each producer and partition.
+func gaps(h *check.History) []Gap {
+	type key struct {
+		proc string
+		p    int32
+	}
+	var ends = map[key][]time.Time{}
+	for _, o := range h.Ops {
+		if o.Type == check.Produce && o.Ok {
+			k := key{o.Process, o.Partition}
+			ends[k] = append(ends[k], o.End)
+		}
+	}
+	var out []Gap
+	for k, ts := range ends {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		var g Gap
+		for i := 1; i < len(ts); i++ {
+			if ts[i].Sub(ts[i-1]) > g.To.Sub(g.From) {
+				g = Gap{Process: k.proc, Partition: k.p, From: ts[i-1], To: ts[i]}
+			}
+		}
+		if !g.From.IsZero() {
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].To.Sub(out[i].From) > out[j].To.Sub(out[j].From) })
+	return out
 }
 
 const topic = "faults"
@@ -81,7 +137,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	nw, err := newNetns(o.Brokers)
+	if !o.Loopback {
+		if err := NetnsAvailable(); err != nil {
+			o.Logf("no network namespaces (%v): loopback fallback, process faults only", err)
+			o.Loopback = true
+		}
+	}
+	var nw *netns
+	var err error
+	if o.Loopback {
+		var kinds []Kind
+		for _, k := range o.Kinds {
+			if k == Kill || k == Pause {
+				kinds = append(kinds, k)
+			}
+		}
+		if len(kinds) == 0 {
+			return nil, fmt.Errorf("faults %v: %w", o.Kinds, ErrNoNetwork)
+		}
+		o.Kinds = kinds
+		nw, err = newLoopback(o.Brokers)
+	} else {
+		nw, err = newNetns(o.Brokers)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("network namespaces: %w", err)
 	}
@@ -117,6 +195,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rec.h.Seed = o.Seed
 	for _, s := range steps {
 		rec.h.Schedule = append(rec.h.Schedule, s.String())
+		o.Logf("schedule: %s", s)
 	}
 	w := &workload{seeds: c.bootstrap(), topic: topic, parts: partitions, rec: rec, logf: o.Logf, rate: 100}
 	stop := make(chan struct{})
@@ -139,7 +218,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	spawn(func() error { return w.transact("x1", o.Seed, stop) })
 	spawn(func() error { return w.read("ru", check.ReadUncommitted, stop) })
 	spawn(func() error { return w.read("rc", check.ReadCommitted, stop) })
-	spawn(func() error { return w.group("g1", "faults-group", stop) })
+	spawn(func() error { return w.group("g1", "faults-group", false, stop) })
+	spawn(func() error { return w.group("g2", "faults-group-848", true, stop) })
+	spawn(func() error { return w.share("s1", "faults-share", o.Seed, stop) })
+	spawn(func() error { return w.share("s2", "faults-share", o.Seed+1, stop) })
 
 	start := time.Now()
 	for _, s := range steps {
@@ -184,6 +266,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			res.Reads++
 		}
 	}
+	res.Gaps = gaps(res.History)
 	res.Violations = check.Check(res.History, check.Config{ResumeWithin: o.ResumeWithin})
 	return res, saveHistory(filepath.Join(o.Dir, "history.json"), res.History)
 }

@@ -61,23 +61,29 @@ func (w *workload) produce(name string, stop <-chan struct{}) error {
 	defer cl.Close()
 	tick := time.NewTicker(time.Second / time.Duration(w.rate))
 	defer tick.Stop()
-	inflight := make(chan struct{}, 64)
+	// In flight per partition: a partition that takes no writes does not
+	// hold back the others (its turns are skipped).
+	inflight := make([]chan struct{}, w.parts)
+	for p := range inflight {
+		inflight[p] = make(chan struct{}, 32)
+	}
 	var wg sync.WaitGroup
-	for seq := 0; ; seq++ {
+	for seq, turn := 0, 0; ; turn++ {
 		select {
 		case <-stop:
 			wg.Wait()
 			return nil
 		case <-tick.C:
 		}
+		p := int32(turn) % w.parts
 		select {
-		case inflight <- struct{}{}:
-		case <-stop:
-			wg.Wait()
-			return nil
+		case inflight[p] <- struct{}{}:
+		default:
+			continue
 		}
-		op := check.Op{Type: check.Produce, Process: name, Topic: w.topic, Partition: int32(seq) % w.parts,
+		op := check.Op{Type: check.Produce, Process: name, Topic: w.topic, Partition: p,
 			Value: fmt.Sprintf("%s-%d", name, seq), Start: time.Now()}
+		seq++
 		wg.Add(1)
 		cl.Produce(context.Background(), &kgo.Record{Partition: op.Partition, Value: []byte(op.Value)}, func(r *kgo.Record, err error) {
 			defer wg.Done()
@@ -88,7 +94,7 @@ func (w *workload) produce(name string, stop <-chan struct{}) error {
 				op.Ok, op.Offset = true, r.Offset
 			}
 			w.rec.add(op)
-			<-inflight
+			<-inflight[op.Partition]
 		})
 	}
 }
@@ -189,12 +195,13 @@ func (w *workload) read(name, iso string, stop <-chan struct{}) error {
 		return err
 	}
 	defer cl.Close()
-	return w.poll(cl, name, iso, stop, nil)
+	return w.poll(cl, name, iso, "", stop, nil)
 }
 
 // poll records what cl's polls return until stop; after is called with
 // each poll's records.
-func (w *workload) poll(cl *kgo.Client, name, iso string, stop <-chan struct{}, after func([]*kgo.Record)) error {
+// share names the share group of a share consumer's deliveries.
+func (w *workload) poll(cl *kgo.Client, name, iso, share string, stop <-chan struct{}, after func([]*kgo.Record)) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
@@ -208,7 +215,7 @@ func (w *workload) poll(cl *kgo.Client, name, iso string, stop <-chan struct{}, 
 		recs := fs.Records()
 		for _, r := range recs {
 			w.rec.add(check.Op{Type: check.Read, Process: name, Topic: r.Topic, Partition: r.Partition,
-				Offset: r.Offset, Value: string(r.Value), Isolation: iso, Start: start, End: end})
+				Offset: r.Offset, Value: string(r.Value), Isolation: iso, Group: share, Start: start, End: end})
 		}
 		if after != nil && len(recs) > 0 {
 			after(recs)
@@ -218,10 +225,16 @@ func (w *workload) poll(cl *kgo.Client, name, iso string, stop <-chan struct{}, 
 
 // group runs a consumer group member that commits after each poll, and
 // beside it a prober that fetches the group's offsets.
-func (w *workload) group(name, group string, stop <-chan struct{}) error {
-	cl, err := kgo.NewClient(append(clientOpts(w.seeds), kgo.ConsumeTopics(w.topic), kgo.ConsumerGroup(group),
+// kip848 makes the member use the consumer group protocol of KIP-848
+// (ConsumerGroupHeartbeat) instead of the classic JoinGroup/SyncGroup.
+func (w *workload) group(name, group string, kip848 bool, stop <-chan struct{}) error {
+	opts := append(clientOpts(w.seeds), kgo.ConsumeTopics(w.topic), kgo.ConsumerGroup(group),
 		kgo.DisableAutoCommit(), kgo.FetchMaxWait(500*time.Millisecond),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if kip848 {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -266,7 +279,7 @@ func (w *workload) group(name, group string, stop <-chan struct{}) error {
 		}
 	}()
 	defer wg.Wait()
-	return w.poll(cl, name, check.ReadUncommitted, stop, func(recs []*kgo.Record) {
+	return w.poll(cl, name, check.ReadUncommitted, "", stop, func(recs []*kgo.Record) {
 		next := map[int32]int64{}
 		for _, r := range recs {
 			next[r.Partition] = r.Offset + 1
@@ -305,5 +318,74 @@ func (w *workload) group(name, group string, stop <-chan struct{}) error {
 				w.rec.add(op)
 			}
 		})
+	})
+}
+
+// share runs a share group consumer: of the records it gets, about 8 in
+// 10 are accepted, 1 rejected and 1 released; every ack is flushed after
+// its poll and recorded with the broker's answer for its partition.
+func (w *workload) share(name, group string, seed int64, stop <-chan struct{}) error {
+	var mu sync.Mutex
+	results := map[int32]error{} // this flush's answers; protected by mu
+	cl, err := kgo.NewClient(append(clientOpts(w.seeds), kgo.ConsumeTopics(w.topic), kgo.ShareGroup(group),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range rs {
+				if r.Topic != w.topic {
+					continue
+				}
+				if prev, seen := results[r.Partition]; !seen || prev == nil {
+					results[r.Partition] = r.Err
+				}
+			}
+		}))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rng := rand.New(rand.NewSource(seed))
+	// A share group reads at share.isolation.level, read_uncommitted by
+	// default.
+	return w.poll(cl, name, check.ReadUncommitted, group, stop, func(recs []*kgo.Record) {
+		var ops []check.Op
+		for _, r := range recs {
+			st, ack := kgo.AckAccept, "accept"
+			switch rng.Intn(10) {
+			case 0:
+				st, ack = kgo.AckReject, "reject"
+			case 1:
+				st, ack = kgo.AckRelease, "release"
+			}
+			r.Ack(st)
+			ops = append(ops, check.Op{Type: check.ShareAck, Process: name, Group: group, Topic: r.Topic,
+				Partition: r.Partition, Offset: r.Offset, Ack: ack})
+		}
+		mu.Lock()
+		clear(results)
+		mu.Unlock()
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ferr := cl.FlushAcks(ctx)
+		cancel()
+		end := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, op := range ops {
+			op.Start, op.End = start, end
+			perr, answered := results[op.Partition]
+			switch {
+			case ferr != nil:
+				op.Err = ferr.Error()
+			case !answered:
+				op.Err = "no answer for the partition"
+			case perr != nil:
+				op.Err = perr.Error()
+			default:
+				op.Ok = true
+			}
+			w.rec.add(op)
+		}
 	})
 }
