@@ -48,6 +48,10 @@ const (
 	scrapeTimeout   = 2 * time.Second
 	maxGroupSeries  = 10_000
 	maxOffsetSeries = 50_000
+	// seriesPerOffset: a committed offset's series (offset, lag, growth,
+	// consumption, time to drain, oldest age), counted as dropped when
+	// past maxOffsetSeries.
+	seriesPerOffset = 6
 )
 
 var (
@@ -152,7 +156,7 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	for i, g := range groups {
 		byState[g.state]++
 		if i >= maxGroupSeries {
-			dropped += 1 + 2*len(g.offsets)
+			dropped += 1 + seriesPerOffset*len(g.offsets)
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(g.members), g.id)
@@ -175,7 +179,7 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, o := range g.offsets { // sorted by topic, partition
 			if offsetSeries >= maxOffsetSeries {
-				dropped += 2
+				dropped += seriesPerOffset
 				continue
 			}
 			offsetSeries++

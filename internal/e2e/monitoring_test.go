@@ -255,10 +255,12 @@ func TestMonitoringAssets(t *testing.T) {
 
 		// Scrape until every name is there: the rates need two scrapes.
 		var missing []string
+		var samples map[string]float64
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			names := map[string]bool{}
-			for k := range monScrape(t, mon) {
+			samples = monScrape(t, mon)
+			for k := range samples {
 				if i := strings.IndexByte(k, '{'); i >= 0 {
 					k = k[:i]
 				}
@@ -278,6 +280,22 @@ func TestMonitoringAssets(t *testing.T) {
 		sort.Strings(missing)
 		for _, m := range missing {
 			t.Errorf("not on the broker's /metrics: %s", m)
+		}
+		// The per-topic counters count what the clients did: 10 records
+		// produced to each topic, and the group read all of mon-stream.
+		for _, topic := range []string{"mon-stream", "mon-queue"} {
+			if v := samples[`kafka_server_brokertopicmetrics_messagesin_total{topic="`+topic+`"}`]; v != 10 {
+				t.Errorf("records in of %s: %v, want 10", topic, v)
+			}
+			if v := samples[`kafka_server_brokertopicmetrics_bytesin_total{topic="`+topic+`"}`]; v < 10 {
+				t.Errorf("bytes in of %s: %v", topic, v)
+			}
+		}
+		if v := samples[`strata_topic_records_out_total{topic="mon-stream"}`]; v < 10 {
+			t.Errorf("records out of mon-stream: %v, want >= 10", v)
+		}
+		if v := samples[`kafka_server_brokertopicmetrics_bytesout_total{topic="mon-stream"}`]; v < samples[`kafka_server_brokertopicmetrics_bytesin_total{topic="mon-stream"}`] {
+			t.Errorf("bytes out of mon-stream %v < bytes in", v)
 		}
 		t.Logf("%d metric names of the rules and the dashboard checked", len(used))
 	})
