@@ -156,6 +156,10 @@ func (w *dlqWriter) run(stop <-chan struct{}) {
 
 // pass writes what waits on every share partition this broker leads.
 func (w *dlqWriter) pass(stop <-chan struct{}) {
+	if sharepart.DeadLettersWaiting() == 0 {
+		w.waiting.Store(0)
+		return
+	}
 	b := w.l.broker
 	me := b.NodeID()
 	var total int64

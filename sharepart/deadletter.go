@@ -1,6 +1,9 @@
 package sharepart
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Dead letters (KIP-1191, and Strata's reasons beside it): a record that
 // a member rejects, or that reaches the delivery count limit, is archived
@@ -198,4 +201,26 @@ func (r *Registry) DeadWaiting() map[string]int {
 		}
 	}
 	return out
+}
+
+// deadWaiting is DeadLettersWaiting.
+var deadWaiting atomic.Int64
+
+// DeadLettersWaiting is how many dead letters wait in the registries of
+// this process, leaders' and followers' alike (a registry replaced by a
+// snapshot install may still count until it is changed): zero means no
+// share partition here has anything to write, so the writer need not
+// look.
+func DeadLettersWaiting() int64 { return deadWaiting.Load() }
+
+// countWaitingLocked recounts r's waiting letters into deadWaiting.
+func (r *Registry) countWaitingLocked() {
+	var n int64
+	for _, s := range r.groups {
+		n += int64(len(s.dlq.dead))
+	}
+	if n != r.waiting {
+		deadWaiting.Add(n - r.waiting)
+		r.waiting = n
+	}
 }

@@ -448,6 +448,9 @@ type Registry struct {
 	groups map[string]*State // protected by mu
 	// version counts applied deltas, so a reader can tell a state moved.
 	version uint64 // protected by mu
+	// waiting is how many dead letters wait in all its groups (its share
+	// of DeadLettersWaiting).
+	waiting int64 // protected by mu
 }
 
 // NewRegistry returns an empty registry.
@@ -474,6 +477,7 @@ func (r *Registry) ApplyDelta(d *Delta) {
 }
 
 func (r *Registry) applyLocked(d *Delta) {
+	defer r.countWaitingLocked()
 	r.version++
 	for i := range d.ops {
 		o := &d.ops[i]
@@ -682,5 +686,6 @@ func (r *Registry) Restore(b []byte) error {
 	defer r.mu.Unlock()
 	r.groups = groups
 	r.version++
+	r.countWaitingLocked()
 	return nil
 }
