@@ -44,8 +44,12 @@ var ErrNoNetwork = errors.New("network faults need network namespaces")
 func loopbackIP(id int) string { return fmt.Sprintf("127.77.0.%d", 10+id) }
 
 // lockPath serialises harness runs on one machine (they share the names
-// and the subnet).
-const lockPath = "/tmp/strata-faults.lock"
+// and the subnet); loopbackLockPath the fallback's runs (they share the
+// loopback addresses and ports).
+const (
+	lockPath         = "/tmp/strata-faults.lock"
+	loopbackLockPath = "/tmp/strata-faults-loopback.lock"
+)
 
 // nodeIP is broker id's address.
 func nodeIP(id int) string { return fmt.Sprintf("%s.%d", subnet, 10+id) }
@@ -128,9 +132,9 @@ func Sweep() error {
 	return errors.Join(errs...)
 }
 
-// takeLock takes the machine's harness lock.
-func takeLock() (*os.File, error) {
-	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
+// takeLock takes a machine-wide lock.
+func takeLock(path string) (*os.File, error) {
+	lf, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +147,7 @@ func takeLock() (*os.File, error) {
 
 // newLoopback is the fallback where namespaces cannot be made.
 func newLoopback(n int) (*netns, error) {
-	lf, err := takeLock()
+	lf, err := takeLock(loopbackLockPath)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +165,7 @@ func (nw *netns) ip(id int) string {
 // newNetns takes the machine's harness lock, sweeps, and makes n
 // namespaces on one bridge.
 func newNetns(n int) (*netns, error) {
-	lf, err := takeLock()
+	lf, err := takeLock(lockPath)
 	if err != nil {
 		return nil, err
 	}

@@ -87,8 +87,9 @@ func (g Gap) String() string {
 		g.From.Format("15:04:05.0"), g.To.Format("15:04:05.0"))
 }
 
-// gaps finds the longest gap of each producer and partition.
-func gaps(h *check.History) []Gap {
+// gaps finds the longest gap of each producer and partition, up to end
+// (when the workload stopped).
+func gaps(h *check.History, end time.Time) []Gap {
 	type key struct {
 		proc string
 		p    int32
@@ -103,6 +104,7 @@ func gaps(h *check.History) []Gap {
 	var out []Gap
 	for k, ts := range ends {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		ts = append(ts, end)
 		var g Gap
 		for i := 1; i < len(ts); i++ {
 			if ts[i].Sub(ts[i-1]) > g.To.Sub(g.From) {
@@ -246,6 +248,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rec.add(check.Op{Type: check.Heal, Note: "all faults healed", Start: healed, End: healed})
 	// The workload goes on through the recovery window.
 	sleepUntil(context.Background(), healed.Add(o.ResumeWithin))
+	stopped := time.Now()
 	close(stop)
 	wg.Wait()
 	o.Logf("workload stopped %v after the heal", time.Since(healed).Round(time.Millisecond))
@@ -266,7 +269,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			res.Reads++
 		}
 	}
-	res.Gaps = gaps(res.History)
+	res.Gaps = gaps(res.History, stopped)
 	res.Violations = check.Check(res.History, check.Config{ResumeWithin: o.ResumeWithin})
 	return res, saveHistory(filepath.Join(o.Dir, "history.json"), res.History)
 }
