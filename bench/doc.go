@@ -103,7 +103,16 @@
 // share/classic, share MB/s, broker CPU µs per acknowledged record (the
 // broker's CPU time over the share phase, including the join, divided by
 // the records accepted) and per classic record, both groups' first record
-// ms, and broker cores over both phases. --loadgen kafka-share is the
+// ms, and broker cores over both phases. Beside them, the settled
+// figures: a classic group's first record comes once its join has given
+// every member its partitions, while a share group's first member fetches
+// at once from every partition and the others join beside it, each
+// learning its own part at its next heartbeat (5 s apart by Kafka's
+// default); the bench describes the share group every 100 ms and, once
+// every member holds its part at the group's epoch, counts "settled
+// records/s" from then to the last record (when that holds at least a
+// quarter of them: runs of a few seconds have no settled figure) and
+// "settled share/classic". --loadgen kafka-share is the
 // other way to read a share group (Kafka's own share consumer tool on a
 // consume workload); the share workload itself runs only with franz-go.
 //

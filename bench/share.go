@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -36,6 +37,19 @@ type ShareFigures struct {
 	ClassicFirstRecordMs float64 `json:"classic_first_record_ms"` // clients' start to the first record: the join
 	// Ratio is share records/s over classic records/s.
 	Ratio float64 `json:"ratio"`
+	// A share group settles when every worker has heartbeated and holds
+	// its part of the target assignment (until then the first to join
+	// fetches from every partition beside the others: members learn of
+	// a new assignment at their next heartbeat, 5 s apart by Kafka's
+	// default). SettledMs is when, from the share clients' start (0: not
+	// within the run); SettledRecordsPerSec the distinct records accepted
+	// from then to the last, over that time, when that phase holds at
+	// least a quarter of the records (the classic group's records/s are
+	// counted from its first record, which its join delays until its
+	// assignment is complete); SettledRatio is that over classic records/s.
+	SettledMs            float64 `json:"settled_ms,omitempty"`
+	SettledRecordsPerSec float64 `json:"settled_records_per_sec,omitempty"`
+	SettledRatio         float64 `json:"settled_ratio,omitempty"`
 	// Broker CPU seconds of each phase, when the broker's process is known
 	// (HaveCPU): compare's brokers, or --broker-pid.
 	HaveCPU          bool    `json:"have_cpu"`
@@ -50,16 +64,22 @@ const (
 	FigShareCPUPerAck  = "broker CPU µs/ack"
 	FigClassicCPUPerRc = "classic broker CPU µs/record"
 	FigClassicFirst    = "classic first record ms"
+	FigSettledRecs     = "settled records/s"
+	FigSettledRatio    = "settled share/classic"
 )
 
 // shareFigureNames are the share workload's figures, in table order.
-var shareFigureNames = []string{FigRecs, FigClassicRecs, FigShareRatio, FigMBps, FigShareCPUPerAck, FigClassicCPUPerRc, FigFirst, FigClassicFirst, FigBrokerCore}
+var shareFigureNames = []string{FigRecs, FigClassicRecs, FigShareRatio, FigSettledRecs, FigSettledRatio, FigMBps, FigShareCPUPerAck, FigClassicCPUPerRc, FigFirst, FigClassicFirst, FigBrokerCore}
 
 // shareFigures adds the share workload's figures to f.
 func shareFigures(f map[string]float64, s *ShareFigures) {
 	f[FigClassicRecs] = s.ClassicRecordsPerSec
 	f[FigShareRatio] = s.Ratio
 	f[FigClassicFirst] = s.ClassicFirstRecordMs
+	if s.SettledRecordsPerSec > 0 {
+		f[FigSettledRecs] = s.SettledRecordsPerSec
+		f[FigSettledRatio] = s.SettledRatio
+	}
 	if s.HaveCPU && s.Acked > 0 {
 		f[FigShareCPUPerAck] = s.ShareBrokerCPU / float64(s.Acked) * 1e6
 	}
@@ -142,6 +162,16 @@ func runShare(ctx context.Context, w *Workload, opts RunOptions, topic string) (
 	if sf.ClassicRecordsPerSec > 0 {
 		sf.Ratio = r.RecordsPerSec / sf.ClassicRecordsPerSec
 	}
+	if s.settledNanos > 0 {
+		sf.SettledMs = float64(s.settledNanos) / 1e6
+		left, secs := sf.Acked-s.settledAcked, s.seconds-float64(s.settledNanos)/1e9
+		if left*4 >= w.NumRecords && secs > 0 {
+			sf.SettledRecordsPerSec = float64(left) / secs
+			if sf.ClassicRecordsPerSec > 0 {
+				sf.SettledRatio = sf.SettledRecordsPerSec / sf.ClassicRecordsPerSec
+			}
+		}
+	}
 	if serr == nil && sf.Acked < w.NumRecords {
 		serr = fmt.Errorf("%w: share group: acknowledged %d of %d records: %v", ErrRun, sf.Acked, w.NumRecords, ctx.Err())
 	}
@@ -157,6 +187,11 @@ type shareStats struct {
 	ackErrs     atomic.Int64
 	firstNanos  atomic.Int64
 	seconds     float64
+	// settledNanos (from the clients' start) and settledAcked: when the
+	// group settled (watchSettled) and how many records were accepted by
+	// then; 0 if it did not within the run.
+	settledNanos int64
+	settledAcked int64
 
 	mu   sync.Mutex
 	seen map[int32][]uint64 // partition -> bitmap of offsets accepted
@@ -213,6 +248,12 @@ func shareConsume(ctx context.Context, w *Workload, bootstrap []string, topic, g
 		}
 		clients = append(clients, cl)
 	}
+	settled := make(chan struct{})
+	wctx, stopWatch := context.WithCancel(ctx)
+	go func() {
+		defer close(settled)
+		watchSettled(wctx, clients[0], group, topic, w.Partitions, len(clients), st, began)
+	}()
 	var wg sync.WaitGroup
 	var flushErr atomic.Pointer[error]
 	for _, cl := range clients {
@@ -229,6 +270,8 @@ func shareConsume(ctx context.Context, w *Workload, bootstrap []string, topic, g
 	}
 	wg.Wait()
 	st.seconds = time.Since(began).Seconds()
+	stopWatch()
+	<-settled
 	// Leaving the group is not measured.
 	var closing sync.WaitGroup
 	for _, cl := range clients {
@@ -240,6 +283,45 @@ func shareConsume(ctx context.Context, w *Workload, bootstrap []string, topic, g
 		return st, fmt.Errorf("%w: share worker: flushing acknowledgements: %v", ErrRun, *e)
 	}
 	return st, nil
+}
+
+// watchSettled describes group every 100 ms until it has settled: n
+// members, each at the group's epoch with a non-empty assignment, the
+// assignment at the group's epoch, and every partition of topic assigned.
+// It notes when in st (settledNanos, settledAcked), or nothing if ctx ends
+// first.
+func watchSettled(ctx context.Context, cl *kgo.Client, group, topic string, partitions, n int, st *shareStats, began time.Time) {
+	adm := kadm.NewClient(cl)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		described, err := adm.DescribeShareGroups(dctx, group)
+		cancel()
+		if err != nil {
+			continue
+		}
+		g, ok := described[group]
+		if !ok || g.Err != nil || len(g.Members) != n || g.AssignmentEpoch != g.GroupEpoch {
+			continue
+		}
+		ok = true
+		for _, m := range g.Members {
+			if m.MemberEpoch != g.GroupEpoch || len(m.Assignment[topic]) == 0 {
+				ok = false
+			}
+		}
+		if ok && len(g.AssignedPartitions()[topic]) == partitions {
+			st.settledAcked = st.acked.Load()
+			st.settledNanos = int64(time.Since(began))
+			return
+		}
+	}
 }
 
 // shareWorker is one worker's loop: poll, accept every record, until the
@@ -329,6 +411,14 @@ func formatShare(r *Result) string {
 	shareFigures(f, s)
 	if v, ok := f[FigShareCPUPerAck]; ok {
 		out += fmt.Sprintf("; broker CPU %.1f µs per acknowledged record, %.1f µs per classic record", v, f[FigClassicCPUPerRc])
+	}
+	switch {
+	case s.SettledRecordsPerSec > 0:
+		out += fmt.Sprintf(".\nsettled share group (from %.0f ms): %.1f records/sec, share/classic %.2f", s.SettledMs, s.SettledRecordsPerSec, s.SettledRatio)
+	case s.SettledMs > 0:
+		out += fmt.Sprintf(".\nthe share group settled at %.0f ms, too late for a settled figure (a longer run gives one)", s.SettledMs)
+	default:
+		out += ".\nthe share group did not settle within the run (a longer run gives a settled figure)"
 	}
 	return out + "."
 }

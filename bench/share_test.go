@@ -79,12 +79,13 @@ func TestShareWorkloadValidate(t *testing.T) {
 func TestShareFiguresAndFormat(t *testing.T) {
 	sf := &ShareFigures{Workers: 4, Acked: 200000, Redelivered: 3, ClassicRecords: 200000, ClassicSeconds: 1,
 		ClassicRecordsPerSec: 200000, ClassicFirstRecordMs: 3000, Ratio: 0.5, HaveCPU: true,
-		ClassicBrokerCPU: 0.2, ShareBrokerCPU: 2}
+		ClassicBrokerCPU: 0.2, ShareBrokerCPU: 2, SettledMs: 5000, SettledRecordsPerSec: 150000, SettledRatio: 0.75}
 	r := &Result{Kind: KindShare, Records: 200000, Bytes: 200000 << 10, Seconds: 2, RecordsPerSec: 100000,
 		MBPerSec: 97.66, FirstRecordMs: 50, MovedBytes: 400000 << 10, MeasuredSeconds: 7, Share: sf}
 	f := figures(r, 2.2, 1, true)
 	want := map[string]float64{FigRecs: 100000, FigClassicRecs: 200000, FigShareRatio: 0.5, FigShareCPUPerAck: 10,
-		FigClassicCPUPerRc: 1, FigFirst: 50, FigClassicFirst: 3000, FigBrokerCore: 2.2 / 7}
+		FigClassicCPUPerRc: 1, FigFirst: 50, FigClassicFirst: 3000, FigBrokerCore: 2.2 / 7,
+		FigSettledRecs: 150000, FigSettledRatio: 0.75}
 	for name, v := range want {
 		if got, ok := f[name]; !ok || math.Abs(got-v) > 1e-9*math.Max(1, v) {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, v)
@@ -104,10 +105,19 @@ func TestShareFiguresAndFormat(t *testing.T) {
 	out := FormatResult(r)
 	for _, s := range []string{"share group, 4 workers: 200000 records acknowledged, 100000.0 records/sec",
 		"3 redelivered", "classic group, 4 members: 200000 records, 200000.0 records/sec, 3000.0 ms to first record",
-		"share/classic: 0.50", "10.0 µs per acknowledged record, 1.0 µs per classic record"} {
+		"share/classic: 0.50", "10.0 µs per acknowledged record, 1.0 µs per classic record",
+		"settled share group (from 5000 ms): 150000.0 records/sec, share/classic 0.75"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("FormatResult lacks %q:\n%s", s, out)
 		}
+	}
+	// A run too short to settle has no settled figure, and says so.
+	sf.SettledRecordsPerSec, sf.SettledRatio = 0, 0
+	if f := figures(r, 2.2, 1, true); f[FigSettledRecs] != 0 || f[FigSettledRatio] != 0 {
+		t.Errorf("settled figures of a run that did not settle in time: %v", f)
+	}
+	if out := FormatResult(r); !strings.Contains(out, "too late for a settled figure") {
+		t.Errorf("FormatResult of a late settle:\n%s", out)
 	}
 }
 

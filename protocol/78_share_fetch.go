@@ -37,8 +37,13 @@ import (
 //     batches. The acquisition is replicated before the response goes out,
 //     so delivery counts survive a failover.
 //   - Long poll: with nothing acquired the request waits up to
-//     MaxWaitMillis (capped at maxFetchWait) for new records, released
-//     ones or lapsed locks.
+//     MaxWaitMillis (capped at maxFetchWait) for new records, records
+//     freed by acknowledgements (released, or the lock window moving on)
+//     or lapsed locks. Not when the member's own unacknowledged records
+//     fill a partition's lock window (sharepart.WindowHeldBy): clients
+//     send their acknowledgements with their next request, which a long
+//     poll would hold back, so such a fetch is answered after heldWaitMin,
+//     twice as late each time in a row (share_session.go).
 //   - IsRenewAck (v2): the request only acknowledges (RENEW allowed);
 //     fetch parameters must be zero (INVALID_REQUEST otherwise).
 //   - Errors: INVALID_REQUEST for an empty or too long member ID, or
