@@ -24,8 +24,8 @@ import (
 // Version notes:
 //   - v1: ThrottleMillis
 //   - v3: flexible; client software name/version; features (KIP-584):
-//     share.version (supported 0-1, finalized at 1 by default: share
-//     groups on) and transaction.version (supported 0-2, finalized at 2 by
+//     share.version (supported 0-2, finalized at 2 by default: share
+//     groups with dead-letter topics on) and transaction.version (supported 0-2, finalized at 2 by
 //     default, so clients use KIP-890 part 2), each at the level
 //     UpdateFeatures set in the metadata, else at its setting
 //     (Config.ShareVersion, txncoord.Config.TransactionVersion); a feature

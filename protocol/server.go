@@ -73,8 +73,9 @@ type Config struct {
 	// zero values take Kafka's defaults.
 	GroupConfig groupconfig.Broker
 	// ShareVersion is the share.version feature level finalized until
-	// UpdateFeatures sets one in the metadata: 0 = the default (1, share
-	// groups served), ShareVersionOff = level 0 (share groups refused).
+	// UpdateFeatures sets one in the metadata: 0 = the default (2, share
+	// groups with dead-letter topics; 1 without), ShareVersionOff = level
+	// 0 (share groups refused).
 	ShareVersion int16
 	// Txns configures the transaction coordinator (transaction.state.log.*,
 	// transaction.* settings); zero values take Kafka's defaults.
