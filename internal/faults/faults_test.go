@@ -89,7 +89,7 @@ func TestFaults(t *testing.T) {
 	for _, o := range res.History.Ops {
 		counts[o.Type]++
 	}
-	t.Logf("%v: %d produces acknowledged, %d reads; ops %v", time.Since(start).Round(time.Second), res.Acked, res.Reads, counts)
+	t.Logf("%v: %d produces acknowledged, %d reads; ops %v; admin cycles %d (%d failed)", time.Since(start).Round(time.Second), res.Acked, res.Reads, counts, res.AdminCycles, res.AdminFailed)
 	for i, g := range res.Gaps {
 		if i == 6 {
 			break

@@ -68,6 +68,9 @@ type Result struct {
 	Problems []string
 	Acked    int // acknowledged produces
 	Reads    int
+	// AdminCycles counts the create/add partitions/elect/delete cycles
+	// run during the faults, AdminFailed those with a failed step.
+	AdminCycles, AdminFailed int
 	// Gaps are the longest stretches without an acknowledged write, per
 	// producer and partition, longest first: availability under the
 	// faults (the checker bounds only the time to resume after the heal).
@@ -224,6 +227,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	spawn(func() error { return w.group("g2", "faults-group-848", true, stop) })
 	spawn(func() error { return w.share("s1", "faults-share", o.Seed, stop) })
 	spawn(func() error { return w.share("s2", "faults-share", o.Seed+1, stop) })
+	var admin adminStats
+	spawn(func() error { return w.admin("faults-admin", stop, &admin) })
 
 	start := time.Now()
 	for _, s := range steps {
@@ -253,8 +258,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	wg.Wait()
 	o.Logf("workload stopped %v after the heal", time.Since(healed).Round(time.Millisecond))
 
-	res := &Result{History: &rec.h}
+	res := &Result{History: &rec.h, AdminCycles: admin.cycles, AdminFailed: admin.failed}
 	res.Problems = append(res.Problems, errStrings(werrs)...)
+	// Admin operations work again after the heal: one whole cycle.
+	if err := adminCycle(adm, "faults-admin-after"); err != nil {
+		res.Problems = append(res.Problems, fmt.Sprintf("admin after the heal: %v (last failure during the faults: %s)", err, admin.last))
+	}
 	if err := c.final(ctx, adm, res); err != nil {
 		res.Problems = append(res.Problems, err.Error())
 	}

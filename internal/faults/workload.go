@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -388,4 +389,93 @@ func (w *workload) share(name, group string, seed int64, stop <-chan struct{}) e
 			w.rec.add(op)
 		}
 	})
+}
+
+// admin runs admin operations in a loop until stop: create a topic (3
+// partitions, 3 replicas), add a partition, elect its preferred leaders,
+// delete it. Failures under faults are expected; it counts them, and
+// returns the error of the last cycle when that one failed.
+func (w *workload) admin(name string, stop <-chan struct{}, stats *adminStats) error {
+	cl, err := kgo.NewClient(clientOpts(w.seeds)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		err := adminCycle(adm, fmt.Sprintf("%s-%d", name, i))
+		stats.mu.Lock()
+		stats.cycles++
+		if err != nil {
+			stats.failed++
+			stats.last = err.Error()
+		}
+		stats.mu.Unlock()
+	}
+}
+
+type adminStats struct {
+	mu             sync.Mutex
+	cycles, failed int
+	last           string // the last error
+}
+
+// adminCycle creates topic, adds a partition, elects preferred leaders
+// and deletes it, each step within 10 s.
+func adminCycle(adm *kadm.Client, topic string) error {
+	step := func(what string, f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			return fmt.Errorf("%s %s: %w", what, topic, err)
+		}
+		return nil
+	}
+	err := step("create", func(ctx context.Context) error {
+		r, err := adm.CreateTopic(ctx, 3, 3, nil, topic)
+		if err == nil {
+			err = r.Err
+		}
+		return err
+	})
+	if err == nil {
+		err = step("add partitions to", func(ctx context.Context) error {
+			rs, err := adm.CreatePartitions(ctx, 1, topic)
+			if err == nil {
+				err = rs.Error()
+			}
+			return err
+		})
+	}
+	if err == nil {
+		err = step("elect leaders of", func(ctx context.Context) error {
+			rs, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}, 1: {}, 2: {}}})
+			if err != nil {
+				return err
+			}
+			for _, ps := range rs {
+				for _, r := range ps {
+					// Already led by its preferred replica, or no leader to
+					// move at this moment: not a failure of the request.
+					if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) && !errors.Is(r.Err, kerr.PreferredLeaderNotAvailable) {
+						return fmt.Errorf("p%d: %w", r.Partition, r.Err)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	derr := step("delete", func(ctx context.Context) error {
+		r, err := adm.DeleteTopic(ctx, topic)
+		if err == nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			err = r.Err
+		}
+		return err
+	})
+	return errors.Join(err, derr)
 }
