@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -143,5 +144,26 @@ func TestSchedule(t *testing.T) {
 	}
 	if _, err := ParseKinds("kill,nap"); err == nil {
 		t.Fatal("nap accepted")
+	}
+}
+
+var historyFlag = flag.String("faults.history", "", "check this saved history.json instead of running (TestCheckHistory)")
+
+// TestCheckHistory checks a history a run saved: go test
+// ./internal/faults -run TestCheckHistory -args -faults.history FILE.
+func TestCheckHistory(t *testing.T) {
+	if *historyFlag == "" {
+		t.Skip("-faults.history FILE checks a saved history")
+	}
+	b, err := os.ReadFile(*historyFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h check.History
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	if vs := check.Check(&h, check.Config{ResumeWithin: 15 * time.Second}); len(vs) > 0 {
+		t.Error(check.Report(&h, vs))
 	}
 }
