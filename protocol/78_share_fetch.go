@@ -234,6 +234,7 @@ func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchReque
 	if anyAcks {
 		sl.sessions.heldWait(skey, false) // the member is getting on
 	}
+	heldBack := false // this fetch's wait was cut short once already
 	for {
 		got, wakes, held := s.shareAcquireAll(ctx, targets, group, member, maxRecords, strict, maxBytes, acks, w)
 		clear(acks) // applied (or refused) once
@@ -241,12 +242,13 @@ func (s *Server) handleShareFetch(ctx context.Context, req *kmsg.ShareFetchReque
 			sl.sessions.heldWait(skey, false)
 			break
 		}
-		if held {
+		if held && !heldBack {
 			// The member's own unacknowledged records fill a partition's
 			// lock window: its acknowledgements come with its next
 			// request, which this one holds back. Answer soon, later
-			// each time in a row (a worker still busy with its records
+			// each fetch in a row (a worker still busy with its records
 			// polls ever less often).
+			heldBack = true
 			deadline = minTime(deadline, time.Now().Add(sl.sessions.heldWait(skey, true)))
 		}
 		left := time.Until(deadline)

@@ -57,3 +57,25 @@ func TestShareSessionsLimitAndEpochs(t *testing.T) {
 		t.Fatalf("closing a twice: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestShareSessionsHeldWait: a session's fetches held back by the
+// member's own locks wait heldWaitMin, then twice as long each time in a
+// row up to heldWaitMax; one that was not held ends the streak.
+func TestShareSessionsHeldWait(t *testing.T) {
+	ss := newShareSessions(2, time.Now)
+	k := shareSessionKey{"g", "a"}
+	if _, code := ss.open(k, []shareTPKey{{partition: 0}}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	want := heldWaitMin
+	for i := range 12 {
+		if got := ss.heldWait(k, true); got != want {
+			t.Fatalf("held fetch %d in a row waits %v, want %v", i+1, got, want)
+		}
+		want = min(2*want, heldWaitMax)
+	}
+	ss.heldWait(k, false)
+	if got := ss.heldWait(k, true); got != heldWaitMin {
+		t.Fatalf("after the streak ended: %v, want %v", got, heldWaitMin)
+	}
+}

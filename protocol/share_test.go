@@ -263,6 +263,50 @@ func TestShareFetchLongPoll(t *testing.T) {
 	}
 }
 
+// TestShareFetchHeldByOwnLocks: a member whose own unacknowledged records
+// fill the lock window (share.partition.max.record.locks past the start
+// offset) gets its fetch answered at once instead of after MaxWaitMs (its
+// acknowledgements come with its next request); another member, whom
+// only the first member's acknowledgements can serve, waits its MaxWaitMs
+// out; the first member's acknowledgements move the window on.
+func TestShareFetchHeldByOwnLocks(t *testing.T) {
+	c := newShareCluster(t, groupconfig.Broker{SharePartitionMaxRecordLocks: 100}, "g")
+	c.createTopic("win", 1)
+	cl := c.client()
+	recs := make([]*kgo.Record, 250)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "win", Value: []byte(fmt.Sprint(i))}
+	}
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := c.b.Topic("win")
+	a := &shareClient{t: t, cl: c.client(), group: "g", member: "member-a", topicID: info.ID}
+	b := &shareClient{t: t, cl: c.client(), group: "g", member: "member-b", topicID: info.ID}
+	if got, _, _ := acquiredOf(t, a.fetch(500, 0)); got != "0-99#1" {
+		t.Fatalf("a acquired %q, want the window 0-99#1", got)
+	}
+	const maxWait = 5 * time.Second
+	start := time.Now()
+	if got, _, _ := acquiredOf(t, a.fetch(500, maxWait)); got != "" {
+		t.Fatalf("a acquired %q past a full window", got)
+	}
+	if took := time.Since(start); took >= maxWait/2 {
+		t.Fatalf("a's fetch, held back only by its own locks, was answered after %v (MaxWaitMs %v)", took, maxWait)
+	}
+	const bWait = 300 * time.Millisecond
+	start = time.Now()
+	if got, _, _ := acquiredOf(t, b.fetch(500, bWait)); got != "" {
+		t.Fatalf("b acquired %q past a full window", got)
+	}
+	if took := time.Since(start); took < bWait {
+		t.Fatalf("b's fetch, whom a's locks hold back, was answered after %v, before its MaxWaitMs %v", took, bWait)
+	}
+	if got, _, ackCode := acquiredOf(t, a.fetch(500, maxWait, ackSpec{0, 99, []int8{1}})); ackCode != 0 || got != "100-199#1" {
+		t.Fatalf("a after accepting 0-99: ack %v, acquired %q, want 100-199#1", kerr.ErrorForCode(ackCode), got)
+	}
+}
+
 // TestShareGroupOffsetsAdmin describes, alters and deletes a share group's
 // start offsets with kadm (DescribeShareGroupOffsets v1 with lag,
 // AlterShareGroupOffsets, DeleteShareGroupOffsets).
