@@ -7,6 +7,8 @@ import (
 	"log"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -107,7 +109,86 @@ func (r *raftLogger) Log(level hclog.Level, msg string, args ...interface{}) {
 	if !r.l.Enabled(ctx, lv) {
 		return
 	}
-	r.l.Log(ctx, lv, msg, attrs(args)...)
+	a := attrs(args)
+	if lv >= slog.LevelWarn {
+		if peer, ok := peerOf(args); ok {
+			suppressed, emit := raftRepeats.allow(r.electionLevel, msg, peer)
+			if !emit {
+				return
+			}
+			if suppressed > 0 {
+				a = append(a, "suppressed", suppressed)
+			}
+		}
+	}
+	r.l.Log(ctx, lv, msg, a...)
+}
+
+// A dead or unreachable peer makes every raft group with a replica on it
+// log the same failure (failed to heartbeat to, failed to contact, failed
+// to make requestVote RPC, ...) at every retry: thousands of lines a
+// second on a broker with many partitions. A WARN or ERROR line naming a
+// peer is logged once per repeatWindow for its message and peer, broker-
+// wide (the metadata group apart from the partitions); the next one says
+// how many were suppressed meanwhile ("suppressed").
+const repeatWindow = 10 * time.Second
+
+var raftRepeats = &repeatLimiter{now: time.Now, last: map[repeatKey]*repeatEntry{}}
+
+type repeatKey struct {
+	metadata bool
+	msg      string
+	peer     string
+}
+
+type repeatEntry struct {
+	at         time.Time
+	suppressed int
+}
+
+type repeatLimiter struct {
+	mu   sync.Mutex
+	now  func() time.Time           // protected by mu (tests replace it)
+	last map[repeatKey]*repeatEntry // protected by mu
+}
+
+// allow reports whether a line may be logged now, and how many like it
+// were suppressed since the last one.
+func (l *repeatLimiter) allow(electionLevel slog.Level, msg, peer string) (int, bool) {
+	k := repeatKey{metadata: electionLevel == slog.LevelInfo, msg: msg, peer: peer}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	e := l.last[k]
+	if e != nil && now.Sub(e.at) < repeatWindow {
+		e.suppressed++
+		return 0, false
+	}
+	if e == nil {
+		if len(l.last) >= 4096 { // bounded: forget the quiet ones
+			for k, o := range l.last {
+				if now.Sub(o.at) >= repeatWindow {
+					delete(l.last, k)
+				}
+			}
+		}
+		e = &repeatEntry{}
+		l.last[k] = e
+	}
+	n := e.suppressed
+	e.at, e.suppressed = now, 0
+	return n, true
+}
+
+// peerOf finds the peer a raft line is about.
+func peerOf(args []interface{}) (string, bool) {
+	for i := 0; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "peer", "target", "server-id", "from", "candidate":
+			return fmt.Sprint(args[i+1]), true
+		}
+	}
+	return "", false
 }
 
 // attrs turns hclog's key-value pairs into slog's: keys with '-' get '_',
