@@ -152,6 +152,10 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 
 	produce := func(jb job) {
 		sp := &jb.rt.Partitions[jb.idx]
+		// A panic (a bug some input triggered) fails this partition only,
+		// not the request, the connection or the process; the fan-out's
+		// goroutines are not the handler's, whose recover would not see it.
+		defer s.recoverPartition(&sp.ErrorCode, "produce", jb.topic, sp.Partition)
 		if req.TransactionID != nil && len(jb.rec) >= batchHeaderLen && binary.BigEndian.Uint16(jb.rec[batchAttributesOffset:])&batchTransactionalBit != 0 {
 			// KIP-890 part 1: the partition must be in the producer's
 			// ongoing transaction before a transactional batch lands.

@@ -249,7 +249,12 @@ func (m *Mux) handleForward(f frame, w *frameWriter) error {
 	go func() {
 		defer m.fwdWG.Done()
 		defer func() { <-m.fwdSem }()
-		resp, err := fn(req.b)
+		var resp []byte
+		err := m.guard("forwarded request", func() error {
+			var err error
+			resp, err = fn(req.b)
+			return err
+		})
 		if err != nil {
 			w.writeError(reqID, nil, err.Error())
 			return
@@ -437,6 +442,7 @@ func (m *Mux) forget(c net.Conn) {
 func (m *Mux) serve(c net.Conn) {
 	defer m.wg.Done()
 	defer m.forget(c)
+	defer m.recoverConn("accepted connection", c.RemoteAddr())
 	r := bufio.NewReaderSize(c, 64<<10)
 	c.SetReadDeadline(time.Now().Add(m.cfg.RPCTimeout))
 	var pre [len(muxMagic) + 3]byte
@@ -565,6 +571,7 @@ func (m *Mux) dispatch(f frame, w *frameWriter, cmd any) error {
 		go func() {
 			defer m.wg.Done()
 			defer func() { <-m.waitSem }()
+			defer m.recoverConn("request waiting for its group", nil)
 			g := m.waitGroup(group, unknownGroupWait)
 			if g == nil {
 				w.writeError(reqID, []byte(group), "unknown raft group "+group)
@@ -598,7 +605,10 @@ func (m *Mux) deliver(g *GroupTransport, reqID uint64, group []byte, cmd any, w 
 		return w.writeError(reqID, group, "raft group busy")
 	}
 	ae, _ := cmd.(*raft.AppendEntriesRequest)
-	go g.respond(w, reqID, []byte(string(group)), respCh, ae != nil && len(ae.Entries) == 0)
+	go func() {
+		defer m.recoverConn("answer", nil)
+		g.respond(w, reqID, []byte(string(group)), respCh, ae != nil && len(ae.Entries) == 0)
+	}()
 	return nil
 }
 
@@ -959,6 +969,12 @@ func (cc *clientConn) waitOr(cl *call, timeout time.Duration, stop <-chan struct
 
 func (cc *clientConn) readLoop() {
 	defer cc.m.wg.Done()
+	defer func() {
+		if r := recover(); r != nil {
+			cc.m.panicked("dialed connection's reader", r)
+			cc.fail(fmt.Errorf("replication: connection to %s: reader panicked: %v", cc.c.RemoteAddr(), r))
+		}
+	}()
 	r := bufio.NewReaderSize(cc.c, 64<<10)
 	var buf []byte
 	for {

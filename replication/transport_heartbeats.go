@@ -161,6 +161,16 @@ func (b *beater) send() {
 			r.results[i].err = err
 		}
 	}
+	finished := false
+	defer func() {
+		if rec := recover(); rec != nil {
+			b.m.panicked("heartbeat round", rec)
+			if !finished {
+				fail(fmt.Errorf("replication: heartbeat round panicked: %v", rec))
+				close(r.done)
+			}
+		}
+	}()
 	var out beatAnswers
 	sent := time.Now()
 	b.m.beatsSent.Add(uint64(len(r.beats)))
@@ -194,6 +204,7 @@ func (b *beater) send() {
 		}
 	}
 	b.mu.Unlock()
+	finished = true
 	close(r.done)
 }
 
@@ -337,6 +348,7 @@ func (m *Mux) handleHeartbeats(f frame, w *frameWriter, peer string) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer m.recoverConn("heartbeats answered off the reader", nil)
 		respCh := make(chan raft.RPCResponse, 1)
 		for _, i := range slow {
 			g, b := groups[i], req.beats[i]

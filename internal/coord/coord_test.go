@@ -251,3 +251,37 @@ func TestPartitionFor(t *testing.T) {
 		}
 	}
 }
+
+// TestShardPanicUnloadsOnlyTheShard: a call that panics (a bug some input
+// triggers) fails its request with NOT_COORDINATOR and unloads its shard;
+// the process goes on, and the next request reloads the shard from the
+// log with everything written before.
+func TestShardPanicUnloadsOnlyTheShard(t *testing.T) {
+	b := openBroker(t, t.TempDir())
+	defer b.Close()
+	var mu sync.Mutex
+	c := newKV(b, NewFake(time.Unix(1000, 0)), &mu)
+	defer c.Close()
+	if _, err := c.EnsureTopic(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "k")
+	sh := route(t, c, "k")
+	before := Panics.Load()
+	_, code, err := Call(context.Background(), sh, 0, func(s *kvState, reply func(string)) {
+		var m map[string]int
+		m["boom"]++ // nil map: panics
+		reply("unreachable")
+	})
+	if err != nil || code != kerr.NotCoordinator.Code {
+		t.Fatalf("panicking call: code %d err %v, want NOT_COORDINATOR", code, err)
+	}
+	<-sh.Done()
+	if Panics.Load() != before+1 {
+		t.Fatalf("panics counted: %d, want %d", Panics.Load(), before+1)
+	}
+	if !has(t, c, "k") {
+		t.Fatal("the reloaded shard lost k")
+	}
+	put(t, c, "k2")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +95,11 @@ func (s *Shard[S]) isStopping() bool {
 
 func (s *Shard[S]) run() {
 	cfg := &s.c.cfg
+	// A panic in the user's code -- a replay, a request's call, a tick,
+	// Stopped -- is a bug that some input triggered: it stops this shard
+	// only (its callers get NOT_COORDINATOR and retry, and the next request
+	// reloads the partition from its log), never the process.
+	defer s.recoverPanic()
 	defer close(s.done)
 	defer s.c.forget(s)
 	defer s.state.Stopped()
@@ -122,6 +128,20 @@ func (s *Shard[S]) run() {
 			s.state.Tick(cfg.Clock.Now())
 		}
 	}
+}
+
+// Panics counts the panics shards of any coordinator recovered from (tests
+// and metrics read it; each is a bug, logged with its stack).
+var Panics atomic.Int64
+
+func (s *Shard[S]) recoverPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	Panics.Add(1)
+	s.c.cfg.Logger.Error(s.c.cfg.Name+" shard panicked; unloaded", "partition", s.partition, "epoch", s.epoch,
+		"panic", r, "stack", string(debug.Stack()))
 }
 
 // load replays the partition from its log start to the log end seen at
