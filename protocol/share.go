@@ -121,7 +121,7 @@ type shareStats struct {
 func (l *shareLeader) count(k shareKey, st sharepart.Stats) {
 	l.stats.add(st)
 	l.metrics.add(k, st)
-	l.dlq.note(st)
+	l.dlq.note(k, st)
 }
 
 func (s *shareStats) add(st sharepart.Stats) {

@@ -45,6 +45,9 @@ type shareSettings struct {
 	// errors.deadletterqueue.copy.record.enable (KIP-1191).
 	dlqTopic string
 	dlqCopy  bool
+	// paused is strata.share.dlq.flood.paused: the dead-letter flood
+	// guard stopped deliveries to the group.
+	paused bool
 }
 
 // part is the sharepart decision inputs of these settings.
@@ -68,6 +71,7 @@ func (s *Server) shareSettings(group string) shareSettings {
 		renew:         e.RenewAcknowledgeEnable,
 		dlqTopic:      e.DLQTopicName,
 		dlqCopy:       e.DLQCopyRecordEnable,
+		paused:        e.FloodPaused,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/segment"
 	"github.com/strata-io/strata/sharepart"
@@ -64,6 +65,10 @@ type dlqSettings struct {
 	copyRecord bool
 	prefix     string // errors.deadletterqueue.topic.name.prefix
 	autoCreate bool   // errors.deadletterqueue.auto.create.topics.enable
+	// The flood guard (strata.share.dlq.flood.*; ratio 0 = off).
+	floodRatio  float64
+	floodWindow time.Duration
+	floodMin    int64
 }
 
 // Kafka's and Strata's dead-letter headers.
@@ -109,6 +114,9 @@ type dlqWriter struct {
 	// as a leader dying between the two would. Protected by mu.
 	afterWrite func() error
 
+	// flood is the flood guard's window per group; protected by mu.
+	flood map[string]*floodWindow
+
 	// Metrics (share_metrics.go).
 	waiting     atomic.Int64    // letters waiting on the partitions led here, last pass
 	written     [3]atomic.Int64 // letters written, by sharepart.Reason
@@ -116,20 +124,79 @@ type dlqWriter struct {
 	dropped     atomic.Int64    // records archived without a letter (MaxDeadLetters waiting)
 	failures    atomic.Int64    // writes that failed (retried)
 	duplicates  atomic.Int64    // writes the target found duplicate (a rewrite after a failover)
+	floodPauses atomic.Int64    // groups this broker paused (flood guard)
 	lastWritten atomic.Int64    // unix ms of the last write, 0 = none
 }
 
 func newDLQWriter(l *shareLeader) *dlqWriter {
-	return &dlqWriter{l: l, log: slog.Default().With("component", "share-dlq"), synced: map[shareKey]int32{}, logged: map[string]time.Time{}}
+	return &dlqWriter{l: l, log: slog.Default().With("component", "share-dlq"), synced: map[shareKey]int32{}, logged: map[string]time.Time{}, flood: map[string]*floodWindow{}}
 }
 
-// note counts one decision's dead letters (shareLeader.count).
-func (w *dlqWriter) note(st sharepart.Stats) {
-	if st.DeadLettered == 0 && st.DeadDropped == 0 {
+// floodWindow counts one group's deliveries and dead letters on this
+// broker since start.
+type floodWindow struct {
+	start               time.Time
+	deliveries, letters int64
+	tripped             bool // the pause was asked for in this window
+}
+
+// note counts one decision's dead letters (shareLeader.count) and runs
+// the flood guard.
+func (w *dlqWriter) note(k shareKey, st sharepart.Stats) {
+	if st.DeadLettered != 0 || st.DeadDropped != 0 {
+		w.recorded.Add(int64(st.DeadLettered))
+		w.dropped.Add(int64(st.DeadDropped))
+	}
+	if st.Acquired == 0 && st.DeadLettered == 0 && st.DeadDropped == 0 {
 		return
 	}
-	w.recorded.Add(int64(st.DeadLettered))
-	w.dropped.Add(int64(st.DeadDropped))
+	ds := w.l.settings(k.group).dlq
+	if ds.floodRatio <= 0 || ds.topic == "" {
+		return
+	}
+	now := w.l.cfg.Now()
+	w.mu.Lock()
+	fw := w.flood[k.group]
+	if fw == nil || now.Sub(fw.start) >= ds.floodWindow {
+		fw = &floodWindow{start: now}
+		w.flood[k.group] = fw
+	}
+	fw.deliveries += int64(st.Acquired)
+	fw.letters += int64(st.DeadLettered + st.DeadDropped)
+	trip := !fw.tripped && fw.deliveries >= ds.floodMin && float64(fw.letters) >= ds.floodRatio*float64(fw.deliveries)
+	if trip {
+		fw.tripped = true
+	}
+	deliveries, letters := fw.deliveries, fw.letters
+	w.mu.Unlock()
+	if trip {
+		go w.pause(k.group, deliveries, letters)
+	}
+}
+
+// pause sets the group's strata.share.dlq.flood.paused (replicated
+// metadata: every broker stops delivering to it) unless it is set.
+func (w *dlqWriter) pause(group string, deliveries, letters int64) {
+	b := w.l.broker
+	ctx, cancel := context.WithTimeout(context.Background(), dlqRequestTimeout)
+	defer cancel()
+	cfgs := b.GroupConfigs(group)
+	if cfgs[groupconfig.FloodPaused] == "true" {
+		return
+	}
+	cfgs[groupconfig.FloodPaused] = "true"
+	if err := b.SetGroupConfigs(ctx, group, cfgs, false); err != nil {
+		w.log.Warn("dead-letter flood guard could not pause the group", "group", group, "err", err)
+		w.mu.Lock()
+		if fw := w.flood[group]; fw != nil {
+			fw.tripped = false // try again at the next decision
+		}
+		w.mu.Unlock()
+		return
+	}
+	w.floodPauses.Add(1)
+	w.log.Warn("dead-letter flood: share group paused; resume with strata share-group resume", "group", group,
+		"deliveries", deliveries, "dead_letters", letters)
 }
 
 // run writes waiting letters every dlqEvery until stop closes.
@@ -644,11 +711,13 @@ var (
 	descDLQRecorded = prometheus.NewDesc("strata_share_dlq_letters_recorded_total", "Records this broker's share-partition decisions turned into dead letters (rejected, or archived at the delivery count limit, in a group with a dead-letter topic).", nil, nil)
 	descDLQDropped  = prometheus.NewDesc("strata_share_dlq_letters_dropped_total", "Records archived without a dead letter because 10,000 already waited on their share partition.", nil, nil)
 	descDLQFailures = prometheus.NewDesc("strata_share_dlq_write_failures_total", "Attempts to write dead letters that failed and will be retried.", nil, nil)
+	descDLQPaused   = prometheus.NewDesc("strata_share_group_paused", "1 for each share group paused by the dead-letter flood guard (strata.share.dlq.flood.paused; resume with strata share-group resume).", []string{"group"}, nil)
+	descDLQPauses   = prometheus.NewDesc("strata_share_dlq_flood_pauses_total", "Share groups this broker paused because their dead letters exceeded strata.share.dlq.flood.ratio of their deliveries.", nil, nil)
 	descDLQDups     = prometheus.NewDesc("strata_share_dlq_rewrites_deduplicated_total", "Dead letters found already written when a new leader resumed (a leader died between the write and recording it): not written again.", nil, nil)
 )
 
 func dlqDescribe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDLQWritten, descDLQWaiting, descDLQRecorded, descDLQDropped, descDLQFailures, descDLQDups} {
+	for _, d := range []*prometheus.Desc{descDLQWritten, descDLQWaiting, descDLQRecorded, descDLQDropped, descDLQFailures, descDLQDups, descDLQPaused, descDLQPauses} {
 		ch <- d
 	}
 }
@@ -662,4 +731,11 @@ func (w *dlqWriter) collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDLQDropped, prometheus.CounterValue, float64(w.dropped.Load()))
 	ch <- prometheus.MustNewConstMetric(descDLQFailures, prometheus.CounterValue, float64(w.failures.Load()))
 	ch <- prometheus.MustNewConstMetric(descDLQDups, prometheus.CounterValue, float64(w.duplicates.Load()))
+	ch <- prometheus.MustNewConstMetric(descDLQPauses, prometheus.CounterValue, float64(w.floodPauses.Load()))
+	b := w.l.broker
+	for _, g := range b.GroupsWithConfigs() {
+		if b.GroupConfigsView(g)[groupconfig.FloodPaused] == "true" {
+			ch <- prometheus.MustNewConstMetric(descDLQPaused, prometheus.GaugeValue, 1, g)
+		}
+	}
 }

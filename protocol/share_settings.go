@@ -14,9 +14,11 @@ func (s *Server) groupShare(group string) groupShare {
 	if st.dlqTopic != "" && s.featureLevel(featureShare) >= 2 {
 		// KIP-1191: dead letters need share.version 2.
 		b := s.cfg.GroupConfig
-		gs.dlq = dlqSettings{topic: st.dlqTopic, copyRecord: st.dlqCopy, prefix: b.DLQTopicNamePrefix, autoCreate: b.DLQAutoCreateTopics}
+		gs.dlq = dlqSettings{topic: st.dlqTopic, copyRecord: st.dlqCopy, prefix: b.DLQTopicNamePrefix, autoCreate: b.DLQAutoCreateTopics,
+			floodRatio: b.FloodRatio, floodWindow: b.FloodWindow, floodMin: int64(b.FloodMinDeliveries)}
 		gs.part.DeadLetters = true
 	}
+	gs.part.Paused = st.paused
 	switch st.reset.Kind {
 	case groupconfig.ResetEarliest:
 		gs.earliest = true

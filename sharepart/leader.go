@@ -18,6 +18,9 @@ type Config struct {
 	// rejected or archived at the delivery count limit become dead
 	// letters (deadletter.go).
 	DeadLetters bool
+	// Paused: the group is paused (the dead-letter flood guard):
+	// acquisition delivers nothing.
+	Paused bool
 }
 
 // Acknowledgement types, as on the wire (ShareFetch, ShareAcknowledge).
@@ -115,6 +118,9 @@ func NeedFrom(s *State) int64 { return s.End() }
 // count has reached the limit is archived instead.
 func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batch) (Delta, []AcquiredRange, Stats) {
 	var d Delta
+	if cfg.Paused {
+		return d, nil, Stats{}
+	}
 	var st Stats
 	var ranges []Range
 	var out []AcquiredRange

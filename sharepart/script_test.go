@@ -171,6 +171,10 @@ func (sc *script) run(cmd string) string {
 		if v, ok := args["locks"]; ok {
 			sc.cfg.MaxLocks = int(sc.atoi(v))
 		}
+		if v, ok := args["paused"]; ok {
+			sc.cfg.Paused = v == "on"
+			return fmt.Sprintf("lock=%d limit=%d locks=%d paused=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.Paused)
+		}
 		if v, ok := args["dlq"]; ok {
 			sc.cfg.DeadLetters = v == "on"
 			return fmt.Sprintf("lock=%d limit=%d locks=%d dlq=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.DeadLetters)

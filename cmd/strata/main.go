@@ -88,7 +88,7 @@ Commands:
                              dynamic broker configs, applied live (strata broker help)
   group list|describe|reset-offsets
                              consumer groups: list, lag per partition, replay by offset reset (strata group help)
-  share-group list|describe|reset-offsets|delete|delete-offsets
+  share-group list|describe|reset-offsets|delete|delete-offsets|resume
                              share groups (queues): start offset, lag, members, replay (strata share-group help)
   txn list|describe          transactions: state, producer, partitions (strata txn help)
   bench produce|consume|e2e|workload|compare

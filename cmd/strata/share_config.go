@@ -40,6 +40,9 @@ var shareSettings = []setting{
 	{"share.version", "2", "Level of the share.version feature finalized for clients (Kafka's kafka-features) until kafka-features changes it: 2 = share groups with dead-letter topics (KIP-1191), 1 = share groups (KIP-932) without dead letters, 0 = share-group requests answered UNSUPPORTED_VERSION. 0..2."},
 	{"errors.deadletterqueue.auto.create.topics.enable", "false", "Create a share group's dead-letter topic (errors.deadletterqueue.topic.name) when it does not exist, with errors.deadletterqueue.group.enable=true (KIP-1191)."},
 	{"errors.deadletterqueue.topic.name.prefix", "dlq.", "The prefix every share group's dead-letter topic name must have; \"\" = any name (KIP-1191)."},
+	{"strata.share.dlq.flood.ratio", "0", "Dead-letter flood guard (Strata-specific): when a share group's dead letters reach this share of its deliveries on a share-partition leader within strata.share.dlq.flood.window.ms, the group is paused (group config strata.share.dlq.flood.paused=true: nothing is delivered to it) until strata share-group resume. 0 = off (the default); 0..1."},
+	{"strata.share.dlq.flood.window.ms", "60000", "The flood guard's window (Strata-specific). 1000..86400000."},
+	{"strata.share.dlq.flood.min.deliveries", "100", "Deliveries a window needs before the flood guard judges it (Strata-specific). 1.."},
 }
 
 // Kafka's ConfigDef bounds of the share settings (int32 max where Kafka
@@ -69,6 +72,8 @@ var shareSettingBounds = map[string][2]int64{
 	"group.consumer.min.heartbeat.interval.ms":   {1, 1<<31 - 1},
 	"group.consumer.max.heartbeat.interval.ms":   {1, 1<<31 - 1},
 	"share.version":                              {0, 2},
+	"strata.share.dlq.flood.window.ms":           {1000, 86400000},
+	"strata.share.dlq.flood.min.deliveries":      {1, 1<<31 - 1},
 }
 
 // parseShareSettings fills cfg.GroupConfig (the group.share.* and
@@ -157,6 +162,17 @@ func parseShareSettings(merged, explicit map[string]rawValue, cfg *Config) error
 	}
 	g.DLQAutoCreateTopics = on
 	g.DLQTopicNamePrefix, g.DLQTopicNamePrefixSet = merged["errors.deadletterqueue.topic.name.prefix"].value, true
+	rv := merged["strata.share.dlq.flood.ratio"]
+	ratio, err := strconv.ParseFloat(strings.TrimSpace(rv.value), 64)
+	if err != nil || !(ratio >= 0 && ratio <= 1) {
+		return fmt.Errorf("%w: invalid value %q for strata.share.dlq.flood.ratio (from %s): must be a number between 0 and 1", errConfig, rv.value, rv.origin)
+	}
+	g.FloodRatio = ratio
+	ms("strata.share.dlq.flood.window.ms", &g.FloodWindow)
+	count("strata.share.dlq.flood.min.deliveries", &g.FloodMinDeliveries)
+	if firstErr != nil {
+		return firstErr
+	}
 	sv, err := num("share.version")
 	if err != nil {
 		return err

@@ -63,6 +63,8 @@ func TestShareSettings(t *testing.T) {
 		{[]string{"group.consumer.heartbeat.interval.ms=200"}, "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"},
 		{[]string{"share.version=3"}, "between 0 and 2"},
 		{[]string{"errors.deadletterqueue.auto.create.topics.enable=yes"}, "must be true or false"},
+		{[]string{"strata.share.dlq.flood.ratio=1.5"}, "between 0 and 1"},
+		{[]string{"strata.share.dlq.flood.window.ms=10"}, "between 1000 and 86400000"},
 	} {
 		_, err := load(tc.set...)
 		if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), tc.want) {
@@ -73,8 +75,10 @@ func TestShareSettings(t *testing.T) {
 		t.Fatalf("lowered consumer heartbeat: %v", err)
 	}
 	// KIP-1191's cluster settings.
-	cfg, err = load("errors.deadletterqueue.auto.create.topics.enable=true", "errors.deadletterqueue.topic.name.prefix=")
-	if err != nil || !cfg.GroupConfig.DLQAutoCreateTopics || cfg.GroupConfig.DLQTopicNamePrefix != "" || !cfg.GroupConfig.DLQTopicNamePrefixSet {
+	cfg, err = load("errors.deadletterqueue.auto.create.topics.enable=true", "errors.deadletterqueue.topic.name.prefix=",
+		"strata.share.dlq.flood.ratio=0.5", "strata.share.dlq.flood.window.ms=5000", "strata.share.dlq.flood.min.deliveries=10")
+	if err != nil || !cfg.GroupConfig.DLQAutoCreateTopics || cfg.GroupConfig.DLQTopicNamePrefix != "" || !cfg.GroupConfig.DLQTopicNamePrefixSet ||
+		cfg.GroupConfig.FloodRatio != 0.5 || cfg.GroupConfig.FloodWindow != 5*time.Second || cfg.GroupConfig.FloodMinDeliveries != 10 {
 		t.Fatalf("dead-letter settings: %v %+v", err, cfg)
 	}
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // shareGroupCommand runs `strata share-group
-// list|describe|reset-offsets|delete|delete-offsets`, an admin client
+// list|describe|reset-offsets|delete|delete-offsets|resume`, an admin client
 // (kadm) in the spirit of kafka-share-groups (KIP-932): it works against
 // any broker that serves share groups.
 func shareGroupCommand(args, environ []string, stdout, stderr io.Writer) int {
@@ -31,7 +31,7 @@ func shareGroupCommand(args, environ []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	want, known := map[string]int{"list": 0, "describe": 1, "reset-offsets": 1, "delete": 1, "delete-offsets": 1}[args[0]]
+	want, known := map[string]int{"list": 0, "describe": 1, "reset-offsets": 1, "delete": 1, "delete-offsets": 1, "resume": 1}[args[0]]
 	if !known {
 		fmt.Fprintf(stderr, "strata share-group: unknown command %q\n\n%s", args[0], shareGroupUsage)
 		return exitConfig
@@ -101,6 +101,11 @@ func shareGroupCommand(args, environ []string, stdout, stderr io.Writer) int {
 		default:
 			err = shareDescribeOffsets(ctx, adm, pos[0], metricsURL, stdout, stderr)
 		}
+		if err == nil {
+			sharePausedNote(ctx, &af, pos[0], stdout)
+		}
+	case "resume":
+		err = shareResume(ctx, &af, pos[0], stdout)
 	case "reset-offsets":
 		ro.group = pos[0]
 		err = shareReset(ctx, adm, ro, stdout, stderr)
@@ -139,6 +144,8 @@ Commands:
   delete-offsets GROUP --topic TOPIC [--topic TOPIC...]
                              forget the group's state on a topic (the next fetch starts at
                              share.auto.offset.reset); refused while the group has members
+  resume GROUP               deliver again to a group the dead-letter flood guard paused
+                             (strata.share.dlq.flood.*; describe says when a group is paused)
 
 Every command takes --bootstrap-server host:port (default 127.0.0.1:9092).
 `

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -335,5 +336,82 @@ func TestShareDLQFailover(t *testing.T) {
 		t.Fatalf("%d letters: %d odd values missing, %d duplicated, %d distinct offsets", len(letters), missing, dups, len(offsets))
 	}
 	t.Logf("%d kills: %d dead letters, %d of them beyond the %d rejected values", kills, len(letters), len(letters)-want, want)
+	ledger.check(t)
+}
+
+// TestShareDLQFloodGuard: with strata.share.dlq.flood.ratio set, a group
+// whose dead letters reach that share of its deliveries is paused -- no
+// more records are delivered, describe says so -- until strata
+// share-group resume; then the rest is delivered.
+func TestShareDLQFloodGuard(t *testing.T) {
+	b := startBroker(t, "", append(append([]string{}, shareSettings...),
+		"--set", "strata.share.dlq.flood.ratio=0.5", "--set", "strata.share.dlq.flood.min.deliveries=10")...)
+	st := shareTarget{seeds: []string{b.addr}, client: b.client, rf: 1}
+	createShareTopic(t, st, "hooks", 1)
+	createDLQTopic(t, st, "dlq.hooks", true)
+	admCl := st.client()
+	setGroupConfigs(t, admCl, "callers", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "dlq.hooks")
+	produceSeq(t, st.client(), "hooks", 20) // values 0-19: all rejected (a bad deploy)
+	ledger := newShareLedger()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := newShareWorker(t, "w", st.seeds, "callers", "hooks", ledger)
+	w.decide = func(r *kgo.Record) kgo.AckStatus {
+		if n, _ := strconv.Atoi(string(r.Value)); n < 20 {
+			return kgo.AckReject
+		}
+		return kgo.AckAccept
+	}
+	go w.run(ctx)
+	letters := readDLQ(t, st.seeds, "dlq.hooks", 20, 30*time.Second)
+	if len(letters) != 20 {
+		t.Fatalf("%d dead letters, want 20", len(letters))
+	}
+	describe := func() string {
+		return run(t, 30*time.Second, "", strataBin, "share-group", "describe", "callers", "--bootstrap-server", b.addr)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if out := describe(); strings.Contains(out, "PAUSED by the dead-letter flood guard") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the group was not paused:\n%s", describe())
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
+	}
+	// Paused: 20 good records are not delivered.
+	got := w.got.Load()
+	produceSeq2 := func(from, n int) {
+		cl := st.client()
+		defer cl.Close()
+		for i := from; i < from+n; i++ {
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "hooks", Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produceSeq2(20, 20)
+	for until := time.Now().Add(2 * time.Second); time.Now().Before(until); time.Sleep(100 * time.Millisecond) { // an observation window, not a wait
+		if n := w.got.Load(); n != got {
+			t.Fatalf("a paused group got %d more records", n-got)
+		}
+	}
+	if out := run(t, 30*time.Second, "", strataBin, "share-group", "resume", "callers", "--bootstrap-server", b.addr); !strings.Contains(out, "share group callers resumed") {
+		t.Fatalf("resume: %s", out)
+	}
+	waitShareDone(t, kadm.NewClient(admCl), "callers", "hooks", 1, 30*time.Second)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, confirmed := ledger.counts(); confirmed == 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, confirmed := ledger.counts()
+			t.Fatalf("%d of 40 records confirmed after the resume", confirmed)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	}
+	if out := describe(); strings.Contains(out, "PAUSED") {
+		t.Fatalf("still paused after resume:\n%s", out)
+	}
 	ledger.check(t)
 }

@@ -70,6 +70,16 @@ type Broker struct {
 	DLQAutoCreateTopics   bool
 	DLQTopicNamePrefix    string
 	DLQTopicNamePrefixSet bool
+	// The dead-letter flood guard (Strata's): when a share group's dead
+	// letters reach FloodRatio of its deliveries on one share-partition
+	// leader within FloodWindow (at least FloodMinDeliveries deliveries),
+	// the group is paused (its config strata.share.dlq.flood.paused set)
+	// until an operator resumes it. FloodRatio 0 = off (the default):
+	// strata.share.dlq.flood.ratio, .window.ms (60000),
+	// .min.deliveries (100).
+	FloodRatio         float64
+	FloodWindow        time.Duration
+	FloodMinDeliveries int
 
 	// Explicit names the settings above that were given explicitly
 	// (server.properties, environment, flags): DescribeConfigs reports
@@ -97,6 +107,8 @@ const (
 	DefaultMinHeartbeatInterval            = 5 * time.Second
 	DefaultMaxHeartbeatInterval            = 15 * time.Second
 	DefaultDLQTopicNamePrefix              = "dlq."
+	DefaultFloodWindow                     = time.Minute
+	DefaultFloodMinDeliveries              = 100
 )
 
 // WithDefaults returns b with every zero field set to Kafka's default.
@@ -134,6 +146,8 @@ func (b Broker) WithDefaults() Broker {
 	dur(&b.ConsumerHeartbeatInterval, DefaultHeartbeatInterval)
 	dur(&b.ConsumerMinHeartbeatInterval, DefaultMinHeartbeatInterval)
 	dur(&b.ConsumerMaxHeartbeatInterval, DefaultMaxHeartbeatInterval)
+	dur(&b.FloodWindow, DefaultFloodWindow)
+	num(&b.FloodMinDeliveries, DefaultFloodMinDeliveries)
 	if !b.DLQTopicNamePrefixSet {
 		b.DLQTopicNamePrefix, b.DLQTopicNamePrefixSet = DefaultDLQTopicNamePrefix, true
 	}
@@ -234,6 +248,8 @@ const (
 	ShareRenewAcknowledgeEnable  = "share.renew.acknowledge.enable"
 	DLQTopicName                 = "errors.deadletterqueue.topic.name"
 	DLQCopyRecordEnable          = "errors.deadletterqueue.copy.record.enable"
+	// FloodPaused is Strata's: set by the dead-letter flood guard.
+	FloodPaused = "strata.share.dlq.flood.paused"
 )
 
 // Defs are the group configs Strata serves, in DescribeConfigs' order.
@@ -253,6 +269,8 @@ var Defs = []Def{
 		Doc: "When writing onto the dead-letter queue topic, whether to copy the original record onto the DLQ topic, or just write a record containing the context information headers."},
 	{Name: DLQTopicName, Type: TypeString, Default: "",
 		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group. If blank (the default), the group does not have a DLQ topic."},
+	{Name: FloodPaused, Type: TypeBoolean, Default: "false",
+		Doc: "Strata's: true while the share group is paused by the dead-letter flood guard (its dead letters exceeded strata.share.dlq.flood.ratio of its deliveries): no records are delivered to it. Delete it (strata share-group resume GROUP) to resume."},
 	{Name: ShareAutoOffsetReset, Type: TypeString, Default: "latest",
 		Doc: "The strategy to initialize the share-partition start offset. <ul><li>earliest: automatically reset the offset to the earliest offset</li><li>latest: automatically reset the offset to the latest offset</li><li>by_duration:&lt;duration&gt;: automatically reset the offset to a configured duration from the current timestamp. &lt;duration&gt; must be specified in ISO8601 format (PnDTnHnMn.nS). Negative duration is not allowed.</li><li>anything else: throw exception to the share consumer.</li></ul>"},
 	{Name: ShareDeliveryCountLimit, Type: TypeInt, Min: 2, Synonym: "group.share.delivery.count.limit", Default: "5",
@@ -487,6 +505,7 @@ type Effective struct {
 	// Dead-letter topic (KIP-1191): "" = none.
 	DLQTopicName        string // errors.deadletterqueue.topic.name
 	DLQCopyRecordEnable bool   // errors.deadletterqueue.copy.record.enable
+	FloodPaused         bool   // strata.share.dlq.flood.paused
 	// Share-group membership.
 	ShareSessionTimeout    time.Duration // share.session.timeout.ms
 	ShareHeartbeatInterval time.Duration // share.heartbeat.interval.ms
@@ -568,6 +587,11 @@ func Resolve(overrides map[string]string, b Broker) Effective {
 	if v, ok := overrides[DLQCopyRecordEnable]; ok {
 		if on, ok := parseBool(v); ok {
 			e.DLQCopyRecordEnable = on
+		}
+	}
+	if v, ok := overrides[FloodPaused]; ok {
+		if on, ok := parseBool(v); ok {
+			e.FloodPaused = on
 		}
 	}
 	return e
