@@ -70,8 +70,7 @@ func makeBatch(t testing.TB, s spec) []byte {
 	}
 	rb.Length = int32(segment.HeaderSize - 12 + len(recs))
 	b := rb.AppendTo(nil)
-	crc := segment.ComputeCRC(b)
-	b[17], b[18], b[19], b[20] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	segment.SetCRC(b)
 	return b
 }
 

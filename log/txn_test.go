@@ -11,8 +11,8 @@ import (
 // txnData builds a transactional data batch of n records.
 func txnData(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
 	b := makeBatch(t, spec{n: n, valueLen: 8, ts: 1_700_000_000_000, pid: pid, epoch: epoch, seq: seq})
-	binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|segment.AttrTransactional)
-	binary.BigEndian.PutUint32(b[17:], segment.ComputeCRC(b))
+	binary.BigEndian.PutUint16(b[segment.OffAttributes:], binary.BigEndian.Uint16(b[segment.OffAttributes:])|segment.AttrTransactional)
+	segment.SetCRC(b)
 	return b
 }
 

@@ -3,7 +3,6 @@ package protocol
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/segment"
 )
 
 // testBroker opens a real log.Manager and replication.Broker in a temp dir.
@@ -155,27 +155,14 @@ func makeBatch(o batchOpts, recs ...recordSpec) []byte {
 		body = append(body, rec...)
 		maxTS = max(maxTS, o.firstTS+r.tsDelta)
 	}
-	b := make([]byte, 0, 61+len(body))
-	b = binary.BigEndian.AppendUint64(b, 0)                           // base offset
-	b = binary.BigEndian.AppendUint32(b, uint32(49+len(body)))        // length
-	b = binary.BigEndian.AppendUint32(b, 0)                           // leader epoch
-	b = append(b, 2)                                                  // magic
-	b = binary.BigEndian.AppendUint32(b, 0)                           // crc, below
-	b = binary.BigEndian.AppendUint16(b, uint16(o.attrs))             // attributes
-	b = binary.BigEndian.AppendUint32(b, uint32(max(len(recs)-1, 0))) // last offset delta
-	b = binary.BigEndian.AppendUint64(b, uint64(o.firstTS))
-	b = binary.BigEndian.AppendUint64(b, uint64(maxTS))
-	b = binary.BigEndian.AppendUint64(b, uint64(o.producerID))
-	b = binary.BigEndian.AppendUint16(b, uint16(o.producerEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(o.baseSequence))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(recs)))
-	b = append(b, body...)
-	return recrc(b)
+	return segment.AppendBatch(nil, segment.Header{Attributes: o.attrs, LastOffsetDelta: int32(max(len(recs)-1, 0)),
+		BaseTimestamp: o.firstTS, MaxTimestamp: maxTS, ProducerID: o.producerID, ProducerEpoch: o.producerEpoch,
+		BaseSequence: o.baseSequence, NumRecords: int32(len(recs))}, body)
 }
 
 // recrc recomputes a batch's CRC after a test edits it.
 func recrc(b []byte) []byte {
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	segment.SetCRC(b)
 	return b
 }
 

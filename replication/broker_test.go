@@ -2,10 +2,8 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
@@ -64,23 +62,9 @@ func batch(n int, producerID int64, epoch int16, seq int32) []byte {
 		recs = append(recs, byte(len(body)<<1))
 		recs = append(recs, body...)
 	}
-	b := make([]byte, 61+len(recs))
-	binary.BigEndian.PutUint64(b[0:], 0)                 // base offset
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12)) // batch length
-	binary.BigEndian.PutUint32(b[12:], 0)                // partition leader epoch
-	b[16] = 2                                            // magic
-	binary.BigEndian.PutUint16(b[21:], 0)                // attributes
-	binary.BigEndian.PutUint32(b[23:], uint32(n-1))      // last offset delta
 	ts := time.Now().UnixMilli()
-	binary.BigEndian.PutUint64(b[27:], uint64(ts))         // first timestamp
-	binary.BigEndian.PutUint64(b[35:], uint64(ts))         // max timestamp
-	binary.BigEndian.PutUint64(b[43:], uint64(producerID)) // producer id
-	binary.BigEndian.PutUint16(b[51:], uint16(epoch))      // producer epoch
-	binary.BigEndian.PutUint32(b[53:], uint32(seq))        // base sequence
-	binary.BigEndian.PutUint32(b[57:], uint32(n))          // record count
-	copy(b[61:], recs)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return segment.AppendBatch(nil, segment.Header{LastOffsetDelta: int32(n - 1), BaseTimestamp: ts, MaxTimestamp: ts,
+		ProducerID: producerID, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: int32(n)}, recs)
 }
 
 func TestCreateDeleteRecreate(t *testing.T) {

@@ -102,7 +102,6 @@ func valueBatch(n, valueLen int) []byte {
 		FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n), Records: recs}
 	rb.Length = int32(segment.HeaderSize - 12 + len(recs))
 	b := rb.AppendTo(nil)
-	crc := segment.ComputeCRC(b)
-	b[17], b[18], b[19], b[20] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	segment.SetCRC(b)
 	return b
 }

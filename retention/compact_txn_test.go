@@ -1,7 +1,6 @@
 package retention
 
 import (
-	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -21,11 +20,12 @@ func TestCompactAbortedTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	txnl := func(b []byte, pid int64) []byte {
-		binary.BigEndian.PutUint64(b[43:], uint64(pid))
-		binary.BigEndian.PutUint16(b[51:], 0)
-		binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|segment.AttrTransactional)
-		binary.BigEndian.PutUint32(b[17:], segment.ComputeCRC(b))
-		return b
+		h, err := segment.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.ProducerID, h.ProducerEpoch, h.Attributes = pid, 0, h.Attributes|segment.AttrTransactional
+		return segment.AppendBatch(nil, h, b[segment.HeaderSize:])
 	}
 	appendCommit(t, p, makeBatch(t, testNow, 0, rec{key: []byte("k1"), value: []byte("committed")}))
 	appendCommit(t, p, txnl(makeBatch(t, testNow, 0, rec{key: []byte("k1"), value: []byte("aborted")}), 7))
@@ -71,11 +71,12 @@ func TestCompactRemovesOldMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	txnl := func(b []byte, pid int64) []byte {
-		binary.BigEndian.PutUint64(b[43:], uint64(pid))
-		binary.BigEndian.PutUint16(b[51:], 0)
-		binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|segment.AttrTransactional)
-		binary.BigEndian.PutUint32(b[17:], segment.ComputeCRC(b))
-		return b
+		h, err := segment.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.ProducerID, h.ProducerEpoch, h.Attributes = pid, 0, h.Attributes|segment.AttrTransactional
+		return segment.AppendBatch(nil, h, b[segment.HeaderSize:])
 	}
 	// pid 9 writes k1 in a committed transaction, later overwritten; pid
 	// 10 writes k2, never overwritten.

@@ -60,8 +60,7 @@ func makeBatch(t testing.TB, ts int64, codec int8, recs ...rec) []byte {
 	}
 	rb.Length = int32(segment.HeaderSize - 12 + len(body))
 	b := rb.AppendTo(nil)
-	crc := segment.ComputeCRC(b)
-	b[17], b[18], b[19], b[20] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	segment.SetCRC(b)
 	return b
 }
 

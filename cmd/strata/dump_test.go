@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-io/strata/segment"
 )
 
 // testBatch builds one uncompressed v2 batch of n empty records.
@@ -18,21 +18,8 @@ func testBatch(base int64, n int, producerID int64) []byte {
 		recs = append(recs, byte(len(body)<<1))
 		recs = append(recs, body...)
 	}
-	b := make([]byte, 61+len(recs))
-	be := binary.BigEndian
-	be.PutUint64(b[0:], uint64(base))
-	be.PutUint32(b[8:], uint32(len(b)-12))
-	b[16] = 2
-	be.PutUint32(b[23:], uint32(n-1))
-	be.PutUint64(b[27:], 1700000000000)
-	be.PutUint64(b[35:], 1700000000005)
-	be.PutUint64(b[43:], uint64(producerID))
-	be.PutUint16(b[51:], 0)
-	be.PutUint32(b[53:], 0)
-	be.PutUint32(b[57:], uint32(n))
-	copy(b[61:], recs)
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return segment.AppendBatch(nil, segment.Header{BaseOffset: base, LastOffsetDelta: int32(n - 1),
+		BaseTimestamp: 1700000000000, MaxTimestamp: 1700000000005, ProducerID: producerID, NumRecords: int32(n)}, recs)
 }
 
 func TestDumpSegment(t *testing.T) {

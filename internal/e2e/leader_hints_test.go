@@ -3,13 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/segment"
 )
 
 // oneRecordBatch is a magic-2 record batch holding one record with value v.
@@ -27,22 +28,8 @@ func oneRecordBatch(v []byte) []byte {
 	records = append(records, rec...)
 
 	now := time.Now().UnixMilli()
-	b := make([]byte, 61, 61+len(records))
-	binary.BigEndian.PutUint64(b[0:], 0)                          // base offset
-	binary.BigEndian.PutUint32(b[8:], uint32(61-12+len(records))) // batch length
-	binary.BigEndian.PutUint32(b[12:], 0xffffffff)                // partition leader epoch
-	b[16] = 2                                                     // magic
-	binary.BigEndian.PutUint16(b[21:], 0)                         // attributes
-	binary.BigEndian.PutUint32(b[23:], 0)                         // last offset delta
-	binary.BigEndian.PutUint64(b[27:], uint64(now))               // base timestamp
-	binary.BigEndian.PutUint64(b[35:], uint64(now))               // max timestamp
-	binary.BigEndian.PutUint64(b[43:], 0xffffffffffffffff)        // producer ID
-	binary.BigEndian.PutUint16(b[51:], 0xffff)                    // producer epoch
-	binary.BigEndian.PutUint32(b[53:], 0xffffffff)                // base sequence
-	binary.BigEndian.PutUint32(b[57:], 1)                         // records
-	b = append(b, records...)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return segment.AppendBatch(nil, segment.Header{LeaderEpoch: -1, BaseTimestamp: now, MaxTimestamp: now,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 1}, records)
 }
 
 // TestNotLeaderNamesTheLeader (KIP-951): a Produce (v10+) or Fetch (v16+)
