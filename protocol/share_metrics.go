@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/strata-io/strata/segment"
 	"github.com/strata-io/strata/sharepart"
 )
 
@@ -149,7 +148,7 @@ func (c shareCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descShareInFlight, prometheus.GaugeValue, float64(acquired), lv...)
 				age := 0.0
 				if off := sharepart.OldestUnacked(st, hw); off >= 0 {
-					if ts, ok := recordTime(lp.BatchAt, off); ok {
+					if ts, ok := lp.FirstTimestamp(off); ok {
 						age = max(now.Sub(time.UnixMilli(ts)).Seconds(), 0)
 					}
 				}
@@ -157,18 +156,4 @@ func (c shareCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-}
-
-// recordTime returns the timestamp of the batch holding offset off (its
-// first timestamp: close enough for an age in seconds).
-func recordTime(batchAt func(int64) ([]byte, error), off int64) (int64, bool) {
-	b, err := batchAt(off)
-	if err != nil {
-		return 0, false
-	}
-	h, err := segment.ParseHeader(b)
-	if err != nil {
-		return 0, false
-	}
-	return h.BaseTimestamp, true
 }

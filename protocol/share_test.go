@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -423,5 +424,47 @@ func TestShareGroupOffsetsRefusedWhileActive(t *testing.T) {
 	}
 	if !errors.Is(err, kerr.NonEmptyGroup) {
 		t.Fatalf("delete while active: %v, want GROUP_NOT_EMPTY", err)
+	}
+}
+
+// TestShareOldestUnackedAge: strata_share_oldest_unacked_age_seconds is
+// the age of the oldest record not yet acknowledged, also when it lies
+// inside a batch (not at a batch's first offset).
+func TestShareOldestUnackedAge(t *testing.T) {
+	c := newShareCluster(t, groupconfig.Broker{}, "g")
+	c.createTopic("aged", 1)
+	cl := c.client()
+	old := time.Now().Add(-time.Hour)
+	recs := make([]*kgo.Record, 10)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "aged", Value: []byte(fmt.Sprint(i)), Timestamp: old}
+	}
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := c.b.Topic("aged")
+	a := &shareClient{t: t, cl: c.client(), group: "g", member: "m", topicID: info.ID}
+	if got, _, _ := acquiredOf(t, a.fetch(500, 0)); got != "0-9#1" {
+		t.Fatalf("acquired %q, want 0-9#1", got)
+	}
+	if r := a.ack(a.epoch, ackSpec{0, 4, []int8{1}}); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accepting 0-4: %+v", r)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(shareCollector{c.s})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	age := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "strata_share_oldest_unacked_age_seconds" {
+			for _, m := range mf.GetMetric() {
+				age = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if age < 3000 || age > 4000 {
+		t.Fatalf("oldest unacknowledged age %v s, want about 3600 (records 5-9 of an hour-old batch)", age)
 	}
 }
