@@ -11,7 +11,6 @@ func TestUntil(t *testing.T) {
 	go func() {
 		for i := 0; i < 3; i++ {
 			n.Add(1)
-			time.Sleep(time.Millisecond)
 		}
 	}()
 	For(t, 10*time.Second, func() bool { return n.Load() == 3 }, "counter at 3 (%d)", n.Load())
