@@ -53,7 +53,7 @@ func TestShareConfigsWithKafkaTools(t *testing.T) {
 		t.Fatalf("kafka-features disable: exit %d\n%s", code, out)
 	}
 	if out, code := configTool(t, cp, configs, append(bs, "--alter", "--entity-type", "groups", "--entity-name", "jobs",
-		"--add-config", "share.record.lock.duration.ms=20000,share.auto.offset.reset=earliest")...); code != 0 || !strings.Contains(out, "Completed updating config for group jobs.") {
+		"--add-config", "share.record.lock.duration.ms=20000,share.auto.offset.reset=earliest,errors.deadletterqueue.topic.name=dlq.jobs")...); code != 0 || !strings.Contains(out, "Completed updating config for group jobs.") {
 		t.Fatalf("kafka-configs alter: exit %d\n%s", code, out)
 	}
 	if out, code := configTool(t, cp, configs, append(bs, "--alter", "--entity-type", "groups", "--entity-name", "jobs",
@@ -65,7 +65,7 @@ func TestShareConfigsWithKafkaTools(t *testing.T) {
 	b.restart()
 	out, code := configTool(t, cp, features, append(bs, "describe")...)
 	if code != 0 ||
-		!regexp.MustCompile(`Feature: share.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 0\s+Epoch: \d+`).MatchString(out) ||
+		!regexp.MustCompile(`Feature: share.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 0\s+Epoch: \d+`).MatchString(out) ||
 		!regexp.MustCompile(`Feature: transaction.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s+Epoch: \d+`).MatchString(out) {
 		t.Fatalf("kafka-features describe after restart: exit %d\n%s", code, out)
 	}
@@ -74,10 +74,14 @@ func TestShareConfigsWithKafkaTools(t *testing.T) {
 	out, code = configTool(t, cp, configs, append(bs, "--describe", "--entity-type", "groups")...)
 	if code != 0 || !strings.Contains(out, "Dynamic configs for group jobs are:") ||
 		!strings.Contains(out, "share.record.lock.duration.ms=20000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.record.lock.duration.ms=20000, DEFAULT_CONFIG:group.share.record.lock.duration.ms=30000}") ||
-		!strings.Contains(out, "share.auto.offset.reset=earliest") {
+		!strings.Contains(out, "share.auto.offset.reset=earliest") || !strings.Contains(out, "errors.deadletterqueue.topic.name=dlq.jobs") {
 		t.Fatalf("kafka-configs describe after restart: exit %d\n%s", code, out)
 	}
 	if out, code := configTool(t, cp, features, append(bs, "upgrade", "--feature", "share.version=1")...); code != 0 || !strings.Contains(out, "share.version was upgraded to 1.") {
 		t.Fatalf("kafka-features upgrade: exit %d\n%s", code, out)
+	}
+	// share.version 2 (KIP-1191's dead-letter topics), Kafka 4.4's latest.
+	if out, code := configTool(t, cp, features, append(bs, "upgrade", "--feature", "share.version=2")...); code != 0 || !strings.Contains(out, "share.version was upgraded to 2.") {
+		t.Fatalf("kafka-features upgrade to 2: exit %d\n%s", code, out)
 	}
 }
