@@ -41,5 +41,10 @@
 // (a Go duration or seconds, default 30s); the test keeps both from the
 // brokers it starts, which would read them as settings.
 //
+// The share-group dead-letter tests (share_dlq_test.go) take about 80 s
+// together, most of it TestShareDLQFailover's three SIGKILLs of the share
+// partition's leader while records are rejected;
+// STRATA_SHARE_DLQ_LONG=1 makes it 20.
+//
 // Nothing here is imported by the broker; the package has only tests.
 package e2e

@@ -415,3 +415,70 @@ func TestShareDLQFloodGuard(t *testing.T) {
 	}
 	ledger.check(t)
 }
+
+// TestShareDLQAutoCreate: with errors.deadletterqueue.auto.create.topics.enable
+// a group's missing dead-letter topic is created (with
+// errors.deadletterqueue.group.enable=true) and takes the letters; a name
+// without the required prefix is never used.
+func TestShareDLQAutoCreate(t *testing.T) {
+	b := startBroker(t, "", append(append([]string{}, shareSettings...), "--set", "errors.deadletterqueue.auto.create.topics.enable=true")...)
+	st := shareTarget{seeds: []string{b.addr}, client: b.client, rf: 1}
+	createShareTopic(t, st, "pdfs", 1)
+	admCl := st.client()
+	setGroupConfigs(t, admCl, "render", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "dlq.pdfs")
+	setGroupConfigs(t, admCl, "render2", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "pdfs-dead")
+	produceSeq(t, st.client(), "pdfs", 5)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ledgers := map[string]*shareLedger{}
+	for _, g := range []string{"render", "render2"} {
+		ledgers[g] = newShareLedger()
+		w := newShareWorker(t, g, st.seeds, g, "pdfs", ledgers[g])
+		w.decide = func(r *kgo.Record) kgo.AckStatus {
+			if string(r.Value) == "2" {
+				return kgo.AckReject
+			}
+			return kgo.AckAccept
+		}
+		go w.run(ctx)
+	}
+	letters := readDLQ(t, st.seeds, "dlq.pdfs", 1, 30*time.Second)
+	if len(letters) != 1 || letters[0].headers["__dlq.errors.offset"] != "2" || letters[0].headers["__dlq.errors.group"] != "render" {
+		t.Fatalf("letters %+v", letters)
+	}
+	adm := kadm.NewClient(admCl)
+	rc, err := adm.DescribeTopicConfigs(context.Background(), "dlq.pdfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rc.On("dlq.pdfs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enabled := false
+	for _, e := range c.Configs {
+		if e.Key == "errors.deadletterqueue.group.enable" && e.MaybeValue() == "true" {
+			enabled = true
+		}
+	}
+	if !enabled {
+		t.Fatalf("auto-created dlq.pdfs without errors.deadletterqueue.group.enable=true: %+v", c.Configs)
+	}
+	// render2's topic name lacks the prefix "dlq.": never created, though
+	// its letter waits (the writer looks every 200 ms: a 1 s window).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, confirmed := ledgers["render2"].counts(); confirmed == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("render2's acknowledgements were never confirmed")
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	}
+	for until := time.Now().Add(time.Second); time.Now().Before(until); {
+		time.Sleep(200 * time.Millisecond) // an observation window, not a wait
+	}
+	if td, err := adm.ListTopics(context.Background(), "pdfs-dead"); err != nil || td.Has("pdfs-dead") {
+		t.Fatalf("pdfs-dead created (%v): a name without the prefix", err)
+	}
+}
