@@ -173,11 +173,17 @@ func (s *Segment) rebuildFrom(i int, size int64, verify bool, info *RecoveryInfo
 	keep := i
 	if keep < 0 {
 		keep = 0
-		// Junk past the used entries of a corrupt index must not be
-		// counted at the next open.
-		clear(s.oix.b)
-		clear(s.tix.b)
-		s.oix.n, s.tix.n = 0, 0
+		if info.Rebuilt {
+			// Junk past the used entries of a corrupt index must not
+			// be counted at the next open. Only then: clearing a whole
+			// preallocated index dirties all of it (10 MiB by default,
+			// each way), which the open's fsync then writes out -- at
+			// every restart, for every partition whose active segment
+			// has no index entry yet (under index.interval.bytes).
+			clear(s.oix.b)
+			clear(s.tix.b)
+			s.oix.n, s.tix.n = 0, 0
+		}
 	}
 	s.oix.truncateEntries(keep)
 	s.sinceIndex = 0

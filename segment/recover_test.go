@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -293,4 +294,57 @@ func TestRecoveryPointChecksPastIndex(t *testing.T) {
 	}
 	checkAllValid(t, s)
 	s.Close()
+}
+
+// TestCleanReopenLeavesIndexSparse: reopening an active segment whose
+// index has no entry yet (less than index.interval.bytes written) must not
+// write its preallocated indexes: clearing them whole dirtied 10 MiB each,
+// which the open's fsync wrote out for every such partition at every
+// restart (a broker with 111 partitions took 15-17 s to start).
+func TestCleanReopenLeavesIndexSparse(t *testing.T) {
+	dir := t.TempDir()
+	fsys := OSFS{}
+	opts := Options{IndexBytes: 8 << 20}
+	s, err := Create(fsys, dir, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := validLog(1, 0)
+	h, err := ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(b, []BatchInfo{{Len: len(b), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.close(false); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		s, info, err := OpenFrom(fsys, dir, 0, opts, true, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Rebuilt || s.NextOffset() != h.LastOffset()+1 {
+			t.Fatalf("reopen %d: rebuilt %v, next offset %d", round, info.Rebuilt, s.NextOffset())
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.close(false); err != nil {
+			t.Fatal(err)
+		}
+		for _, ext := range []string{".index", ".timeindex"} {
+			var st syscall.Stat_t
+			if err := syscall.Stat(filepath.Join(dir, FileName(0, ext)), &st); err != nil {
+				t.Fatal(err)
+			}
+			if used := st.Blocks * 512; used > 1<<20 {
+				t.Fatalf("reopen %d: %s holds %d bytes on disk of its %d preallocated: the reopen wrote it", round, ext, used, st.Size)
+			}
+		}
+	}
 }
