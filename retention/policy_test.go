@@ -6,24 +6,42 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-io/strata/internal/script"
 	"github.com/strata-io/strata/log"
 )
 
+// The policy functions are tested with scripts in testdata/ (the format:
+// internal/script). Commands:
+//
+//	plan [start=N] [hw=N] [lso=N] [now=MS] policy=delete,compact [retention.ms=N] [retention.bytes=N]
+//	0 100 1000 5000   (segments, one a line: base next size newest-timestamp; the last is active)
+//	----
+//	the PlanDelete actions and their reasons, or "nothing"
+//
+//	plan-compact [first-dirty=N] [now=MS] policy=... [min.cleanable.dirty.ratio=F] [min.compaction.lag.ms=N] [max.compaction.lag.ms=N]
+//	(segments as for plan)
+//	----
+//	the PlanCompact actions and their reasons, or "nothing"
+//
+// If a script test fails, run `go test ./retention -run TestPolicyScripts
+// -rewrite` and inspect the diff. Only commit the changes if you
+// understand what caused them.
+
 // parseSegments reads "base next size maxTimestamp" lines; the last
 // segment is the active one.
-func parseSegments(t *testing.T, c scriptCase) []log.SegmentInfo {
-	t.Helper()
+func parseSegments(c *script.Case) []log.SegmentInfo {
+	c.T.Helper()
 	var segs []log.SegmentInfo
-	for _, l := range c.input {
+	for _, l := range c.Input() {
 		f := strings.Fields(l)
 		if len(f) != 4 {
-			t.Fatalf("line %d: segment line %q: want base next size ts", c.line, l)
+			c.Fatalf("segment line %q: want base next size ts", l)
 		}
 		var n [4]int64
 		for i := range f {
 			v, err := strconv.ParseInt(f[i], 10, 64)
 			if err != nil {
-				t.Fatalf("line %d: %q: %v", c.line, l, err)
+				c.Fatalf("%q: %v", l, err)
 			}
 			n[i] = v
 		}
@@ -36,28 +54,28 @@ func parseSegments(t *testing.T, c scriptCase) []log.SegmentInfo {
 }
 
 // cleanupArgs builds a CleanupConfig from policy=, retention.ms=, ...
-func cleanupArgs(t *testing.T, c scriptCase) log.CleanupConfig {
-	t.Helper()
+func cleanupArgs(c *script.Case) log.CleanupConfig {
+	c.T.Helper()
 	var cfg log.CleanupConfig
-	for _, p := range splitList(c.args["policy"]) {
+	for _, p := range splitList(c.Str("policy", "")) {
 		switch p {
 		case "delete":
 			cfg.Delete = true
 		case "compact":
 			cfg.Compact = true
 		default:
-			t.Fatalf("line %d: policy %q", c.line, p)
+			c.Fatalf("policy %q", p)
 		}
 	}
-	cfg.RetentionMs = intArg(t, c, "retention.ms", -1)
-	cfg.RetentionBytes = intArg(t, c, "retention.bytes", -1)
-	cfg.MinCompactionLagMs = intArg(t, c, "min.compaction.lag.ms", 0)
-	cfg.MaxCompactionLagMs = intArg(t, c, "max.compaction.lag.ms", 0)
+	cfg.RetentionMs = c.Int("retention.ms", -1)
+	cfg.RetentionBytes = c.Int("retention.bytes", -1)
+	cfg.MinCompactionLagMs = c.Int("min.compaction.lag.ms", 0)
+	cfg.MaxCompactionLagMs = c.Int("max.compaction.lag.ms", 0)
 	cfg.MinCleanableDirtyRatio = 0.5
-	if v, ok := c.args["min.cleanable.dirty.ratio"]; ok {
+	if v, ok := c.Arg("min.cleanable.dirty.ratio"); ok {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			t.Fatalf("line %d: %v", c.line, err)
+			c.Fatalf("%v", err)
 		}
 		cfg.MinCleanableDirtyRatio = f
 	}
@@ -65,43 +83,41 @@ func cleanupArgs(t *testing.T, c scriptCase) log.CleanupConfig {
 }
 
 func TestPolicyScripts(t *testing.T) {
-	runScripts(t, "*.txt", func(t *testing.T, c scriptCase) string {
-		switch c.cmd {
-		case "plan", "plan-compact":
-			segs := parseSegments(t, c)
-			var end int64
-			if len(segs) > 0 {
-				end = segs[len(segs)-1].NextOffset
-			}
-			offs := log.Offsets{LogStart: intArg(t, c, "start", 0), HighWatermark: intArg(t, c, "hw", end), LogEnd: end}
-			offs.LastStable = intArg(t, c, "lso", offs.HighWatermark)
-			var acts []Action
-			switch c.cmd {
-			case "plan":
-				acts = PlanDelete(segs, offs, cleanupArgs(t, c), intArg(t, c, "now", 0))
-			case "plan-compact":
-				acts = PlanCompact(segs, offs, cleanupArgs(t, c), intArg(t, c, "first-dirty", 0), intArg(t, c, "now", 0))
-			}
-			if len(acts) == 0 {
-				return "nothing"
-			}
-			var b strings.Builder
-			for _, a := range acts {
-				switch a.Kind {
-				case ActionDeleteBefore:
-					fmt.Fprintf(&b, "%s %d\n", a.Kind, a.Offset)
-				case ActionCompact:
-					fmt.Fprintf(&b, "compact below %d\n", a.Offset)
-				default:
-					fmt.Fprintf(&b, "%s\n", a.Kind)
-				}
-				for _, r := range a.Reasons {
-					fmt.Fprintf(&b, "  %s\n", r)
-				}
-			}
-			return b.String()
+	plan := func(c *script.Case) string {
+		segs := parseSegments(c)
+		var end int64
+		if len(segs) > 0 {
+			end = segs[len(segs)-1].NextOffset
 		}
-		t.Fatalf("line %d: unknown command %q", c.line, c.cmd)
-		return ""
+		offs := log.Offsets{LogStart: c.Int("start", 0), HighWatermark: c.Int("hw", end), LogEnd: end}
+		offs.LastStable = c.Int("lso", offs.HighWatermark)
+		var acts []Action
+		switch c.Cmd {
+		case "plan":
+			acts = PlanDelete(segs, offs, cleanupArgs(c), c.Int("now", 0))
+		case "plan-compact":
+			acts = PlanCompact(segs, offs, cleanupArgs(c), c.Int("first-dirty", 0), c.Int("now", 0))
+		}
+		if len(acts) == 0 {
+			return "nothing"
+		}
+		var b strings.Builder
+		for _, a := range acts {
+			switch a.Kind {
+			case ActionDeleteBefore:
+				fmt.Fprintf(&b, "%s %d\n", a.Kind, a.Offset)
+			case ActionCompact:
+				fmt.Fprintf(&b, "compact below %d\n", a.Offset)
+			default:
+				fmt.Fprintf(&b, "%s\n", a.Kind)
+			}
+			for _, r := range a.Reasons {
+				fmt.Fprintf(&b, "  %s\n", r)
+			}
+		}
+		return b.String()
+	}
+	script.Run(t, "testdata/*.txt", func(*testing.T) script.Commands {
+		return script.Commands{"plan": plan, "plan-compact": plan}
 	})
 }
