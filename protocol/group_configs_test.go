@@ -188,7 +188,8 @@ func TestGroupConfigsOverTheWire(t *testing.T) {
 		t.Fatalf("set: %d %s", code, msg)
 	}
 	want := shareSettings{lock: 1500 * time.Millisecond, deliveryLimit: 3, maxLocks: 100,
-		reset: groupconfig.AutoOffsetReset{Kind: groupconfig.ResetByDuration, DurationMs: 600000}, readCommitted: true}
+		reset: groupconfig.AutoOffsetReset{Kind: groupconfig.ResetByDuration, DurationMs: 600000}, readCommitted: true,
+		backoffMax: time.Minute, backoffMultiplier: 2} // Strata's delayed redelivery: off, with its defaults
 	if st := n.s.shareSettings("jobs"); st != want {
 		t.Fatalf("after set: %+v, want %+v", st, want)
 	}

@@ -48,11 +48,15 @@ type shareSettings struct {
 	// paused is strata.share.dlq.flood.paused: the dead-letter flood
 	// guard stopped deliveries to the group.
 	paused bool
+	// backoff is strata.share.redelivery.backoff.*: delayed redelivery.
+	backoffInitial, backoffMax time.Duration
+	backoffMultiplier          float64
 }
 
 // part is the sharepart decision inputs of these settings.
 func (st shareSettings) part() sharepart.Config {
-	return sharepart.Config{LockMs: st.lock.Milliseconds(), DeliveryLimit: int16(st.deliveryLimit), MaxLocks: st.maxLocks}
+	return sharepart.Config{LockMs: st.lock.Milliseconds(), DeliveryLimit: int16(st.deliveryLimit), MaxLocks: st.maxLocks,
+		BackoffInitialMs: st.backoffInitial.Milliseconds(), BackoffMaxMs: st.backoffMax.Milliseconds(), BackoffMultiplier: st.backoffMultiplier}
 }
 
 // shareSettings returns group's effective share settings: the group's
@@ -72,6 +76,10 @@ func (s *Server) shareSettings(group string) shareSettings {
 		dlqTopic:      e.DLQTopicName,
 		dlqCopy:       e.DLQCopyRecordEnable,
 		paused:        e.FloodPaused,
+
+		backoffInitial:    e.BackoffInitial,
+		backoffMax:        e.BackoffMax,
+		backoffMultiplier: e.BackoffMultiplier,
 	}
 }
 

@@ -21,6 +21,30 @@ type Config struct {
 	// Paused: the group is paused (the dead-letter flood guard):
 	// acquisition delivers nothing.
 	Paused bool
+	// Delayed redelivery (Strata's strata.share.redelivery.backoff.*):
+	// a record released, or whose lock lapsed, is available again only
+	// BackoffInitialMs * BackoffMultiplier^(count-1) later (count: its
+	// delivery count), at most BackoffMaxMs. BackoffInitialMs 0 = at once
+	// (Kafka's behaviour).
+	BackoffInitialMs  int64
+	BackoffMaxMs      int64
+	BackoffMultiplier float64
+}
+
+// Backoff is how long a record delivered count times waits before it is
+// available again (0: at once).
+func (c Config) Backoff(count int16) int64 {
+	if c.BackoffInitialMs <= 0 {
+		return 0
+	}
+	d := float64(c.BackoffInitialMs)
+	for i := int16(1); i < count && d < float64(c.BackoffMaxMs); i++ {
+		d *= max(c.BackoffMultiplier, 1)
+	}
+	if c.BackoffMaxMs > 0 && d > float64(c.BackoffMaxMs) {
+		return c.BackoffMaxMs
+	}
+	return int64(d)
 }
 
 // Acknowledgement types, as on the wire (ShareFetch, ShareAcknowledge).
@@ -152,6 +176,14 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		if r.state != Available && (r.state != Acquired || r.deadline > p.NowMs) {
 			continue
 		}
+		// Delayed redelivery: a released record's not-before time, or a
+		// lapsed lock's deadline plus the backoff.
+		if r.state == Available && r.deadline > p.NowMs {
+			continue
+		}
+		if r.state == Acquired && r.count < cfg.DeliveryLimit && r.deadline+cfg.Backoff(r.count) > p.NowMs {
+			continue
+		}
 		if r.count >= cfg.DeliveryLimit {
 			ranges = append(ranges, Range{First: off, Last: off, State: Archived, Count: r.count})
 			st.ArchivedLimit++
@@ -242,6 +274,7 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 				st.Accepted++
 			case AckRelease:
 				x.State = Available
+				x.Deadline = notBefore(cfg, r.count, nowMs)
 				st.Released++
 				if r.count >= cfg.DeliveryLimit {
 					x.State = Archived
@@ -262,6 +295,18 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 	d.Set(group, -1, ranges...)
 	dead.into(&d, group, &st)
 	return d, st, nil
+}
+
+// notBefore is when a record delivered count times and released (or
+// whose lock lapsed) at fromMs is available again: 0 (at once) without a
+// backoff. Release passes 0 for fromMs: a member that left gives its
+// records back at once.
+func notBefore(cfg Config, count int16, fromMs int64) int64 {
+	b := cfg.Backoff(count)
+	if b == 0 || fromMs <= 0 {
+		return 0
+	}
+	return fromMs + b
 }
 
 // appendRange1 appends a one-offset range, merging it into the previous
@@ -292,7 +337,7 @@ func Release(s *State, group, member string, cfg Config) (Delta, Stats) {
 			continue
 		}
 		off := s.Start + int64(i)
-		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last}
+		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last, Deadline: notBefore(cfg, r.count, 0)}
 		st.Released++
 		if r.count >= cfg.DeliveryLimit {
 			x.State = Archived
@@ -328,7 +373,7 @@ func Expire(s *State, group string, cfg Config, nowMs int64) (Delta, Stats, int6
 			continue
 		}
 		off := s.Start + int64(i)
-		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last}
+		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last, Deadline: notBefore(cfg, r.count, r.deadline)}
 		st.Expired++
 		if r.count >= cfg.DeliveryLimit {
 			x.State = Archived

@@ -171,6 +171,13 @@ func (sc *script) run(cmd string) string {
 		if v, ok := args["locks"]; ok {
 			sc.cfg.MaxLocks = int(sc.atoi(v))
 		}
+		if v, ok := args["backoff"]; ok {
+			// backoff=INITIAL,MAX,MULTIPLIER
+			parts := strings.Split(v, ",")
+			sc.cfg.BackoffInitialMs, sc.cfg.BackoffMaxMs = sc.atoi(parts[0]), sc.atoi(parts[1])
+			sc.cfg.BackoffMultiplier = float64(sc.atoi(parts[2]))
+			return fmt.Sprintf("backoff %d, %d, %d, %d ms for deliveries 1-4", sc.cfg.Backoff(1), sc.cfg.Backoff(2), sc.cfg.Backoff(3), sc.cfg.Backoff(4))
+		}
 		if v, ok := args["paused"]; ok {
 			sc.cfg.Paused = v == "on"
 			return fmt.Sprintf("lock=%d limit=%d locks=%d paused=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.Paused)
@@ -342,6 +349,9 @@ func (sc *script) show(g string) string {
 		}
 		if r.State == Acquired {
 			fmt.Fprintf(&b, " by %s until %+d", r.Member, r.Deadline-sc.now)
+		}
+		if r.State == Available && r.Deadline > 0 {
+			fmt.Fprintf(&b, " not before %+d", r.Deadline-sc.now)
 		}
 	}
 	if st := s.Stream(); st.PID != 0 {

@@ -39,7 +39,7 @@ type rec struct {
 	state    RecordState
 	count    int16  // delivery count: acquisitions so far
 	member   string // the holder, while Acquired
-	deadline int64  // the lock's deadline (unix ms), while Acquired
+	deadline int64  // the lock's deadline (unix ms), while Acquired; while Available, not before it (delayed redelivery; 0 = now)
 	// first and last are the record's first and latest acquisition
 	// times (unix ms), while it is Acquired or Available (dead letters
 	// carry them).
@@ -538,6 +538,9 @@ func (s *State) set(ranges []Range, start int64) {
 			r.member, r.deadline, r.first, r.last = "", 0, 0, 0
 			if x.State == Acquired {
 				r.member, r.deadline = x.Member, x.Deadline
+			}
+			if x.State == Available {
+				r.deadline = x.Deadline // not available before (delayed redelivery); 0 = at once
 			}
 			if x.State == Acquired || x.State == Available {
 				r.first, r.last = x.FirstMs, x.LastMs

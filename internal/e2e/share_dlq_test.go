@@ -482,3 +482,48 @@ func TestShareDLQAutoCreate(t *testing.T) {
 		t.Fatalf("pdfs-dead created (%v): a name without the prefix", err)
 	}
 }
+
+// TestShareRedeliveryBackoff: with strata.share.redelivery.backoff.*, a
+// released record comes back only after its backoff (1 s, then 2 s),
+// measured loosely by the worker's clock; at the delivery count limit (3)
+// it is archived, and dead-lettered.
+func TestShareRedeliveryBackoff(t *testing.T) {
+	st := shareSingle(t)
+	createShareTopic(t, st, "retries", 1)
+	createDLQTopic(t, st, "dlq.retries", true)
+	admCl := st.client()
+	setGroupConfigs(t, admCl, "retriers", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "dlq.retries",
+		"strata.share.redelivery.backoff.initial.ms", "1000", "strata.share.redelivery.backoff.multiplier", "2")
+	produceSeq(t, st.client(), "retries", 3)
+	var mu sync.Mutex
+	var at []time.Time
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := newShareWorker(t, "w", st.seeds, "retriers", "retries", newShareLedger())
+	w.decide = func(r *kgo.Record) kgo.AckStatus {
+		if string(r.Value) == "1" {
+			mu.Lock()
+			at = append(at, time.Now())
+			mu.Unlock()
+			return kgo.AckRelease
+		}
+		return kgo.AckAccept
+	}
+	go w.run(ctx)
+	letters := readDLQ(t, st.seeds, "dlq.retries", 1, 30*time.Second)
+	if len(letters) != 1 || letters[0].headers["strata.dlq.reason"] != "max-deliveries" || letters[0].headers["__dlq.errors.delivery.count"] != "3" {
+		t.Fatalf("letters %+v", letters)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 3 {
+		t.Fatalf("%d deliveries of the released record, want 3", len(at))
+	}
+	// The backoff starts when the release is applied, a little after the
+	// worker saw the record: allow 150 ms of that.
+	if g1, g2 := at[1].Sub(at[0]), at[2].Sub(at[1]); g1 < 850*time.Millisecond || g2 < 1850*time.Millisecond {
+		t.Fatalf("redeliveries %v and %v apart, want at least 1 s and 2 s", g1, g2)
+	} else {
+		t.Logf("redeliveries %v and %v apart (backoff 1 s, 2 s)", g1, g2)
+	}
+}

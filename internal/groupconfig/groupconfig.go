@@ -212,6 +212,7 @@ const (
 	TypeBoolean Type = 1
 	TypeString  Type = 2
 	TypeInt     Type = 3
+	TypeDouble  Type = 6
 )
 
 // Def is one group config Strata serves.
@@ -250,6 +251,10 @@ const (
 	DLQCopyRecordEnable          = "errors.deadletterqueue.copy.record.enable"
 	// FloodPaused is Strata's: set by the dead-letter flood guard.
 	FloodPaused = "strata.share.dlq.flood.paused"
+	// Strata's delayed redelivery.
+	BackoffInitialMs  = "strata.share.redelivery.backoff.initial.ms"
+	BackoffMaxMs      = "strata.share.redelivery.backoff.max.ms"
+	BackoffMultiplier = "strata.share.redelivery.backoff.multiplier"
 )
 
 // Defs are the group configs Strata serves, in DescribeConfigs' order.
@@ -269,6 +274,14 @@ var Defs = []Def{
 		Doc: "When writing onto the dead-letter queue topic, whether to copy the original record onto the DLQ topic, or just write a record containing the context information headers."},
 	{Name: DLQTopicName, Type: TypeString, Default: "",
 		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group. If blank (the default), the group does not have a DLQ topic."},
+	{Name: BackoffInitialMs, Type: TypeInt, Min: 0, Default: "0",
+		Doc: "Strata's: how long a record released, or whose acquisition lock lapsed, waits before it is delivered again after its first delivery; each further delivery multiplies it by strata.share.redelivery.backoff.multiplier, up to strata.share.redelivery.backoff.max.ms. 0 (the default) = at once, as Kafka.",
+		bounds: func(Broker) (int64, int64, int64) { return 0, 86400000, 0 }},
+	{Name: BackoffMaxMs, Type: TypeInt, Min: 1, Default: "60000",
+		Doc:    "Strata's: the longest a redelivery is delayed (strata.share.redelivery.backoff.initial.ms).",
+		bounds: func(Broker) (int64, int64, int64) { return 1, 86400000, 60000 }},
+	{Name: BackoffMultiplier, Type: TypeDouble, Default: "2.0",
+		Doc: "Strata's: the factor the redelivery delay grows by with each delivery (at least 1)."},
 	{Name: FloodPaused, Type: TypeBoolean, Default: "false",
 		Doc: "Strata's: true while the share group is paused by the dead-letter flood guard (its dead letters exceeded strata.share.dlq.flood.ratio of its deliveries): no records are delivered to it. Delete it (strata share-group resume GROUP) to resume."},
 	{Name: ShareAutoOffsetReset, Type: TypeString, Default: "latest",
@@ -384,6 +397,14 @@ func validateOne(name, value string, b Broker) error {
 	case TypeBoolean:
 		if _, ok := parseBool(value); !ok {
 			return invalid("Expected value to be either true or false")
+		}
+	case TypeDouble:
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return invalid("Not a number of type DOUBLE")
+		}
+		if !(f >= 1 && f <= 1000) {
+			return invalid("Value must be between 1 and 1000")
 		}
 	case TypeString:
 		switch name {
@@ -506,6 +527,10 @@ type Effective struct {
 	DLQTopicName        string // errors.deadletterqueue.topic.name
 	DLQCopyRecordEnable bool   // errors.deadletterqueue.copy.record.enable
 	FloodPaused         bool   // strata.share.dlq.flood.paused
+	// Delayed redelivery (Strata's): initial 0 = off.
+	BackoffInitial    time.Duration // strata.share.redelivery.backoff.initial.ms
+	BackoffMax        time.Duration // strata.share.redelivery.backoff.max.ms
+	BackoffMultiplier float64       // strata.share.redelivery.backoff.multiplier
 	// Share-group membership.
 	ShareSessionTimeout    time.Duration // share.session.timeout.ms
 	ShareHeartbeatInterval time.Duration // share.heartbeat.interval.ms
@@ -521,6 +546,8 @@ func Defaults(b Broker) Effective {
 		DeliveryCountLimit:        b.ShareDeliveryCountLimit,
 		PartitionMaxRecordLocks:   b.SharePartitionMaxRecordLocks,
 		RenewAcknowledgeEnable:    true,
+		BackoffMax:                time.Minute,
+		BackoffMultiplier:         2,
 		ShareSessionTimeout:       b.ShareSessionTimeout,
 		ShareHeartbeatInterval:    b.ShareHeartbeatInterval,
 		ConsumerSessionTimeout:    b.ConsumerSessionTimeout,
@@ -589,6 +616,13 @@ func Resolve(overrides map[string]string, b Broker) Effective {
 			e.DLQCopyRecordEnable = on
 		}
 	}
+	msOf(BackoffInitialMs, &e.BackoffInitial)
+	msOf(BackoffMaxMs, &e.BackoffMax)
+	if v, ok := overrides[BackoffMultiplier]; ok {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 1 && f <= 1000 {
+			e.BackoffMultiplier = f
+		}
+	}
 	if v, ok := overrides[FloodPaused]; ok {
 		if on, ok := parseBool(v); ok {
 			e.FloodPaused = on
@@ -635,7 +669,7 @@ func Describe(overrides map[string]string, b Broker) []Entry {
 		if v, ok := overrides[d.Name]; ok {
 			e.Synonyms = append(e.Synonyms, Synonym{Name: d.Name, Value: v, Source: SourceGroup})
 		}
-		if d.bounds == nil {
+		if d.bounds == nil || d.Synonym == "" {
 			e.Synonyms = append(e.Synonyms, Synonym{Name: d.Name, Value: d.Default, Source: SourceDefault})
 		} else {
 			if b.Explicit[d.Synonym] {
