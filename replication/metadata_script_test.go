@@ -1,167 +1,106 @@
 package replication
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strata-io/strata/internal/script"
 )
 
-// The metadata state machine's script tests: testdata/*.txt hold blocks of
+// The metadata state machine's script tests (the format: internal/script).
+// Each command applies one Command to the image and prints "ok" or the
+// rejection, then the whole image. Commands:
 //
-//	<command>
-//	----
-//	<expected output: ok or the rejection, then the image>
-//
-// separated by blank lines; '#' lines are comments. Commands:
-//
-//	register <node> <host:port>
-//	create <topic> <id byte> <replicas;replicas;...> [key=value ...]
-//	delete <topic> <id byte>
-//	delete-done <id byte>
-//	grow <topic> <replicas;replicas;...>
-//	configs <topic> [key=value ...]
-//	pids <start> <count>
+//	register <node> <host:port>                              register 1 localhost:9092
+//	create <topic> <id byte> <replicas;replicas;...> [k=v]   create orders 1 1,2;2,3 retention.ms=10
+//	delete <topic> <id byte>                                 delete orders 1
+//	delete-done <id byte>                                    delete-done 1
+//	grow <topic> <replicas;replicas;...>                     grow orders 3;1
+//	configs <topic> [key=value ...]                          configs orders cleanup.policy=compact
+//	pids <start> <count>                                     pids 1000 1000
 //
 // If this test fails, run `go test ./replication -run TestMetadataScripts
 // -rewrite` and inspect the diff. Only commit the changes if you understand
 // what caused them.
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata scripts")
-
 func TestMetadataScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts")
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
+	script.Run(t, "testdata/*.txt", func(*testing.T) script.Commands {
+		im := newImage()
+		apply := func(cmd Command) string {
+			next, aerr := im.Apply(cmd)
+			im = next
+			got := []string{"ok"}
+			if aerr != nil {
+				got[0] = "rejected: " + strings.TrimPrefix(aerr.Error(), errRejected.Error()+": ")
 			}
-			lines := strings.Split(string(data), "\n")
-			var out []string
-			im := newImage()
-			for i := 0; i < len(lines); i++ {
-				line := lines[i]
-				if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-					out = append(out, line)
-					continue
+			return strings.Join(append(got, dumpImage(im)...), "\n")
+		}
+		atoi := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
+		id := func(s string) [16]byte { return [16]byte{byte(atoi(s))} }
+		parts := func(s string, first int32) []Assignment {
+			var as []Assignment
+			for i, p := range strings.Split(s, ";") {
+				var reps []int32
+				for _, r := range strings.Split(p, ",") {
+					reps = append(reps, int32(atoi(r)))
 				}
-				cmdLine := i + 1
-				c, err := parseScriptCommand(line, im)
-				if err != nil {
-					t.Fatalf("%s:%d: %v", file, cmdLine, err)
-				}
-				if i+1 >= len(lines) || lines[i+1] != "----" {
-					t.Fatalf("%s:%d: command not followed by ----", file, cmdLine)
-				}
-				i += 2
-				var want []string
-				for ; i < len(lines) && lines[i] != ""; i++ {
-					want = append(want, lines[i])
-				}
-				next, aerr := im.Apply(c)
-				im = next
-				got := []string{"ok"}
-				if aerr != nil {
-					got[0] = "rejected: " + strings.TrimPrefix(aerr.Error(), errRejected.Error()+": ")
-				}
-				got = append(got, dumpImage(im)...)
-				if !*rewrite && strings.Join(got, "\n") != strings.Join(want, "\n") {
-					t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, cmdLine, line, strings.Join(got, "\n"), strings.Join(want, "\n"))
-				}
-				out = append(out, line, "----")
-				out = append(out, got...)
-				if i < len(lines) {
-					out = append(out, "")
-				}
+				as = append(as, Assignment{Partition: first + int32(i), Replicas: reps})
 			}
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-					t.Fatal(err)
-				}
+			return as
+		}
+		// need returns the command's fields after its name, at least n of them.
+		need := func(c *script.Case, n int) []string {
+			if len(c.Fields) < n {
+				c.Fatalf("want at least %d fields after the command", n)
 			}
-		})
-	}
+			return c.Fields
+		}
+		return script.Commands{
+			"register": func(c *script.Case) string {
+				f := need(c, 2)
+				host, port, _ := strings.Cut(f[1], ":")
+				return apply(Command{Type: CmdRegisterBroker, Broker: &BrokerInfo{NodeID: int32(atoi(f[0])), Host: host, Port: int32(atoi(port))}})
+			},
+			"create": func(c *script.Case) string {
+				f := need(c, 3)
+				return apply(Command{Type: CmdCreateTopic, Topic: f[0], TopicID: id(f[1]), Partitions: parts(f[2], 0), Configs: kvs(f[3:])})
+			},
+			"delete": func(c *script.Case) string {
+				f := need(c, 2)
+				return apply(Command{Type: CmdDeleteTopic, Topic: f[0], TopicID: id(f[1])})
+			},
+			"delete-done": func(c *script.Case) string {
+				return apply(Command{Type: CmdDeleteTopicDone, TopicID: id(need(c, 1)[0])})
+			},
+			"grow": func(c *script.Case) string {
+				f := need(c, 2)
+				first := int32(0)
+				if t, ok := im.topics[f[0]]; ok {
+					first = int32(len(t.Partitions))
+				}
+				return apply(Command{Type: CmdCreatePartitions, Topic: f[0], Partitions: parts(f[1], first)})
+			},
+			"configs": func(c *script.Case) string {
+				f := need(c, 1)
+				return apply(Command{Type: CmdSetTopicConfigs, Topic: f[0], Configs: kvs(f[1:])})
+			},
+			"pids": func(c *script.Case) string {
+				f := need(c, 2)
+				return apply(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: atoi(f[0]), ProducerIDCount: atoi(f[1])})
+			},
+		}
+	})
 }
 
-func parseScriptCommand(line string, im *image) (Command, error) {
-	f := strings.Fields(line)
-	atoi := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
-	id := func(s string) [16]byte { return [16]byte{byte(atoi(s))} }
-	parts := func(s string, first int32) []Assignment {
-		var as []Assignment
-		for i, p := range strings.Split(s, ";") {
-			var reps []int32
-			for _, r := range strings.Split(p, ",") {
-				reps = append(reps, int32(atoi(r)))
-			}
-			as = append(as, Assignment{Partition: first + int32(i), Replicas: reps})
-		}
-		return as
+func kvs(fs []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range fs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
 	}
-	kvs := func(fs []string) map[string]string {
-		m := map[string]string{}
-		for _, kv := range fs {
-			k, v, _ := strings.Cut(kv, "=")
-			m[k] = v
-		}
-		return m
-	}
-	need := func(n int) error {
-		if len(f) < n {
-			return fmt.Errorf("%q: want at least %d fields", line, n)
-		}
-		return nil
-	}
-	switch f[0] {
-	case "register":
-		if err := need(3); err != nil {
-			return Command{}, err
-		}
-		host, port, _ := strings.Cut(f[2], ":")
-		return Command{Type: CmdRegisterBroker, Broker: &BrokerInfo{NodeID: int32(atoi(f[1])), Host: host, Port: int32(atoi(port))}}, nil
-	case "create":
-		if err := need(4); err != nil {
-			return Command{}, err
-		}
-		return Command{Type: CmdCreateTopic, Topic: f[1], TopicID: id(f[2]), Partitions: parts(f[3], 0), Configs: kvs(f[4:])}, nil
-	case "delete":
-		if err := need(3); err != nil {
-			return Command{}, err
-		}
-		return Command{Type: CmdDeleteTopic, Topic: f[1], TopicID: id(f[2])}, nil
-	case "delete-done":
-		if err := need(2); err != nil {
-			return Command{}, err
-		}
-		return Command{Type: CmdDeleteTopicDone, TopicID: id(f[1])}, nil
-	case "grow":
-		if err := need(3); err != nil {
-			return Command{}, err
-		}
-		first := int32(0)
-		if t, ok := im.topics[f[1]]; ok {
-			first = int32(len(t.Partitions))
-		}
-		return Command{Type: CmdCreatePartitions, Topic: f[1], Partitions: parts(f[2], first)}, nil
-	case "configs":
-		if err := need(2); err != nil {
-			return Command{}, err
-		}
-		return Command{Type: CmdSetTopicConfigs, Topic: f[1], Configs: kvs(f[2:])}, nil
-	case "pids":
-		if err := need(3); err != nil {
-			return Command{}, err
-		}
-		return Command{Type: CmdAllocateProducerIDs, ProducerIDStart: atoi(f[1]), ProducerIDCount: atoi(f[2])}, nil
-	}
-	return Command{}, fmt.Errorf("unknown command %q", f[0])
+	return m
 }
 
 // dumpImage prints an image deterministically.
