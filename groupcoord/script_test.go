@@ -1,97 +1,52 @@
 package groupcoord
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/script"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The script tests drive one group's state machine with commands and
-// compare the printed effects (replies, records) with testdata/*.txt.
+// compare the printed effects (records written, replies, then the group's
+// state) with testdata/*.txt (the format: internal/script). The clock is
+// the script's own: only tick and cg-tick move it. Commands (classic group;
+// each prints its records and replies, then the group's state):
+//
+//	config [initial-delay=MS] [max-size=N]       config initial-delay=3000   (prints ok)
+//	join CLIENT [member=ID] [instance=ID] [v=9] [session=MS] [rebalance=MS] [type=consumer] [protocols=NAME:META,...]
+//	                                             join a v=3 protocols=range:x,roundrobin:y
+//	sync member=ID gen=N [instance=ID] [v=5] [assign=ID:DATA,...]
+//	                                             sync member=a-1 gen=1 assign=a-1:p0
+//	heartbeat member=ID gen=N [instance=ID]      heartbeat member=a-1 gen=1
+//	leave members=ID[/INSTANCE],...              leave members=a-1,b-2/static-b
+//	commit [member=ID] [gen=N] [instance=ID] [v=9] offsets=TOPIC/P=OFFSET,...
+//	                                             commit member=a-1 gen=1 offsets=t/0=5,t/1=7
+//	expire retention=DURATION                    expire retention=24h
+//	delete                                       delete
+//	tick DURATION                                tick 1s   (moves the clock, runs the timers)
+//	state                                        state
+//	restart                                      restart   (replays every record written into a fresh shard; prints both groups)
+//
+// KIP-848 group (each prints its records, then the group's state):
+//
+//	topic NAME [partitions=N]                    topic t partitions=3   (prints ok, no state)
+//	untopic NAME                                 untopic t
+//	cg-hb member=ID [epoch=N] [instance=ID] [v=1] [rebalance=MS] [subscribe=T,...] [assignor=NAME] [regex=RE] [owned=T:P,P;T:P|-]
+//	                                             cg-hb member=m1 subscribe=t owned=t:0,1
+//	cg-tick DURATION                             cg-tick 45s
 //
 // If a script test fails, run `go test ./groupcoord -run TestScripts
 // -rewrite` and inspect the diff. Only commit the changes if you
 // understand what caused them.
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actual output")
-
-// A script is a list of blocks:
-//
-//	command arg key=value ...
-//	----
-//	output lines
-//	<blank line>
-type scriptBlock struct {
-	cmd, out string
-}
-
-func parseScript(t *testing.T, text string) []scriptBlock {
-	var blocks []scriptBlock
-	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("line %d: %q not followed by ----", i+1, l)
-		}
-		i += 2
-		var out []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			out = append(out, lines[i])
-		}
-		blocks = append(blocks, scriptBlock{cmd: l, out: strings.Join(out, "\n")})
-	}
-	return blocks
-}
-
 func TestScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			raw, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			env := newScriptEnv()
-			var b strings.Builder
-			for _, blk := range parseScript(t, string(raw)) {
-				got := env.run(t, blk.cmd)
-				if !*rewrite && got != blk.out {
-					t.Errorf("%s: %s\n--- want\n%s\n--- got\n%s", f, blk.cmd, blk.out, got)
-				}
-				fmt.Fprintf(&b, "%s\n----\n%s\n\n", blk.cmd, got)
-			}
-			if *rewrite {
-				// Keep the leading comment block.
-				var head strings.Builder
-				for _, l := range strings.Split(string(raw), "\n") {
-					if !strings.HasPrefix(l, "#") {
-						break
-					}
-					head.WriteString(l + "\n")
-				}
-				if head.Len() > 0 {
-					head.WriteString("\n")
-				}
-				if err := os.WriteFile(f, []byte(head.String()+strings.TrimRight(b.String(), "\n")+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+	script.Run(t, "testdata/*.txt", func(*testing.T) script.Commands { return newScriptEnv().commands() })
 }
 
 type scriptEnv struct {
@@ -186,193 +141,47 @@ func newScriptEnv() *scriptEnv {
 	return e
 }
 
-func (env *scriptEnv) run(t *testing.T, line string) string {
-	f := strings.Fields(line)
-	cmd, args := f[0], map[string]string{}
-	var pos []string
-	for _, a := range f[1:] {
-		if k, v, ok := strings.Cut(a, "="); ok {
-			args[k] = v
-		} else {
-			pos = append(pos, a)
-		}
+// A handler's body: reads its command, records effects, returns any
+// lines to print before the records and replies.
+type step func(c *script.Case, e *effects) []string
+
+// commands binds every command to env, each with what it prints after its
+// own lines, records and replies.
+func (env *scriptEnv) commands() script.Commands {
+	none := func() []string { return nil }
+	group := func() []string { return []string{env.describeGroup()} }
+	cgroup := func() []string { return []string{env.describeCGroup()} }
+	both := func() []string { return []string{env.describeGroup(), env.describeCGroup()} }
+	cmds := script.Commands{}
+	add := func(name string, s step, after func() []string) {
+		cmds[name] = func(c *script.Case) string { return env.run(c, s, after) }
 	}
-	num := func(k string, def int) int {
-		if v, ok := args[k]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatalf("%s: %s=%q", line, k, v)
-			}
-			return n
-		}
-		return def
-	}
-	var inst *string
-	if v, ok := args["instance"]; ok {
-		inst = &v
-	}
+	add("config", env.config, none)
+	add("join", env.join, group)
+	add("sync", env.sync, group)
+	add("heartbeat", env.heartbeat, group)
+	add("leave", env.leave, group)
+	add("commit", env.commit, group)
+	add("expire", env.expire, group)
+	add("delete", env.delete, group)
+	add("tick", env.tick, group)
+	add("state", func(*script.Case, *effects) []string { return nil }, group)
+	add("restart", env.restart, both)
+	add("topic", env.topic, none)
+	add("untopic", env.untopic, none)
+	add("cg-hb", env.cgHeartbeat, cgroup)
+	add("cg-tick", env.cgTick, cgroup)
+	return cmds
+}
+
+// run runs one step and prints its lines, the records it wrote, the
+// replies it sent (each labelled with the command line that asked), then
+// after's lines.
+func (env *scriptEnv) run(c *script.Case, s step, after func() []string) string {
 	env.rid++
-	rid := env.rid
-	env.labels[rid] = line
+	env.labels[env.rid] = c.Text
 	var e effects
-	var out []string
-	g := env.g
-	switch cmd {
-	case "config":
-		out = append(out, "ok")
-		env.cfg.InitialRebalanceDelay = time.Duration(num("initial-delay", 0)) * time.Millisecond
-		env.cfg.MaxGroupSize = num("max-size", env.cfg.MaxGroupSize)
-	case "join":
-		req := kmsg.NewPtrJoinGroupRequest()
-		req.Version = int16(num("v", 9))
-		req.Group, req.MemberID, req.InstanceID = "g", args["member"], inst
-		req.SessionTimeoutMillis = int32(num("session", 10000))
-		req.RebalanceTimeoutMillis = int32(num("rebalance", 30000))
-		req.ProtocolType = "consumer"
-		if v, ok := args["type"]; ok {
-			req.ProtocolType = v
-		}
-		protos := "range"
-		if v, ok := args["protocols"]; ok {
-			protos = v
-		}
-		for _, p := range strings.Split(protos, ",") {
-			name, meta, _ := strings.Cut(p, ":")
-			req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: name, Metadata: []byte(meta)})
-		}
-		g.join(&env.cfg, &e, env.now, rid, joinArgs{req: req, clientID: pos[0], clientHost: "/127.0.0.1"})
-	case "sync":
-		req := kmsg.NewPtrSyncGroupRequest()
-		req.Version = int16(num("v", 5))
-		req.Group, req.MemberID, req.InstanceID = "g", args["member"], inst
-		req.Generation = int32(num("gen", 0))
-		if v, ok := args["assign"]; ok {
-			for _, a := range strings.Split(v, ",") {
-				id, data, _ := strings.Cut(a, ":")
-				req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: []byte(data)})
-			}
-		}
-		g.sync(&e, env.now, rid, req)
-	case "heartbeat":
-		req := kmsg.NewPtrHeartbeatRequest()
-		req.Group, req.MemberID, req.InstanceID = "g", args["member"], inst
-		req.Generation = int32(num("gen", 0))
-		out = append(out, "heartbeat: "+codeName(g.heartbeat(env.now, req)))
-	case "leave":
-		var ids []kmsg.LeaveGroupRequestMember
-		for _, m := range strings.Split(args["members"], ",") {
-			id, in, ok := strings.Cut(m, "/")
-			lm := kmsg.LeaveGroupRequestMember{MemberID: id}
-			if ok {
-				lm.InstanceID = &in
-			}
-			ids = append(ids, lm)
-		}
-		for i, c := range g.leave(&e, env.now, ids) {
-			out = append(out, fmt.Sprintf("leave %s: %s", ids[i].MemberID, codeName(c)))
-		}
-	case "commit":
-		code := g.commitCheck(env.now, int16(num("v", 9)), int32(num("gen", -1)), args["member"], inst)
-		out = append(out, "commit: "+codeName(code))
-		if code == 0 {
-			for _, o := range strings.Split(args["offsets"], ",") {
-				tp, off, _ := strings.Cut(o, "=")
-				tn, pn, _ := strings.Cut(tp, "/")
-				p, _ := strconv.Atoi(pn)
-				n, _ := strconv.ParseInt(off, 10, 64)
-				e.records = append(e.records, g.commit(tn, int32(p), offsetEntry{Offset: n, LeaderEpoch: -1, CommitMs: env.now.UnixMilli()}))
-			}
-		}
-	case "expire":
-		d, err := time.ParseDuration(args["retention"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.records = append(e.records, g.expireOffsets(env.now, d)...)
-	case "delete":
-		recs, code := g.deleteAll()
-		e.records = append(e.records, recs...)
-		out = append(out, "delete: "+codeName(code))
-	case "tick":
-		d, err := time.ParseDuration(pos[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.now = env.now.Add(d)
-		g.tick(&e, env.now)
-	case "restart":
-		// Round-trip every written record through the batch format and
-		// replay it into a fresh shard, as a new coordinator would.
-		s := newShard(&Coordinator{cfg: env.cfg}, 0, 0)
-		for _, b := range buildBatches(env.log, env.now.UnixMilli()) {
-			if _, err := decodeBatches(b, 0, func(r decodedRecord) error { return s.replay(r, env.now) }); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if env.g = s.groups["g"]; env.g == nil {
-			env.g = newGroup("g", env.now)
-		}
-		if env.cg = s.cgroups["g"]; env.cg == nil {
-			env.cg = newCGroup("g")
-		}
-		g = env.g
-		out = append(out, "restarted")
-	case "topic":
-		env.topics[pos[0]] = topicMeta{name: pos[0], id: topicID(pos[0]), partitions: int32(num("partitions", 1))}
-		env.topicVersion++
-		out = append(out, "ok")
-	case "untopic":
-		delete(env.topics, pos[0])
-		env.topicVersion++
-		out = append(out, "ok")
-	case "cg-hb":
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Version = int16(num("v", 1))
-		req.Group, req.MemberID, req.InstanceID = "g", args["member"], inst
-		req.MemberEpoch = int32(num("epoch", 0))
-		req.RebalanceTimeoutMillis = int32(num("rebalance", -1))
-		if v, ok := args["subscribe"]; ok {
-			req.SubscribedTopicNames = strings.Split(v, ",")
-		}
-		if v, ok := args["assignor"]; ok {
-			req.ServerAssignor = &v
-		}
-		if v, ok := args["regex"]; ok {
-			req.SubscribedTopicRegex = &v
-		}
-		if v, ok := args["owned"]; ok {
-			req.Topics = env.parseOwned(v)
-		}
-		src := func(n string) (topicMeta, bool) { t, ok := env.topics[n]; return t, ok }
-		r := env.cg.heartbeat(&env.cfg, &e, env.now, heartbeatArgs{req: req, clientID: "c", clientHost: "/h", topicNames: env.listTopics}, src)
-		line := "hb " + codeName(r.ErrorCode)
-		if r.ErrorMessage != nil {
-			line += fmt.Sprintf(" %q", *r.ErrorMessage)
-		}
-		if r.ErrorCode == 0 {
-			line += fmt.Sprintf(" epoch=%d", r.MemberEpoch)
-			if r.Assignment != nil {
-				a := assignment{}
-				for _, t := range r.Assignment.Topics {
-					for _, p := range t.Partitions {
-						a.add(topicPartition{t.TopicID, p})
-					}
-				}
-				line += " assignment=[" + describeAssignment(a) + "]"
-			}
-		}
-		out = append(out, line)
-	case "cg-tick":
-		d, err := time.ParseDuration(pos[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.now = env.now.Add(d)
-		env.cg.tick(&e, env.now)
-	case "state":
-	default:
-		t.Fatalf("unknown command %q", cmd)
-	}
+	out := s(c, &e)
 	for _, r := range e.records {
 		env.log = append(env.log, r)
 		out = append(out, describeRecord(r))
@@ -380,17 +189,191 @@ func (env *scriptEnv) run(t *testing.T, line string) string {
 	for _, r := range e.replies {
 		out = append(out, fmt.Sprintf("reply to %q: %s", env.labels[r.id], describeResp(r.resp)))
 	}
-	switch {
-	case strings.HasPrefix(cmd, "cg-") || cmd == "topic" || cmd == "untopic":
-		if cmd != "topic" && cmd != "untopic" {
-			out = append(out, env.describeCGroup())
-		}
-	case cmd == "restart":
-		out = append(out, env.describeGroup(), env.describeCGroup())
-	case cmd != "config":
-		out = append(out, env.describeGroup())
+	return strings.Join(append(out, after()...), "\n")
+}
+
+func num(c *script.Case, key string, def int) int { return int(c.Int(key, int64(def))) }
+
+func instance(c *script.Case) *string {
+	if v, ok := c.Arg("instance"); ok {
+		return &v
 	}
-	return strings.Join(out, "\n")
+	return nil
+}
+
+func duration(c *script.Case, s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		c.Fatalf("%v", err)
+	}
+	return d
+}
+
+func (env *scriptEnv) config(c *script.Case, _ *effects) []string {
+	env.cfg.InitialRebalanceDelay = time.Duration(num(c, "initial-delay", 0)) * time.Millisecond
+	env.cfg.MaxGroupSize = num(c, "max-size", env.cfg.MaxGroupSize)
+	return []string{"ok"}
+}
+
+func (env *scriptEnv) join(c *script.Case, e *effects) []string {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = int16(num(c, "v", 9))
+	req.Group, req.MemberID, req.InstanceID = "g", c.Str("member", ""), instance(c)
+	req.SessionTimeoutMillis = int32(num(c, "session", 10000))
+	req.RebalanceTimeoutMillis = int32(num(c, "rebalance", 30000))
+	req.ProtocolType = c.Str("type", "consumer")
+	for _, p := range strings.Split(c.Str("protocols", "range"), ",") {
+		name, meta, _ := strings.Cut(p, ":")
+		req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: name, Metadata: []byte(meta)})
+	}
+	env.g.join(&env.cfg, e, env.now, env.rid, joinArgs{req: req, clientID: c.Need(0), clientHost: "/127.0.0.1"})
+	return nil
+}
+
+func (env *scriptEnv) sync(c *script.Case, e *effects) []string {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version = int16(num(c, "v", 5))
+	req.Group, req.MemberID, req.InstanceID = "g", c.Str("member", ""), instance(c)
+	req.Generation = int32(num(c, "gen", 0))
+	if v, ok := c.Arg("assign"); ok {
+		for _, a := range strings.Split(v, ",") {
+			id, data, _ := strings.Cut(a, ":")
+			req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: []byte(data)})
+		}
+	}
+	env.g.sync(e, env.now, env.rid, req)
+	return nil
+}
+
+func (env *scriptEnv) heartbeat(c *script.Case, _ *effects) []string {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.InstanceID = "g", c.Str("member", ""), instance(c)
+	req.Generation = int32(num(c, "gen", 0))
+	return []string{"heartbeat: " + codeName(env.g.heartbeat(env.now, req))}
+}
+
+func (env *scriptEnv) leave(c *script.Case, e *effects) []string {
+	var ids []kmsg.LeaveGroupRequestMember
+	for _, m := range strings.Split(c.Str("members", ""), ",") {
+		id, in, ok := strings.Cut(m, "/")
+		lm := kmsg.LeaveGroupRequestMember{MemberID: id}
+		if ok {
+			lm.InstanceID = &in
+		}
+		ids = append(ids, lm)
+	}
+	var out []string
+	for i, code := range env.g.leave(e, env.now, ids) {
+		out = append(out, fmt.Sprintf("leave %s: %s", ids[i].MemberID, codeName(code)))
+	}
+	return out
+}
+
+func (env *scriptEnv) commit(c *script.Case, e *effects) []string {
+	code := env.g.commitCheck(env.now, int16(num(c, "v", 9)), int32(num(c, "gen", -1)), c.Str("member", ""), instance(c))
+	if code == 0 {
+		for _, o := range strings.Split(c.Str("offsets", ""), ",") {
+			tp, off, _ := strings.Cut(o, "=")
+			tn, pn, _ := strings.Cut(tp, "/")
+			p, _ := strconv.Atoi(pn)
+			n, _ := strconv.ParseInt(off, 10, 64)
+			e.records = append(e.records, env.g.commit(tn, int32(p), offsetEntry{Offset: n, LeaderEpoch: -1, CommitMs: env.now.UnixMilli()}))
+		}
+	}
+	return []string{"commit: " + codeName(code)}
+}
+
+func (env *scriptEnv) expire(c *script.Case, e *effects) []string {
+	e.records = append(e.records, env.g.expireOffsets(env.now, duration(c, c.Str("retention", "")))...)
+	return nil
+}
+
+func (env *scriptEnv) delete(_ *script.Case, e *effects) []string {
+	recs, code := env.g.deleteAll()
+	e.records = append(e.records, recs...)
+	return []string{"delete: " + codeName(code)}
+}
+
+func (env *scriptEnv) tick(c *script.Case, e *effects) []string {
+	env.now = env.now.Add(duration(c, c.Need(0)))
+	env.g.tick(e, env.now)
+	return nil
+}
+
+// restart round-trips every written record through the batch format and
+// replays it into a fresh shard, as a new coordinator would.
+func (env *scriptEnv) restart(c *script.Case, _ *effects) []string {
+	s := newShard(&Coordinator{cfg: env.cfg}, 0, 0)
+	for _, b := range buildBatches(env.log, env.now.UnixMilli()) {
+		if _, err := decodeBatches(b, 0, func(r decodedRecord) error { return s.replay(r, env.now) }); err != nil {
+			c.Fatalf("%v", err)
+		}
+	}
+	if env.g = s.groups["g"]; env.g == nil {
+		env.g = newGroup("g", env.now)
+	}
+	if env.cg = s.cgroups["g"]; env.cg == nil {
+		env.cg = newCGroup("g")
+	}
+	return []string{"restarted"}
+}
+
+func (env *scriptEnv) topic(c *script.Case, _ *effects) []string {
+	name := c.Need(0)
+	env.topics[name] = topicMeta{name: name, id: topicID(name), partitions: int32(num(c, "partitions", 1))}
+	env.topicVersion++
+	return []string{"ok"}
+}
+
+func (env *scriptEnv) untopic(c *script.Case, _ *effects) []string {
+	delete(env.topics, c.Need(0))
+	env.topicVersion++
+	return []string{"ok"}
+}
+
+func (env *scriptEnv) cgHeartbeat(c *script.Case, e *effects) []string {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = int16(num(c, "v", 1))
+	req.Group, req.MemberID, req.InstanceID = "g", c.Str("member", ""), instance(c)
+	req.MemberEpoch = int32(num(c, "epoch", 0))
+	req.RebalanceTimeoutMillis = int32(num(c, "rebalance", -1))
+	if v, ok := c.Arg("subscribe"); ok {
+		req.SubscribedTopicNames = strings.Split(v, ",")
+	}
+	if v, ok := c.Arg("assignor"); ok {
+		req.ServerAssignor = &v
+	}
+	if v, ok := c.Arg("regex"); ok {
+		req.SubscribedTopicRegex = &v
+	}
+	if v, ok := c.Arg("owned"); ok {
+		req.Topics = env.parseOwned(v)
+	}
+	src := func(n string) (topicMeta, bool) { t, ok := env.topics[n]; return t, ok }
+	r := env.cg.heartbeat(&env.cfg, e, env.now, heartbeatArgs{req: req, clientID: "c", clientHost: "/h", topicNames: env.listTopics}, src)
+	line := "hb " + codeName(r.ErrorCode)
+	if r.ErrorMessage != nil {
+		line += fmt.Sprintf(" %q", *r.ErrorMessage)
+	}
+	if r.ErrorCode == 0 {
+		line += fmt.Sprintf(" epoch=%d", r.MemberEpoch)
+		if r.Assignment != nil {
+			a := assignment{}
+			for _, t := range r.Assignment.Topics {
+				for _, p := range t.Partitions {
+					a.add(topicPartition{t.TopicID, p})
+				}
+			}
+			line += " assignment=[" + describeAssignment(a) + "]"
+		}
+	}
+	return []string{line}
+}
+
+func (env *scriptEnv) cgTick(c *script.Case, e *effects) []string {
+	env.now = env.now.Add(duration(c, c.Need(0)))
+	env.cg.tick(e, env.now)
+	return nil
 }
 
 func codeName(c int16) string {

@@ -21,6 +21,7 @@ type Case struct {
 	T         testing.TB
 	File      string
 	Line      int      // of the command line, 1-based
+	Text      string   // the command line as written
 	Cmd       string   // the command's name
 	Fields    []string // the command line's fields after the name
 	input     []string
@@ -151,7 +152,7 @@ func parse(file string, lines []string) ([]block, error) {
 			continue
 		}
 		f := strings.Fields(l)
-		b := block{c: Case{File: file, Line: i + 1, Cmd: f[0], Fields: f[1:]}}
+		b := block{c: Case{File: file, Line: i + 1, Text: l, Cmd: f[0], Fields: f[1:]}}
 		for i++; i < len(lines) && lines[i] != "----"; i++ {
 			if strings.TrimSpace(lines[i]) == "" {
 				return nil, fmt.Errorf("%s:%d: %q not followed by ----", file, b.c.Line, l)
@@ -210,7 +211,7 @@ func runText(t testing.TB, file, text string, cmds Commands, rewriting bool) (st
 			return "", fmt.Errorf("%s:%d: %s takes no input lines", file, c.Line, c.Cmd)
 		}
 		if !rewriting && got != b.want {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, c.Line, lines[c.Line-1], got, b.want)
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, c.Line, c.Text, got, b.want)
 		}
 		out = append(out, lines[last:b.sep]...)
 		if got != "" && strings.Contains("\n"+got+"\n", "\n\n") {
