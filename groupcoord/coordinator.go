@@ -426,6 +426,18 @@ func (c *Coordinator) fetchGroup(ctx context.Context, group string, topics []fet
 		}
 		e.reply(rid, nil)
 	})
+	if err == nil && code == 0 {
+		// Read, then confirm this broker still leads the group's
+		// partition: a coordinator cut off from its peers answers from
+		// memory until its lease runs out, while a new one may already
+		// have taken newer commits. Confirmed after the read, the answer
+		// holds every commit acknowledged before it.
+		if pi, ok := c.core.PartitionOf(group); ok {
+			if verr := c.broker.VerifyLeader(ctx, OffsetsTopic, pi.Partition); verr != nil {
+				return nil, nil, kerr.NotCoordinator.Code, nil
+			}
+		}
+	}
 	return outT, outP, code, err
 }
 

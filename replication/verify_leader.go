@@ -1,0 +1,26 @@
+package replication
+
+import "context"
+
+// VerifyLeader confirms with a round of heartbeats to a quorum (raft's
+// VerifyLeader) that this broker still leads topic-partition. A read
+// served from a leader's memory needs it before it answers: a leader cut
+// off from its peers keeps its leadership until its lease runs out, while
+// the others may already have elected a new leader that took writes (the
+// fault harness saw OffsetFetch answer an offset older than an
+// acknowledged commit that way). A single voter answers at once.
+// ErrNotLeader when this broker does not lead; ErrUnknownTopicOrPartition
+// for an unknown partition; ctx's error when it ends first.
+func (b *Broker) VerifyLeader(ctx context.Context, topic string, partition int32) error {
+	g, err := b.shareGroup(topic, partition)
+	if err != nil {
+		return err
+	}
+	if err := waitFutureCtx(ctx, g.raft.VerifyLeader(), g.stopped); err != nil {
+		if err == ctx.Err() {
+			return err
+		}
+		return raftErr(g, err)
+	}
+	return nil
+}
