@@ -275,7 +275,7 @@ var Defs = []Def{
 	{Name: DLQTopicName, Type: TypeString, Default: "",
 		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group. If blank (the default), the group does not have a DLQ topic."},
 	{Name: BackoffInitialMs, Type: TypeInt, Min: 0, Default: "0",
-		Doc: "Strata's: how long a record released, or whose acquisition lock lapsed, waits before it is delivered again after its first delivery; each further delivery multiplies it by strata.share.redelivery.backoff.multiplier, up to strata.share.redelivery.backoff.max.ms. 0 (the default) = at once, as Kafka.",
+		Doc:    "Strata's: how long a record released, or whose acquisition lock lapsed, waits before it is delivered again after its first delivery; each further delivery multiplies it by strata.share.redelivery.backoff.multiplier, up to strata.share.redelivery.backoff.max.ms. 0 (the default) = at once, as Kafka.",
 		bounds: func(Broker) (int64, int64, int64) { return 0, 86400000, 0 }},
 	{Name: BackoffMaxMs, Type: TypeInt, Min: 1, Default: "60000",
 		Doc:    "Strata's: the longest a redelivery is delayed (strata.share.redelivery.backoff.initial.ms).",
