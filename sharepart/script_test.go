@@ -2,13 +2,12 @@ package sharepart
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strata-io/strata/internal/script"
 )
 
 // The script tests drive one partition's share state with the leader's
@@ -16,79 +15,36 @@ import (
 // replicated form to two registries (the leader's and a replica's, which
 // must stay equal), and print the decisions and the resulting state.
 //
+// Commands (the format: internal/script; GROUP is a share group's name,
+// every state-changing command prints the group's state after it):
+//
+//	config [lock=MS] [limit=N] [locks=N] [backoff=INITIAL,MAX,MULTIPLIER] [paused=on|off] [dlq=on|off]
+//	                                      config lock=1000 limit=4
+//	log [start=N] SPAN...                 log 0-4 c5 6-9 a10-12   (batches; c: control, a: aborted, both skipped)
+//	advance MS                            advance 1500            (moves the clock)
+//	init GROUP start=N                    init g start=0
+//	reset GROUP start=N                   reset g start=10
+//	delete GROUP                          delete g                (prints the groups left)
+//	acquire GROUP member=M [max=N] [strict]
+//	                                      acquire g member=m1 max=3
+//	ack GROUP member=M SPAN:TYPE,... [renew]
+//	                                      ack g member=m1 0-2:accept 3:release 4-6:accept,gap,reject
+//	release GROUP member=M                release g member=m1     (the member left)
+//	expire GROUP                          expire g                (sweeps lapsed locks)
+//	dead-done GROUP upto=N                dead-done g upto=2      (letters below ordinal N are written)
+//	stream GROUP pid=P base=B topic=T partition=N
+//	                                      stream g pid=7 base=0 topic=dlq partition=0
+//	replay GROUP                          replay g                (the last delta again changes nothing)
+//	lag GROUP hw=N                        lag g hw=10
+//
 // If a script test fails, run `go test ./sharepart -run TestScripts
 // -rewrite` and inspect the diff. Only commit the changes if you
 // understand what caused them.
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actual output")
-
-// A script is a list of blocks:
-//
-//	command arg key=value ...
-//	----
-//	output lines
-//	<blank line>
-type scriptBlock struct{ cmd, out string }
-
-func parseScript(t *testing.T, text string) (blocks []scriptBlock, header string) {
-	lines := strings.Split(text, "\n")
-	var head []string
-	inHeader := true
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			if inHeader {
-				head = append(head, l)
-			}
-			continue
-		}
-		inHeader = false
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("line %d: %q not followed by ----", i+1, l)
-		}
-		i += 2
-		var out []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			out = append(out, lines[i])
-		}
-		blocks = append(blocks, scriptBlock{cmd: l, out: strings.Join(out, "\n")})
-	}
-	return blocks, strings.Join(head, "\n")
-}
-
 func TestScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			text, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			blocks, header := parseScript(t, string(text))
-			sc := newScript(t)
-			var rewritten bytes.Buffer
-			rewritten.WriteString(strings.TrimRight(header, "\n"))
-			rewritten.WriteString("\n\n")
-			for _, b := range blocks {
-				got := sc.run(b.cmd)
-				if got != b.out && !*rewrite {
-					t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", f, b.cmd, got, b.out)
-				}
-				fmt.Fprintf(&rewritten, "%s\n----\n%s\n\n", b.cmd, got)
-			}
-			if *rewrite {
-				out := strings.TrimLeft(rewritten.String(), "\n")
-				if err := os.WriteFile(f, []byte(strings.TrimRight(out, "\n")+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+	script.Run(t, "testdata/*.txt", func(t *testing.T) script.Commands { return newShareScript(t).commands() })
 }
 
-type script struct {
+type shareScript struct {
 	t        *testing.T
 	now      int64
 	cfg      Config
@@ -99,20 +55,11 @@ type script struct {
 	last     *Delta    // the last delta applied
 }
 
-func newScript(t *testing.T) *script {
-	return &script{t: t, now: 1_000_000, cfg: Config{LockMs: 30_000, DeliveryLimit: 5, MaxLocks: 2000}, leader: NewRegistry(), replica: NewRegistry()}
+func newShareScript(t *testing.T) *shareScript {
+	return &shareScript{t: t, now: 1_000_000, cfg: Config{LockMs: 30_000, DeliveryLimit: 5, MaxLocks: 2000}, leader: NewRegistry(), replica: NewRegistry()}
 }
 
-func kv(args []string) map[string]string {
-	m := map[string]string{}
-	for _, a := range args {
-		k, v, _ := strings.Cut(a, "=")
-		m[k] = v
-	}
-	return m
-}
-
-func (sc *script) atoi(s string) int64 {
+func (sc *shareScript) atoi(s string) int64 {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		sc.t.Fatalf("not a number: %q", s)
@@ -121,7 +68,7 @@ func (sc *script) atoi(s string) int64 {
 }
 
 // span parses "a-b" or "a".
-func (sc *script) span(s string) (int64, int64) {
+func (sc *shareScript) span(s string) (int64, int64) {
 	a, b, ok := strings.Cut(s, "-")
 	if !ok {
 		return sc.atoi(a), sc.atoi(a)
@@ -129,7 +76,7 @@ func (sc *script) span(s string) (int64, int64) {
 	return sc.atoi(a), sc.atoi(b)
 }
 
-func (sc *script) apply(d Delta) {
+func (sc *shareScript) apply(d Delta) {
 	sc.last = &d
 	sc.leader.ApplyDelta(&d)
 	if err := sc.replica.Apply(d.Encode()); err != nil {
@@ -147,7 +94,7 @@ func (sc *script) apply(d Delta) {
 	sc.replica = r
 }
 
-func (sc *script) state(group string) *State {
+func (sc *shareScript) state(group string) *State {
 	s, _ := sc.leader.Group(group)
 	if s == nil {
 		sc.t.Fatalf("group %s has no state", group)
@@ -157,156 +104,186 @@ func (sc *script) state(group string) *State {
 
 var ackNames = map[string]int8{"gap": AckGap, "accept": AckAccept, "release": AckRelease, "reject": AckReject, "renew": AckRenew}
 
-func (sc *script) run(cmd string) string {
-	f := strings.Fields(cmd)
-	args := kv(f[1:])
-	switch f[0] {
-	case "config":
-		if v, ok := args["lock"]; ok {
-			sc.cfg.LockMs = sc.atoi(v)
-		}
-		if v, ok := args["limit"]; ok {
-			sc.cfg.DeliveryLimit = int16(sc.atoi(v))
-		}
-		if v, ok := args["locks"]; ok {
-			sc.cfg.MaxLocks = int(sc.atoi(v))
-		}
-		if v, ok := args["backoff"]; ok {
-			// backoff=INITIAL,MAX,MULTIPLIER
-			parts := strings.Split(v, ",")
-			sc.cfg.BackoffInitialMs, sc.cfg.BackoffMaxMs = sc.atoi(parts[0]), sc.atoi(parts[1])
-			sc.cfg.BackoffMultiplier = float64(sc.atoi(parts[2]))
-			return fmt.Sprintf("backoff %d, %d, %d, %d ms for deliveries 1-4", sc.cfg.Backoff(1), sc.cfg.Backoff(2), sc.cfg.Backoff(3), sc.cfg.Backoff(4))
-		}
-		if v, ok := args["paused"]; ok {
-			sc.cfg.Paused = v == "on"
-			return fmt.Sprintf("lock=%d limit=%d locks=%d paused=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.Paused)
-		}
-		if v, ok := args["dlq"]; ok {
-			sc.cfg.DeadLetters = v == "on"
-			return fmt.Sprintf("lock=%d limit=%d locks=%d dlq=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.DeadLetters)
-		}
-		return fmt.Sprintf("lock=%d limit=%d locks=%d", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks)
-	case "log":
-		// log 0-4 c5 6-9 a10-12: batches (c: control, a: aborted, both skipped)
-		sc.batches = sc.batches[:0]
-		for _, x := range f[1:] {
-			if v, ok := strings.CutPrefix(x, "start="); ok {
-				sc.logStart = sc.atoi(v)
-				continue
-			}
-			skip := strings.HasPrefix(x, "c") || strings.HasPrefix(x, "a")
-			a, b := sc.span(strings.TrimLeft(x, "ca"))
-			sc.batches = append(sc.batches, Batch{First: a, Last: b, Skip: skip})
-		}
-		return fmt.Sprintf("%d batches", len(sc.batches))
-	case "advance":
-		sc.now += sc.atoi(f[1])
-		return fmt.Sprintf("now=%d", sc.now)
-	case "init":
-		var d Delta
-		d.Init(f[1], sc.atoi(args["start"]))
-		sc.apply(d)
-		return sc.show(f[1])
-	case "reset":
-		var d Delta
-		d.Reset(f[1], sc.atoi(args["start"]))
-		sc.apply(d)
-		return sc.show(f[1])
-	case "delete":
-		var d Delta
-		d.Delete(f[1])
-		sc.apply(d)
-		return fmt.Sprintf("groups=%v", sc.leader.Groups())
-	case "acquire":
-		// acquire GROUP member=M max=N [strict]
-		g := f[1]
-		s := sc.state(g)
-		from := NeedFrom(s)
-		var bs []Batch
-		for _, b := range sc.batches {
-			if b.Last >= from {
-				bs = append(bs, b)
-			}
-		}
-		max := 500
-		if v, ok := args["max"]; ok {
-			max = int(sc.atoi(v))
-		}
-		_, strict := args["strict"]
-		d, acq, st := Acquire(s, g, sc.cfg, AcquireParams{Member: args["member"], Max: max, Strict: strict, LogStart: sc.logStart, NowMs: sc.now}, bs)
-		sc.apply(d)
-		var parts []string
-		for _, a := range acq {
-			parts = append(parts, fmt.Sprintf("%d-%d#%d", a.First, a.Last, a.Count))
-		}
-		return fmt.Sprintf("acquired [%s] %s\n%s", strings.Join(parts, " "), stats(st), sc.show(g))
-	case "ack":
-		// ack GROUP member=M 0-2:accept 3:release 4-6:accept,gap,reject [renew]
-		g := f[1]
-		var batches []AckBatch
-		_, renew := args["renew"]
-		for _, x := range f[2:] {
-			sp, types, ok := strings.Cut(x, ":")
-			if !ok {
-				continue
-			}
-			a, b := sc.span(sp)
-			var ts []int8
-			for _, n := range strings.Split(types, ",") {
-				t, ok := ackNames[n]
-				if !ok {
-					t = int8(sc.atoi(n))
-				}
-				ts = append(ts, t)
-			}
-			batches = append(batches, AckBatch{First: a, Last: b, Types: ts})
-		}
-		d, st, err := Ack(sc.state(g), g, args["member"], sc.cfg, batches, renew, sc.now)
-		if err != nil {
-			return fmt.Sprintf("error: %v\n%s", err, sc.show(g))
-		}
-		sc.apply(d)
-		return fmt.Sprintf("ok %s\n%s", stats(st), sc.show(g))
-	case "release":
-		g := f[1]
-		d, st := Release(sc.state(g), g, args["member"], sc.cfg)
-		sc.apply(d)
-		return fmt.Sprintf("%s\n%s", stats(st), sc.show(g))
-	case "expire":
-		g := f[1]
-		d, st, next := Expire(sc.state(g), g, sc.cfg, sc.now)
-		sc.apply(d)
-		return fmt.Sprintf("%s next=%d\n%s", stats(st), next, sc.show(g))
-	case "dead-done":
-		// dead-done GROUP upto=N: the letters below ordinal N are written
-		var d Delta
-		d.DeadDone(f[1], sc.atoi(args["upto"]))
-		sc.apply(d)
-		return sc.show(f[1])
-	case "stream":
-		// stream GROUP pid=P base=B topic=T partition=N
-		var d Delta
-		d.SetStream(f[1], Stream{PID: sc.atoi(args["pid"]), Base: sc.atoi(args["base"]), Topic: args["topic"], Partition: int32(sc.atoi(args["partition"]))})
-		sc.apply(d)
-		return sc.show(f[1])
-	case "replay":
-		// replay GROUP: the last delta applied again changes nothing
-		before := string(sc.leader.Snapshot())
-		if sc.last != nil {
-			sc.leader.ApplyDelta(sc.last)
-		}
-		if string(sc.leader.Snapshot()) != before {
-			return "changed"
-		}
-		return "unchanged"
-	case "lag":
-		s := sc.state(f[1])
-		hw := sc.atoi(args["hw"])
-		return fmt.Sprintf("lag=%d oldest=%d", Lag(s, hw), OldestUnacked(s, hw))
+func (sc *shareScript) commands() script.Commands {
+	return script.Commands{
+		"config":    sc.config,
+		"log":       sc.log,
+		"advance":   func(c *script.Case) string { sc.now += sc.atoi(c.Need(0)); return fmt.Sprintf("now=%d", sc.now) },
+		"init":      sc.init,
+		"reset":     sc.reset,
+		"delete":    sc.delete,
+		"acquire":   sc.acquire,
+		"ack":       sc.ack,
+		"release":   sc.release,
+		"expire":    sc.expire,
+		"dead-done": sc.deadDone,
+		"stream":    sc.stream,
+		"replay":    sc.replay,
+		"lag":       sc.lag,
 	}
-	sc.t.Fatalf("unknown command %q", cmd)
-	return ""
+}
+
+func (sc *shareScript) config(c *script.Case) string {
+	if v, ok := c.Arg("lock"); ok {
+		sc.cfg.LockMs = sc.atoi(v)
+	}
+	if v, ok := c.Arg("limit"); ok {
+		sc.cfg.DeliveryLimit = int16(sc.atoi(v))
+	}
+	if v, ok := c.Arg("locks"); ok {
+		sc.cfg.MaxLocks = int(sc.atoi(v))
+	}
+	if v, ok := c.Arg("backoff"); ok {
+		// backoff=INITIAL,MAX,MULTIPLIER
+		parts := strings.Split(v, ",")
+		if len(parts) != 3 {
+			c.Fatalf("backoff=%s: want INITIAL,MAX,MULTIPLIER", v)
+		}
+		sc.cfg.BackoffInitialMs, sc.cfg.BackoffMaxMs = sc.atoi(parts[0]), sc.atoi(parts[1])
+		sc.cfg.BackoffMultiplier = float64(sc.atoi(parts[2]))
+		return fmt.Sprintf("backoff %d, %d, %d, %d ms for deliveries 1-4", sc.cfg.Backoff(1), sc.cfg.Backoff(2), sc.cfg.Backoff(3), sc.cfg.Backoff(4))
+	}
+	if v, ok := c.Arg("paused"); ok {
+		sc.cfg.Paused = v == "on"
+		return fmt.Sprintf("lock=%d limit=%d locks=%d paused=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.Paused)
+	}
+	if v, ok := c.Arg("dlq"); ok {
+		sc.cfg.DeadLetters = v == "on"
+		return fmt.Sprintf("lock=%d limit=%d locks=%d dlq=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.DeadLetters)
+	}
+	return fmt.Sprintf("lock=%d limit=%d locks=%d", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks)
+}
+
+// log 0-4 c5 6-9 a10-12: batches (c: control, a: aborted, both skipped)
+func (sc *shareScript) log(c *script.Case) string {
+	sc.batches = sc.batches[:0]
+	for _, x := range c.Fields {
+		if v, ok := strings.CutPrefix(x, "start="); ok {
+			sc.logStart = sc.atoi(v)
+			continue
+		}
+		skip := strings.HasPrefix(x, "c") || strings.HasPrefix(x, "a")
+		a, b := sc.span(strings.TrimLeft(x, "ca"))
+		sc.batches = append(sc.batches, Batch{First: a, Last: b, Skip: skip})
+	}
+	return fmt.Sprintf("%d batches", len(sc.batches))
+}
+
+func (sc *shareScript) init(c *script.Case) string {
+	var d Delta
+	d.Init(c.Need(0), sc.atoi(c.Str("start", "")))
+	sc.apply(d)
+	return sc.show(c.Need(0))
+}
+
+func (sc *shareScript) reset(c *script.Case) string {
+	var d Delta
+	d.Reset(c.Need(0), sc.atoi(c.Str("start", "")))
+	sc.apply(d)
+	return sc.show(c.Need(0))
+}
+
+func (sc *shareScript) delete(c *script.Case) string {
+	var d Delta
+	d.Delete(c.Need(0))
+	sc.apply(d)
+	return fmt.Sprintf("groups=%v", sc.leader.Groups())
+}
+
+// acquire GROUP member=M max=N [strict]
+func (sc *shareScript) acquire(c *script.Case) string {
+	g := c.Need(0)
+	s := sc.state(g)
+	from := NeedFrom(s)
+	var bs []Batch
+	for _, b := range sc.batches {
+		if b.Last >= from {
+			bs = append(bs, b)
+		}
+	}
+	d, acq, st := Acquire(s, g, sc.cfg, AcquireParams{Member: c.Str("member", ""), Max: int(c.Int("max", 500)), Strict: c.Has("strict"), LogStart: sc.logStart, NowMs: sc.now}, bs)
+	sc.apply(d)
+	var parts []string
+	for _, a := range acq {
+		parts = append(parts, fmt.Sprintf("%d-%d#%d", a.First, a.Last, a.Count))
+	}
+	return fmt.Sprintf("acquired [%s] %s\n%s", strings.Join(parts, " "), stats(st), sc.show(g))
+}
+
+// ack GROUP member=M 0-2:accept 3:release 4-6:accept,gap,reject [renew]
+func (sc *shareScript) ack(c *script.Case) string {
+	g := c.Need(0)
+	var batches []AckBatch
+	for _, x := range c.Fields[1:] {
+		sp, types, ok := strings.Cut(x, ":")
+		if !ok {
+			continue
+		}
+		a, b := sc.span(sp)
+		var ts []int8
+		for _, n := range strings.Split(types, ",") {
+			t, ok := ackNames[n]
+			if !ok {
+				t = int8(sc.atoi(n))
+			}
+			ts = append(ts, t)
+		}
+		batches = append(batches, AckBatch{First: a, Last: b, Types: ts})
+	}
+	d, st, err := Ack(sc.state(g), g, c.Str("member", ""), sc.cfg, batches, c.Has("renew"), sc.now)
+	if err != nil {
+		return fmt.Sprintf("error: %v\n%s", err, sc.show(g))
+	}
+	sc.apply(d)
+	return fmt.Sprintf("ok %s\n%s", stats(st), sc.show(g))
+}
+
+func (sc *shareScript) release(c *script.Case) string {
+	g := c.Need(0)
+	d, st := Release(sc.state(g), g, c.Str("member", ""), sc.cfg)
+	sc.apply(d)
+	return fmt.Sprintf("%s\n%s", stats(st), sc.show(g))
+}
+
+func (sc *shareScript) expire(c *script.Case) string {
+	g := c.Need(0)
+	d, st, next := Expire(sc.state(g), g, sc.cfg, sc.now)
+	sc.apply(d)
+	return fmt.Sprintf("%s next=%d\n%s", stats(st), next, sc.show(g))
+}
+
+// dead-done GROUP upto=N: the letters below ordinal N are written
+func (sc *shareScript) deadDone(c *script.Case) string {
+	var d Delta
+	d.DeadDone(c.Need(0), sc.atoi(c.Str("upto", "")))
+	sc.apply(d)
+	return sc.show(c.Need(0))
+}
+
+// stream GROUP pid=P base=B topic=T partition=N
+func (sc *shareScript) stream(c *script.Case) string {
+	var d Delta
+	d.SetStream(c.Need(0), Stream{PID: sc.atoi(c.Str("pid", "")), Base: sc.atoi(c.Str("base", "")), Topic: c.Str("topic", ""), Partition: int32(sc.atoi(c.Str("partition", "")))})
+	sc.apply(d)
+	return sc.show(c.Need(0))
+}
+
+// replay GROUP: the last delta applied again changes nothing
+func (sc *shareScript) replay(*script.Case) string {
+	before := string(sc.leader.Snapshot())
+	if sc.last != nil {
+		sc.leader.ApplyDelta(sc.last)
+	}
+	if string(sc.leader.Snapshot()) != before {
+		return "changed"
+	}
+	return "unchanged"
+}
+
+func (sc *shareScript) lag(c *script.Case) string {
+	s := sc.state(c.Need(0))
+	hw := sc.atoi(c.Str("hw", ""))
+	return fmt.Sprintf("lag=%d oldest=%d", Lag(s, hw), OldestUnacked(s, hw))
 }
 
 func stats(st Stats) string {
@@ -335,7 +312,7 @@ func stats(st Stats) string {
 }
 
 // show prints a group's state: start, end, then each run of records.
-func (sc *script) show(g string) string {
+func (sc *shareScript) show(g string) string {
 	s, _ := sc.leader.Group(g)
 	if s == nil {
 		return "no state"
