@@ -19,6 +19,26 @@ import (
 // that do not parse.
 var ErrUndecodable = errors.New("segment: cannot decode record batch")
 
+// ErrRecordsTooLarge is returned (wrapped with ErrUndecodable) when a
+// batch's records decompress to more than the caller's limit (Kafka's
+// MESSAGE_TOO_LARGE, on which the Java producer splits its batch).
+var ErrRecordsTooLarge = errors.New("segment: decompressed records too large")
+
+// DecompressRatio and MaxRecordsBytes bound what a produced batch may
+// decompress to: DecompressLimit(max.message.bytes).
+const DecompressRatio = 32
+
+// DecompressLimit is the largest records area a batch of a topic with
+// max.message.bytes maxMessageBytes may decompress to: DecompressRatio
+// times max.message.bytes, between 1 MiB and MaxRecordsBytes (a batch is
+// at most MaxBatchSize, so an uncompressed one always fits).
+func DecompressLimit(maxMessageBytes int) int {
+	if maxMessageBytes <= 0 {
+		maxMessageBytes = 1<<20 + 12
+	}
+	return int(max(min(int64(maxMessageBytes)*DecompressRatio, MaxRecordsBytes), 1<<20))
+}
+
 // Codecs (the low three bits of a batch's attributes, Header.Compression;
 // on-disk format).
 const (
@@ -35,18 +55,53 @@ const (
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 var (
-	zstdDecOnce sync.Once
-	zstdDec     *zstd.Decoder
+	zstdDecMu   sync.Mutex
+	zstdDecs    = map[int]*zstd.Decoder{} // by limit class (MiB)
 	zstdEncOnce sync.Once
 	zstdEnc     *zstd.Encoder
 )
 
+// zstdMinMemory is the least a zstd decoder's output may grow to before
+// it stops: a frame's window must fit in it, and streaming encoders (the
+// Java producer's) declare windows of 2-8 MiB up to level 19 whatever the
+// batch's size.
+const zstdMinMemory = 8 << 20
+
+// zstdDecoder returns a shared decoder whose output stops at limit
+// rounded up to a MiB (at least zstdMinMemory): the decoder refuses a
+// frame whose declared content size or window is larger, and stops
+// growing its output there, so a small frame cannot make it allocate much
+// more. Limits are at most MaxRecordsBytes, so there are at most 57 such
+// decoders.
+func zstdDecoder(limit int) (*zstd.Decoder, error) {
+	class := max((min(limit, MaxRecordsBytes)+1<<20-1)&^(1<<20-1), zstdMinMemory)
+	zstdDecMu.Lock()
+	defer zstdDecMu.Unlock()
+	if d := zstdDecs[class]; d != nil {
+		return d, nil
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(class)))
+	if err != nil {
+		return nil, err
+	}
+	zstdDecs[class] = d
+	return d, nil
+}
+
 // Decompress returns the records area of a batch compressed with codec,
-// refusing to produce more than limit bytes. It is the one place records
-// are decompressed.
+// refusing to produce more than limit bytes (ErrRecordsTooLarge). It is
+// the one place records are decompressed. Memory is bounded by about
+// twice limit whatever data claims: output grows from what is decoded
+// (sizes a codec declares are checked against limit first).
 func Decompress(codec int, data []byte, limit int) ([]byte, error) {
 	bad := func(err error) ([]byte, error) {
+		if errors.Is(err, ErrRecordsTooLarge) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, fmt.Errorf("%w: %w: codec %d: %v", ErrUndecodable, ErrRecordsTooLarge, codec, err)
+		}
 		return nil, fmt.Errorf("%w: codec %d: %v", ErrUndecodable, codec, err)
+	}
+	tooLarge := func() ([]byte, error) {
+		return bad(fmt.Errorf("%w: more than %d bytes", ErrRecordsTooLarge, limit))
 	}
 	readAll := func(r io.Reader) ([]byte, error) {
 		out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
@@ -54,7 +109,7 @@ func Decompress(codec int, data []byte, limit int) ([]byte, error) {
 			return bad(err)
 		}
 		if len(out) > limit {
-			return bad(fmt.Errorf("decompressed records exceed %d bytes", limit))
+			return tooLarge()
 		}
 		return out, nil
 	}
@@ -86,7 +141,7 @@ func Decompress(codec int, data []byte, limit int) ([]byte, error) {
 					return bad(err)
 				}
 				if len(out)+dl > limit {
-					return bad(fmt.Errorf("decompressed records exceed %d bytes", limit))
+					return tooLarge()
 				}
 				blk, err := s2.Decode(nil, rest[:n])
 				if err != nil {
@@ -102,7 +157,7 @@ func Decompress(codec int, data []byte, limit int) ([]byte, error) {
 			return bad(err)
 		}
 		if dl > limit {
-			return bad(fmt.Errorf("decompressed records exceed %d bytes", limit))
+			return tooLarge()
 		}
 		out, err := s2.Decode(nil, data)
 		if err != nil {
@@ -112,18 +167,20 @@ func Decompress(codec int, data []byte, limit int) ([]byte, error) {
 	case CodecLZ4:
 		return readAll(lz4.NewReader(bytes.NewReader(data)))
 	case CodecZstd:
-		zstdDecOnce.Do(func() {
-			zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
-		})
-		if zstdDec == nil {
-			return bad(errors.New("no zstd decoder"))
+		var fh zstd.Header
+		if err := fh.Decode(data); err == nil && fh.HasFCS && fh.FrameContentSize > uint64(limit) {
+			return tooLarge()
 		}
-		out, err := zstdDec.DecodeAll(data, nil)
+		dec, err := zstdDecoder(limit)
+		if err != nil {
+			return bad(err)
+		}
+		out, err := dec.DecodeAll(data, nil)
 		if err != nil {
 			return bad(err)
 		}
 		if len(out) > limit {
-			return bad(fmt.Errorf("decompressed records exceed %d bytes", limit))
+			return tooLarge()
 		}
 		return out, nil
 	}

@@ -50,7 +50,7 @@ func TestCodecsOpenBatch(t *testing.T) {
 			}
 		}
 		var ke *KeyError
-		if err := CheckKeys(b); !errors.As(err, &ke) || ke.Index != 0 || !errors.Is(err, ErrMissingKey) {
+		if err := CheckKeys(b, 0); !errors.As(err, &ke) || ke.Index != 0 || !errors.Is(err, ErrMissingKey) {
 			t.Fatalf("codec %d: CheckKeys %v", codec, err)
 		}
 		rt, err := BatchRecordTimes(b)

@@ -21,17 +21,41 @@ type Record struct {
 	Value          []byte // nil for a tombstone
 }
 
-// ParseRecords splits a decompressed records area into n records.
+// minRecordLen is the smallest record on the wire: a length varint and
+// attributes, timestamp delta, offset delta, key length, value length and
+// header count of one byte each.
+const minRecordLen = 7
+
+// ParseRecords splits a decompressed records area into n records. The
+// slice is sized from what area can hold, never from n alone.
 func ParseRecords(area []byte, n int32) ([]Record, error) {
 	if n < 0 || int64(n) > int64(len(area)) {
 		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrUndecodable, n, len(area))
 	}
-	out := make([]Record, 0, n)
+	out := make([]Record, 0, min(int(n), len(area)/minRecordLen+1))
+	err := WalkRecords(area, n, func(_ int32, r Record) bool {
+		out = append(out, r)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WalkRecords calls fn with each of the n records of a decompressed
+// records area, in order, until fn returns false; it allocates nothing.
+// A record that does not parse, or an area that ends before n records,
+// is ErrUndecodable.
+func WalkRecords(area []byte, n int32, fn func(i int32, r Record) bool) error {
+	if n < 0 || int64(n) > int64(len(area)) {
+		return fmt.Errorf("%w: %d records in %d bytes", ErrUndecodable, n, len(area))
+	}
 	pos := 0
 	for i := int32(0); i < n; i++ {
 		l, w := binary.Varint(area[pos:])
 		if w <= 0 || l < 1 || l > int64(len(area)-pos-w) {
-			return nil, fmt.Errorf("%w: record %d: bad length", ErrUndecodable, i)
+			return fmt.Errorf("%w: record %d: bad length", ErrUndecodable, i)
 		}
 		body := area[pos+w : pos+w+int(l)]
 		r := Record{Raw: area[pos : pos+w+int(l)]}
@@ -51,7 +75,7 @@ func ParseRecords(area []byte, n int32) ([]Record, error) {
 		od, ok2 := next()
 		kl, ok3 := next()
 		if !ok1 || !ok2 || !ok3 || kl < -1 || kl > int64(len(body)-p) {
-			return nil, fmt.Errorf("%w: record %d: bad header", ErrUndecodable, i)
+			return fmt.Errorf("%w: record %d: bad header", ErrUndecodable, i)
 		}
 		r.TimestampDelta, r.OffsetDelta = ts, int32(od)
 		if kl >= 0 {
@@ -60,16 +84,18 @@ func ParseRecords(area []byte, n int32) ([]Record, error) {
 		}
 		vl, ok := next()
 		if !ok || vl < -1 || vl > int64(len(body)-p) {
-			return nil, fmt.Errorf("%w: record %d: bad value length", ErrUndecodable, i)
+			return fmt.Errorf("%w: record %d: bad value length", ErrUndecodable, i)
 		}
 		r.Tombstone = vl < 0
 		if vl >= 0 {
 			r.Value = body[p : p+int(vl)]
 		}
-		out = append(out, r)
 		pos += w + int(l)
+		if !fn(i, r) {
+			return nil
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // OpenBatch opens one whole stored batch b: its header and its records,
@@ -111,36 +137,63 @@ func (e *KeyError) RecordIndex() int32 { return e.Index }
 
 // CheckKeys checks, as Kafka's LogValidator does for a topic whose
 // cleanup.policy contains compact, that every record of the produced
-// batches (already validated) has a key; compressed batches are opened
-// (bounded). Control batches are not checked. A *KeyError (wrapping
-// ErrMissingKey) names the first keyless record; ErrUndecodable when a
-// batch does not open.
-func CheckKeys(records []byte) error {
+// batches has a key. Each batch is checked as Kafka's log checks it
+// before anything is decompressed: its size against maxMessageBytes
+// (ErrBatchTooLarge), then its length, CRC and record count
+// (ValidateBatch's errors); only then is it opened, its records at most
+// DecompressLimit(maxMessageBytes) bytes (ErrRecordsTooLarge) and walked
+// without a slice sized from the count the batch claims. Control batches
+// are not opened. A *KeyError (wrapping ErrMissingKey) names the first
+// keyless record; ErrUndecodable when a batch does not open.
+func CheckKeys(records []byte, maxMessageBytes int) error {
 	spans, err := SplitBatches(records, 0)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUndecodable, err)
+		return err
 	}
+	limit := DecompressLimit(maxMessageBytes)
 	for _, sp := range spans {
 		b := records[sp[0]:sp[1]]
-		h, err := ParseHeader(b)
+		if maxMessageBytes > 0 && len(b) > maxMessageBytes {
+			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrBatchTooLarge, len(b), maxMessageBytes)
+		}
+		h, err := ValidateBatch(b)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrUndecodable, err)
+			return err
 		}
 		if h.IsControl() {
 			continue
 		}
-		_, recs, err := OpenBatch(b)
+		var missing int32 = -1
+		decompressSlots <- struct{}{}
+		area, err := Decompress(h.Compression(), b[HeaderSize:], limit)
+		if err == nil {
+			err = WalkRecords(area, h.NumRecords, func(i int32, r Record) bool {
+				if r.Key == nil {
+					missing = i
+					return false
+				}
+				return true
+			})
+		}
+		<-decompressSlots
 		if err != nil {
 			return err
 		}
-		for i, r := range recs {
-			if r.Key == nil {
-				return &KeyError{Index: int32(i)}
-			}
+		if missing >= 0 {
+			return &KeyError{Index: missing}
 		}
 	}
 	return nil
 }
+
+// decompressSlots bounds the produced batches CheckKeys holds decompressed
+// at once, broker-wide, so what they hold is at most
+// cap(decompressSlots) x DecompressLimit however many clients produce.
+var decompressSlots = make(chan struct{}, 2)
+
+// ErrBatchTooLarge is CheckKeys' error for a batch larger than
+// max.message.bytes (Kafka's MESSAGE_TOO_LARGE).
+var ErrBatchTooLarge = errors.New("segment: batch larger than max.message.bytes")
 
 // RecordTimes is the offset and timestamp of every record of one stored
 // batch, in order.
