@@ -410,6 +410,13 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 		}
 	}
 	if supported {
+		if err := checkElementCounts(h.key, h.version, body, MaxRequestPartitions); err != nil {
+			warn("closing connection", err)
+			c.enqueueErr(err)
+			return false
+		}
+	}
+	if supported {
 		if err := decodeBody(kreq, body); err != nil {
 			err = fmt.Errorf("%w: %s v%d: %v", ErrDecode, kmsg.NameForKey(h.key), h.version, err)
 			warn("closing connection", err)

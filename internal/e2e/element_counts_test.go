@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +59,44 @@ func TestMetadataDuplicateTopics(t *testing.T) {
 	}
 	if alloc > 64<<10 {
 		t.Errorf("the broker allocated %d KiB for one Metadata request", alloc)
+	}
+	b.alive(t)
+}
+
+// TestOffsetCommitElementCount: an OffsetCommit naming 2 million empty
+// topics (6 MB; kmsg decodes each 3-byte topic into a 64-byte struct, and
+// the handler answers each) is refused before it is decoded: the
+// connection closes and the broker allocates little.
+func TestOffsetCommitElementCount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	metrics := freeAddr(t)
+	b := startBroker(t, "", "--set", "metrics.listener="+metrics)
+	const topics = 2000000
+	body := []byte{2, 'g', 0xff, 0xff, 0xff, 0xff, 1, 0} // group "g", generation -1, member "", instance null
+	body = binary.AppendUvarint(body, topics+1)
+	for i := 0; i < topics; i++ {
+		body = append(body, 1, 1, 0) // empty name, no partitions, no tags
+	}
+	body = append(body, 0)
+	before := goAllocatedKiB(t, metrics)
+	c, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go c.Write(kafkaFrame(8, 8, 1, true, body))
+	if !closedWithin(c, 30*time.Second) {
+		t.Fatal("an OffsetCommit of 2 million topics was not refused")
+	}
+	alloc := goAllocatedKiB(t, metrics) - before
+	t.Logf("OffsetCommit of %d topics (%d bytes): refused; the broker allocated %d KiB", topics, len(body), alloc)
+	if alloc > 32<<10 {
+		t.Errorf("the broker allocated %d KiB", alloc)
+	}
+	if !strings.Contains(b.logText(), "names more than") {
+		t.Error("no log line for the refused request")
 	}
 	b.alive(t)
 }
