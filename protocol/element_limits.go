@@ -3,8 +3,8 @@ package protocol
 import "fmt"
 
 // MaxRequestPartitions bounds the topic-partitions (a topic without
-// partitions, or a group, counts as one) that one OffsetCommit,
-// TxnOffsetCommit or OffsetFetch may name; a larger request closes the
+// partitions, or a group, counts as one) that one Fetch (its forgotten
+// topics included), OffsetCommit, TxnOffsetCommit or OffsetFetch may name; a larger request closes the
 // connection before it is decoded, as a Produce over
 // strata.produce.max.partitions does. These are the requests whose
 // elements kmsg decodes at the highest ratio: a 2-byte topic becomes a
@@ -24,6 +24,8 @@ func checkElementCounts(key, version int16, body []byte, limit int) error {
 		n = countTxnOffsetCommit(body, version, limit)
 	case 9:
 		n = countOffsetFetch(body, version, limit)
+	case 1:
+		n = countFetch(body, version, limit)
 	default:
 		return nil
 	}
@@ -131,4 +133,63 @@ func countOffsetFetch(body []byte, version int16, limit int) int {
 		r.tags()
 	}
 	return max(total, groups)
+}
+
+func countFetch(body []byte, version int16, limit int) int {
+	r := &scanner{b: body, flexible: version >= 12, ok: true}
+	if version <= 14 {
+		r.skip(4) // replica ID
+	}
+	r.skip(4 + 4) // max wait, min bytes
+	if version >= 3 {
+		r.skip(4) // max bytes
+	}
+	if version >= 4 {
+		r.skip(1) // isolation level
+	}
+	if version >= 7 {
+		r.skip(4 + 4) // session ID, epoch
+	}
+	fixed := 4 + 8 + 4 // partition, fetch offset, partition max bytes
+	if version >= 9 {
+		fixed += 4 // current leader epoch
+	}
+	if version >= 12 {
+		fixed += 4 // last fetched epoch
+	}
+	if version >= 5 {
+		fixed += 8 // log start offset
+	}
+	topic := func() {
+		if version >= 13 {
+			r.skip(16)
+		} else {
+			r.nullableString()
+		}
+	}
+	total := 0
+	topics := r.arrayLen()
+	for i := 0; i < topics && r.ok && total <= limit; i++ {
+		topic()
+		parts := r.arrayLen()
+		total += max1(parts)
+		for j := 0; j < parts && r.ok && total <= limit; j++ {
+			r.skip(fixed)
+			r.tags()
+		}
+		r.tags()
+	}
+	total = max(total, topics)
+	if version < 7 || total > limit {
+		return total
+	}
+	forgotten := r.arrayLen()
+	for i := 0; i < forgotten && r.ok && total <= limit; i++ {
+		topic()
+		parts := r.arrayLen()
+		total += max1(parts)
+		r.skip(4 * parts)
+		r.tags()
+	}
+	return max(total, forgotten)
 }

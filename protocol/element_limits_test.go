@@ -8,7 +8,7 @@ import (
 )
 
 // TestCheckElementCounts: the walks count exactly what kmsg encodes, at
-// every version of OffsetCommit, TxnOffsetCommit and OffsetFetch, and a
+// every version of Fetch, OffsetCommit, TxnOffsetCommit and OffsetFetch, and a
 // request over the limit is refused.
 func TestCheckElementCounts(t *testing.T) {
 	const topics, parts = 7, 5
@@ -68,10 +68,33 @@ func TestCheckElementCounts(t *testing.T) {
 		}
 		return r
 	}
+	consume := func(v int16) kmsg.Request {
+		r := kmsg.NewPtrFetchRequest()
+		r.Version = v
+		for i := 0; i < topics; i++ {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "topic", [16]byte{1}
+			for j := 0; j < parts; j++ {
+				p := kmsg.NewFetchRequestTopicPartition()
+				if j == 0 {
+					p.ReplicaDirectoryID = [16]byte{2} // a tagged field (v17+)
+				}
+				rt.Partitions = append(rt.Partitions, p)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+		for i := 0; i < 3; i++ {
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic, ft.TopicID = "gone", [16]byte{3}
+			ft.Partitions = make([]int32, parts)
+			r.ForgottenTopics = append(r.ForgottenTopics, ft)
+		}
+		return r
+	}
 	for _, c := range []struct {
 		key   int16
 		build func(int16) kmsg.Request
-	}{{8, commit}, {28, txn}, {9, fetch}} {
+	}{{8, commit}, {28, txn}, {9, fetch}, {1, consume}} {
 		maxV := c.build(0).MaxVersion()
 		for v := int16(0); v <= maxV; v++ {
 			req := c.build(v)
@@ -79,6 +102,9 @@ func TestCheckElementCounts(t *testing.T) {
 			want := topics * parts
 			if c.key == 9 && v >= 8 {
 				want = 2 * (1 + topics*parts)
+			}
+			if c.key == 1 && v >= 7 {
+				want += 3 * parts
 			}
 			if err := checkElementCounts(c.key, v, body, want); err != nil {
 				t.Fatalf("key %d v%d: %d elements refused at a limit of %d: %v", c.key, v, want, want, err)

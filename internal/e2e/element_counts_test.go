@@ -63,10 +63,10 @@ func TestMetadataDuplicateTopics(t *testing.T) {
 	b.alive(t)
 }
 
-// TestOffsetCommitElementCount: an OffsetCommit naming 2 million empty
-// topics (6 MB; kmsg decodes each 3-byte topic into a 64-byte struct, and
-// the handler answers each) is refused before it is decoded: the
-// connection closes and the broker allocates little.
+// TestOffsetCommitElementCount: an OffsetCommit, and a Fetch, naming 2
+// million empty topics (6 MB; kmsg decodes each 3-byte topic into a
+// 64-byte struct, and the handler answers each) are refused before they
+// are decoded: the connection closes and the broker allocates little.
 func TestOffsetCommitElementCount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker")
@@ -74,29 +74,40 @@ func TestOffsetCommitElementCount(t *testing.T) {
 	metrics := freeAddr(t)
 	b := startBroker(t, "", "--set", "metrics.listener="+metrics)
 	const topics = 2000000
-	body := []byte{2, 'g', 0xff, 0xff, 0xff, 0xff, 1, 0} // group "g", generation -1, member "", instance null
-	body = binary.AppendUvarint(body, topics+1)
-	for i := 0; i < topics; i++ {
-		body = append(body, 1, 1, 0) // empty name, no partitions, no tags
-	}
-	body = append(body, 0)
-	before := goAllocatedKiB(t, metrics)
-	c, err := net.Dial("tcp", b.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	go c.Write(kafkaFrame(8, 8, 1, true, body))
-	if !closedWithin(c, 30*time.Second) {
-		t.Fatal("an OffsetCommit of 2 million topics was not refused")
-	}
-	alloc := goAllocatedKiB(t, metrics) - before
-	t.Logf("OffsetCommit of %d topics (%d bytes): refused; the broker allocated %d KiB", topics, len(body), alloc)
-	if alloc > 32<<10 {
-		t.Errorf("the broker allocated %d KiB", alloc)
+	for _, p := range []struct {
+		name         string
+		key, version int16
+		head         []byte
+	}{
+		// group "g", generation -1, member "", instance null
+		{"OffsetCommit", 8, 8, []byte{2, 'g', 0xff, 0xff, 0xff, 0xff, 1, 0}},
+		// replica -1, max wait 0, min bytes 0, max bytes 0, isolation 0, session 0, epoch -1
+		{"Fetch", 1, 12, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}},
+	} {
+		body := append([]byte(nil), p.head...)
+		body = binary.AppendUvarint(body, topics+1)
+		for i := 0; i < topics; i++ {
+			body = append(body, 1, 1, 0) // empty name, no partitions, no tags
+		}
+		body = append(body, 1, 1, 0) // (Fetch: no forgotten topics, rack "", no tags)
+		before := goAllocatedKiB(t, metrics)
+		c, err := net.Dial("tcp", b.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go c.Write(kafkaFrame(p.key, p.version, 1, true, body))
+		if !closedWithin(c, 30*time.Second) {
+			t.Fatalf("a %s of 2 million topics was not refused", p.name)
+		}
+		alloc := goAllocatedKiB(t, metrics) - before
+		t.Logf("%s of %d topics (%d bytes): refused; the broker allocated %d KiB", p.name, topics, len(body), alloc)
+		if alloc > 32<<10 {
+			t.Errorf("%s: the broker allocated %d KiB", p.name, alloc)
+		}
 	}
 	if !strings.Contains(b.logText(), "names more than") {
-		t.Error("no log line for the refused request")
+		t.Error("no log line for the refused requests")
 	}
 	b.alive(t)
 }
