@@ -65,7 +65,10 @@ func TestDecompressLimit(t *testing.T) {
 		if !errors.Is(derr, ErrRecordsTooLarge) || !errors.Is(derr, ErrUndecodable) {
 			t.Fatalf("codec %d: %v", codec, derr)
 		}
-		if n > 8*limit {
+		// The limit's output grown by doubling, and the codec's own
+		// buffers (lz4 frames' blocks are up to 4 MiB, read and
+		// decoded), more under -race; the records are 32 MiB.
+		if n > 4*limit+12<<20 {
 			t.Fatalf("codec %d: %d compressed bytes refused at a %d-byte limit allocated %d bytes", codec, len(data), limit, n)
 		}
 		t.Logf("codec %d: %d bytes compressed, refused after allocating %d bytes", codec, len(data), n)
