@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -605,9 +606,10 @@ func (m *Mux) deliver(g *GroupTransport, reqID uint64, group []byte, cmd any, w 
 		return w.writeError(reqID, group, "raft group busy")
 	}
 	ae, _ := cmd.(*raft.AppendEntriesRequest)
+	owned := bytes.Clone(group) // before the reader reuses its buffer
 	go func() {
 		defer m.recoverConn("answer", nil)
-		g.respond(w, reqID, []byte(string(group)), respCh, ae != nil && len(ae.Entries) == 0)
+		g.respond(w, reqID, owned, respCh, ae != nil && len(ae.Entries) == 0)
 	}()
 	return nil
 }
