@@ -8,12 +8,19 @@ import "context"
 // off from its peers keeps its leadership until its lease runs out, while
 // the others may already have elected a new leader that took writes (the
 // fault harness saw OffsetFetch answer an offset older than an
-// acknowledged commit that way). A single voter answers at once.
+// acknowledged commit that way). A single voter answers at once, once
+// elected.
 // ErrNotLeader when this broker does not lead; ErrUnknownTopicOrPartition
 // for an unknown partition; ctx's error when it ends first.
 func (b *Broker) VerifyLeader(ctx context.Context, topic string, partition int32) error {
 	g, err := b.shareGroup(topic, partition)
 	if err != nil {
+		return err
+	}
+	// A group still electing (a broker just restarted: its coordinator
+	// shards load from the log while raft elects) is waited for, as a
+	// write would be, rather than refused.
+	if err := g.awaitLeader(ctx); err != nil {
 		return err
 	}
 	if err := waitFutureCtx(ctx, g.raft.VerifyLeader(), g.stopped); err != nil {
