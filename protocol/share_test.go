@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/groupconfig"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -254,7 +255,9 @@ func TestShareFetchLongPoll(t *testing.T) {
 	}
 	cl := c.client()
 	go func() {
-		time.Sleep(100 * time.Millisecond) // produce while the fetch below waits
+		// Produce once the fetch below is in the server's hands (its
+		// long poll then waits, as nothing is there yet).
+		testwait.Until(10*time.Second, func() bool { return c.s.running[78].Load() > 0 })
 		cl.ProduceSync(context.Background(), &kgo.Record{Topic: "lp", Value: []byte("x")})
 	}()
 	start := time.Now()

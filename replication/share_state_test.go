@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
@@ -458,18 +459,11 @@ func newShareQuorum(t *testing.T, topic string, cfgs map[string]string) *testQuo
 	}
 	// CreateTopic returns once the controller committed the topic; each
 	// broker opens its replica when its metadata applies that entry.
-	deadline := time.Now().Add(30 * time.Second)
 	for i, br := range q.brokers {
-		for {
+		testwait.For(t, 30*time.Second, func() bool {
 			_, err := br.ShareRegistry(topic, 0)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("broker %d never opened %s-0: %v", i+1, topic, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return err == nil
+		}, "broker %d never opened %s-0", i+1, topic)
 	}
 	return q
 }
