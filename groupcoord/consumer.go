@@ -138,43 +138,98 @@ func hbError(version int16, code int16, msg string) *kmsg.ConsumerGroupHeartbeat
 	return r
 }
 
-// heartbeat handles ConsumerGroupHeartbeat and returns the response.
+// heartbeat handles ConsumerGroupHeartbeat and returns the response, in
+// steps: a leaving member leaves; the request is checked; the member is
+// found (joining at epoch 0, possibly in a static member's place) and its
+// epoch checked; its metadata is updated, the group's epoch and target
+// assignment follow, and the member's assignment is reconciled.
 func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs, topics topicSource) *kmsg.ConsumerGroupHeartbeatResponse {
 	req := a.req
 	v := req.Version
-	switch req.MemberEpoch {
-	case epochLeave, epochStaticLeave:
-		if req.MemberEpoch == epochStaticLeave && req.InstanceID == nil {
-			return hbError(v, kerr.InvalidRequest.Code, "InstanceId can't be null.")
-		}
-		var m *cmember
-		if req.InstanceID != nil {
-			var r *kmsg.ConsumerGroupHeartbeatResponse
-			if m, r = g.staticMember(v, req); r != nil {
-				return r
-			}
-		} else if m = g.members[req.MemberID]; m == nil {
-			return hbError(v, kerr.UnknownMemberID.Code, "")
-		}
-		if req.MemberEpoch == epochStaticLeave {
-			// A static member leaving for now keeps its place and its
-			// partitions (not those it was revoking) until its session
-			// expires, so that the same instance rejoining -- under any
-			// member ID -- takes them back without a rebalance.
-			g.release(m, m.pendingRevoke)
-			m.pendingRevoke = assignment{}
-			m.prevEpoch, m.epoch = m.epoch, epochStaticLeave
-			m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
-			e.records = append(e.records, record{Key: cgKey(keyCGCurrent, g.id, &m.id), Value: cgCurrentValue(m)})
-		} else {
-			g.removeMember(e, m)
-			g.bumpEpoch(e)
-		}
-		r := hbError(v, 0, "")
-		id := m.id
-		r.MemberID, r.MemberEpoch = &id, req.MemberEpoch
+	if req.MemberEpoch == epochLeave || req.MemberEpoch == epochStaticLeave {
+		return g.leave(c, e, now, req)
+	}
+	if r := checkHeartbeat(c, a); r != nil {
 		return r
-	case 0:
+	}
+	var m *cmember
+	bump := false // the group epoch moves once per heartbeat at most
+	if req.MemberEpoch == 0 {
+		var r *kmsg.ConsumerGroupHeartbeatResponse
+		if m, bump, r = g.join(c, e, req); r != nil {
+			return r
+		}
+	} else if r := g.checkMemberEpoch(req, &m); r != nil {
+		return r
+	}
+	if req.InstanceID != nil {
+		if old, ok := g.static[*req.InstanceID]; ok && old != m.id {
+			return hbError(v, kerr.FencedInstanceID.Code, "")
+		}
+		g.static[*req.InstanceID] = m.id
+	}
+	if m.update(e, g.id, a) {
+		bump = true
+	}
+	m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
+	// Topic metadata: a new or grown subscribed topic, or a regex that
+	// matches other topics now, bumps the epoch.
+	if g.refreshTopics(topics, a.topicNames) {
+		bump = true
+	}
+	if bump {
+		g.bumpEpoch(e)
+	}
+	if g.assignmentEpoch < g.epoch {
+		g.computeTarget(e)
+	}
+	owned := ownedFrom(req)
+	g.reconcile(e, now, m, owned)
+	return m.heartbeatResponse(c, v)
+}
+
+// leave handles a member leaving (epoch -1), or a static member leaving
+// for now (epoch -2).
+func (g *cgroup) leave(c *Config, e *effects, now time.Time, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	v := req.Version
+	if req.MemberEpoch == epochStaticLeave && req.InstanceID == nil {
+		return hbError(v, kerr.InvalidRequest.Code, "InstanceId can't be null.")
+	}
+	var m *cmember
+	if req.InstanceID != nil {
+		var r *kmsg.ConsumerGroupHeartbeatResponse
+		if m, r = g.staticMember(v, req); r != nil {
+			return r
+		}
+	} else if m = g.members[req.MemberID]; m == nil {
+		return hbError(v, kerr.UnknownMemberID.Code, "")
+	}
+	if req.MemberEpoch == epochStaticLeave {
+		// A static member leaving for now keeps its place and its
+		// partitions (not those it was revoking) until its session
+		// expires, so that the same instance rejoining -- under any
+		// member ID -- takes them back without a rebalance.
+		g.release(m, m.pendingRevoke)
+		m.pendingRevoke = assignment{}
+		m.prevEpoch, m.epoch = m.epoch, epochStaticLeave
+		m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
+		e.records = append(e.records, record{Key: cgKey(keyCGCurrent, g.id, &m.id), Value: cgCurrentValue(m)})
+	} else {
+		g.removeMember(e, m)
+		g.bumpEpoch(e)
+	}
+	r := hbError(v, 0, "")
+	id := m.id
+	r.MemberID, r.MemberEpoch = &id, req.MemberEpoch
+	return r
+}
+
+// checkHeartbeat checks a joining or heartbeating member's request (a new
+// member gets its ID here); nil when it is well formed.
+func checkHeartbeat(c *Config, a heartbeatArgs) *kmsg.ConsumerGroupHeartbeatResponse {
+	req := a.req
+	v := req.Version
+	if req.MemberEpoch == 0 {
 		if req.MemberID == "" {
 			if v >= 1 {
 				return hbError(v, kerr.InvalidRequest.Code, "MemberId can't be empty.")
@@ -187,10 +242,8 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 		if req.RebalanceTimeoutMillis <= 0 {
 			return hbError(v, kerr.InvalidRequest.Code, "RebalanceTimeoutMs must be provided in first request.")
 		}
-	default:
-		if req.MemberID == "" {
-			return hbError(v, kerr.InvalidRequest.Code, "MemberId can't be empty.")
-		}
+	} else if req.MemberID == "" {
+		return hbError(v, kerr.InvalidRequest.Code, "MemberId can't be empty.")
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		if _, err := compileSubscriptionRegex(*req.SubscribedTopicRegex); err != nil {
@@ -200,88 +253,106 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 	if req.ServerAssignor != nil && *req.ServerAssignor != "uniform" && *req.ServerAssignor != "range" {
 		return hbError(v, kerr.UnsupportedAssignor.Code, "")
 	}
-	m := g.members[req.MemberID]
-	bump := false // the group epoch moves once per heartbeat at most
-	if req.MemberEpoch == 0 {
-		if len(g.members) >= c.MaxGroupSize && m == nil {
-			return hbError(v, kerr.GroupMaxSizeReached.Code, "")
-		}
-		if req.InstanceID != nil {
-			if old, ok := g.static[*req.InstanceID]; ok {
-				om := g.members[old]
-				if om.epoch != epochStaticLeave {
-					// The instance's current member has not left: the new
-					// one may not take its place (Kafka:
-					// throwIfInstanceIdIsUnreleased).
-					return hbError(v, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
-						"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
-						req.MemberID, *req.InstanceID, old))
-				}
-				// The member that left for now is replaced: the new one
-				// takes its place and its partitions at epoch 0 (KIP-345
-				// for KIP-848), under the new member ID if it has one.
-				if old != req.MemberID {
-					delete(g.members, old)
-					e.records = append(e.records, g.memberTombstones(old)...)
-					om.id = req.MemberID
-					g.members[om.id] = om
-					g.target[om.id] = g.target[old]
-					delete(g.target, old)
-					for tp, o := range g.owner {
-						if o == old {
-							g.owner[tp] = om.id
-						}
-					}
-					g.static[*req.InstanceID] = om.id
-					e.records = append(e.records, record{Key: cgKey(keyCGTargetMember, g.id, &om.id), Value: cgTargetValue(g.target[om.id])})
-				}
-				// Its member record is written below (epoch 0 always is),
-				// its current assignment by reconcile.
-				om.epoch, om.prevEpoch, om.sent = 0, 0, nil
-				m = om
-			}
-		}
-		if m == nil {
-			m = &cmember{id: req.MemberID, assigned: assignment{}, pendingRevoke: assignment{}}
-			g.members[m.id] = m
-			bump = true
-		} else if req.InstanceID == nil {
-			// A known member rejoining at epoch 0 lost its state: it owns
-			// nothing now.
-			g.release(m, m.assigned)
-			g.release(m, m.pendingRevoke)
-			m.assigned, m.pendingRevoke, m.sent = assignment{}, assignment{}, nil
-			m.epoch = 0
-		}
-		m.sent = nil
-	} else {
-		if req.InstanceID != nil {
-			if _, r := g.staticMember(v, req); r != nil {
-				return r
-			}
-		}
-		if m == nil {
-			return hbError(v, kerr.UnknownMemberID.Code, "")
-		}
-		if req.MemberEpoch > m.epoch {
-			return hbError(v, kerr.FencedMemberEpoch.Code, "")
-		}
-		if req.MemberEpoch < m.epoch {
-			// The member missed our last response: accept its previous
-			// epoch if what it owns is a subset of what it had then.
-			if req.MemberEpoch != m.prevEpoch || req.Topics == nil || !ownedSubset(req.Topics, m.assigned, m.pendingRevoke) {
-				return hbError(v, kerr.FencedMemberEpoch.Code, "")
-			}
-			m.sent = nil
-		}
+	return nil
+}
+
+// join finds or adds the member of a heartbeat at epoch 0: a new member
+// (the group epoch moves: bump), a known one that lost its state, or a
+// static member taking the place of its instance's previous member.
+func (g *cgroup) join(c *Config, e *effects, req *kmsg.ConsumerGroupHeartbeatRequest) (m *cmember, bump bool, r *kmsg.ConsumerGroupHeartbeatResponse) {
+	v := req.Version
+	m = g.members[req.MemberID]
+	if len(g.members) >= c.MaxGroupSize && m == nil {
+		return nil, false, hbError(v, kerr.GroupMaxSizeReached.Code, "")
 	}
 	if req.InstanceID != nil {
-		if old, ok := g.static[*req.InstanceID]; ok && old != m.id {
-			return hbError(v, kerr.FencedInstanceID.Code, "")
+		if old, ok := g.static[*req.InstanceID]; ok {
+			om := g.members[old]
+			if om.epoch != epochStaticLeave {
+				// The instance's current member has not left: the new
+				// one may not take its place (Kafka:
+				// throwIfInstanceIdIsUnreleased).
+				return nil, false, hbError(v, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
+					"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
+					req.MemberID, *req.InstanceID, old))
+			}
+			g.replaceStatic(e, om, old, req.MemberID, *req.InstanceID)
+			m = om
 		}
-		g.static[*req.InstanceID] = m.id
 	}
-	// Member metadata.
+	if m == nil {
+		m = &cmember{id: req.MemberID, assigned: assignment{}, pendingRevoke: assignment{}}
+		g.members[m.id] = m
+		bump = true
+	} else if req.InstanceID == nil {
+		// A known member rejoining at epoch 0 lost its state: it owns
+		// nothing now.
+		g.release(m, m.assigned)
+		g.release(m, m.pendingRevoke)
+		m.assigned, m.pendingRevoke, m.sent = assignment{}, assignment{}, nil
+		m.epoch = 0
+	}
+	m.sent = nil
+	return m, bump, nil
+}
+
+// replaceStatic puts a static member's new member (ID id) in the place of
+// the one that left for now (om, under ID old): it takes om's place and
+// partitions at epoch 0 (KIP-345 for KIP-848).
+func (g *cgroup) replaceStatic(e *effects, om *cmember, old, id, instance string) {
+	if old != id {
+		delete(g.members, old)
+		e.records = append(e.records, g.memberTombstones(old)...)
+		om.id = id
+		g.members[om.id] = om
+		g.target[om.id] = g.target[old]
+		delete(g.target, old)
+		for tp, o := range g.owner {
+			if o == old {
+				g.owner[tp] = om.id
+			}
+		}
+		g.static[instance] = om.id
+		e.records = append(e.records, record{Key: cgKey(keyCGTargetMember, g.id, &om.id), Value: cgTargetValue(g.target[om.id])})
+	}
+	// Its member record is written by update (epoch 0 always is), its
+	// current assignment by reconcile.
+	om.epoch, om.prevEpoch, om.sent = 0, 0, nil
+}
+
+// checkMemberEpoch finds the member of a heartbeat at a positive epoch
+// (into *m) and checks the epoch it claims.
+func (g *cgroup) checkMemberEpoch(req *kmsg.ConsumerGroupHeartbeatRequest, m **cmember) *kmsg.ConsumerGroupHeartbeatResponse {
+	v := req.Version
+	if req.InstanceID != nil {
+		if _, r := g.staticMember(v, req); r != nil {
+			return r
+		}
+	}
+	mm := g.members[req.MemberID]
+	if mm == nil {
+		return hbError(v, kerr.UnknownMemberID.Code, "")
+	}
+	if req.MemberEpoch > mm.epoch {
+		return hbError(v, kerr.FencedMemberEpoch.Code, "")
+	}
+	if req.MemberEpoch < mm.epoch {
+		// The member missed our last response: accept its previous
+		// epoch if what it owns is a subset of what it had then.
+		if req.MemberEpoch != mm.prevEpoch || req.Topics == nil || !ownedSubset(req.Topics, mm.assigned, mm.pendingRevoke) {
+			return hbError(v, kerr.FencedMemberEpoch.Code, "")
+		}
+		mm.sent = nil
+	}
+	*m = mm
+	return nil
+}
+
+// update takes the member's metadata from its heartbeat, writing its
+// member record when it changed (always at epoch 0); it reports whether
+// the subscription changed (the group epoch moves).
+func (m *cmember) update(e *effects, group string, a heartbeatArgs) (bump bool) {
+	req := a.req
 	changed := req.MemberEpoch == 0
 	m.instanceID = req.InstanceID
 	if req.RackID != nil {
@@ -309,34 +380,32 @@ func (g *cgroup) heartbeat(c *Config, e *effects, now time.Time, a heartbeatArgs
 		changed, bump = true, true
 	}
 	if changed {
-		e.records = append(e.records, record{Key: cgKey(keyCGMember, g.id, &m.id), Value: cgMemberValue(m)})
+		e.records = append(e.records, record{Key: cgKey(keyCGMember, group, &m.id), Value: cgMemberValue(m)})
 	}
-	m.sessionDeadline = now.Add(c.ConsumerSessionTimeout)
-	// Topic metadata: a new or grown subscribed topic, or a regex that
-	// matches other topics now, bumps the epoch.
-	if g.refreshTopics(topics, a.topicNames) {
-		bump = true
+	return bump
+}
+
+// ownedFrom is what a heartbeat says its member owns: nil when it does
+// not say, nothing at epoch 0.
+func ownedFrom(req *kmsg.ConsumerGroupHeartbeatRequest) assignment {
+	if req.MemberEpoch == 0 {
+		return assignment{}
 	}
-	if bump {
-		g.bumpEpoch(e)
+	if req.Topics == nil {
+		return nil
 	}
-	if g.assignmentEpoch < g.epoch {
-		g.computeTarget(e)
-	}
-	var owned assignment
-	if req.Topics != nil {
-		owned = assignment{}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				owned.add(topicPartition{t.TopicID, p})
-			}
+	owned := assignment{}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			owned.add(topicPartition{t.TopicID, p})
 		}
 	}
-	if req.MemberEpoch == 0 {
-		owned = assignment{}
-	}
-	g.reconcile(e, now, m, owned)
+	return owned
+}
 
+// heartbeatResponse answers a member's heartbeat: its ID and epoch, and
+// its assignment when it has not been sent yet.
+func (m *cmember) heartbeatResponse(c *Config, v int16) *kmsg.ConsumerGroupHeartbeatResponse {
 	r := hbError(v, 0, "")
 	id := m.id
 	r.MemberID, r.MemberEpoch = &id, m.epoch
