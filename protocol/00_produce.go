@@ -15,6 +15,7 @@ import (
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/segment"
 	"github.com/strata-io/strata/txncoord"
 )
 
@@ -87,26 +88,38 @@ const produceConcurrency = 32
 
 func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-
-	var fixed int16 // an error for every partition
-	switch {
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
-		fixed = kerr.InvalidRequiredAcks.Code
-	}
-
 	if req.TimeoutMillis > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
 		defer cancel()
 	}
-
-	type job struct {
-		topic string
-		rt    *kmsg.ProduceResponseTopic
-		idx   int
-		rec   []byte
+	jobs := s.produceJobs(req, resp)
+	runProduceJobs(jobs, func(jb produceJob) { s.producePartition(ctx, req, jb) })
+	s.addProduceLeaderHints(resp)
+	if req.Acks == 0 {
+		return nil, acksZeroResult(resp)
 	}
-	var jobs []job
+	return resp, nil
+}
+
+// produceJob is one partition's batch of a Produce request to append; its
+// result goes to rt.Partitions[idx].
+type produceJob struct {
+	topic string
+	rt    *kmsg.ProduceResponseTopic
+	idx   int
+	rec   []byte
+}
+
+// produceJobs builds resp's skeleton, fills in the partitions that fail
+// the request-level checks (acks, topic, the batch's shape, compacted
+// keys) and returns the others to append.
+func (s *Server) produceJobs(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []produceJob {
+	var fixed int16 // an error for every partition
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		fixed = kerr.InvalidRequiredAcks.Code
+	}
+	var jobs []produceJob
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -145,67 +158,18 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 				if !s.checkCompactedKeys(req.Version, name, sp, rp.Records) {
 					continue
 				}
-				jobs = append(jobs, job{topic: name, rt: st, idx: j, rec: rp.Records})
+				jobs = append(jobs, produceJob{topic: name, rt: st, idx: j, rec: rp.Records})
 			}
 		}
 	}
+	return jobs
+}
 
-	produce := func(jb job) {
-		sp := &jb.rt.Partitions[jb.idx]
-		// A panic (a bug some input triggered) fails this partition only,
-		// not the request, the connection or the process; the fan-out's
-		// goroutines are not the handler's, whose recover would not see it.
-		defer s.recoverPartition(&sp.ErrorCode, "produce", jb.topic, sp.Partition)
-		if req.TransactionID != nil && len(jb.rec) >= batchHeaderLen && binary.BigEndian.Uint16(jb.rec[batchAttributesOffset:])&batchTransactionalBit != 0 {
-			// KIP-890 part 1: the partition must be in the producer's
-			// ongoing transaction before a transactional batch lands.
-			pid := int64(binary.BigEndian.Uint64(jb.rec[batchProducerIDOffset:]))
-			epoch := int16(binary.BigEndian.Uint16(jb.rec[batchProducerEpochOffset:]))
-			verify := s.txns.Verify
-			if req.Version >= 12 {
-				// KIP-890 part 2: the produce adds its partition.
-				verify = s.txns.AddImplicit
-			}
-			code, err := verify(ctx, *req.TransactionID, pid, epoch, jb.topic, sp.Partition)
-			if err == nil && code != 0 {
-				sp.ErrorCode = code
-				return
-			}
-			if err != nil {
-				sp.ErrorCode = errCode(err)
-				return
-			}
-		}
-		res, err := s.broker.Produce(ctx, jb.topic, sp.Partition, jb.rec)
-		if err != nil && !errors.Is(err, log.ErrDuplicateSequence) {
-			sp.ErrorCode = errCode(err)
-			if req.Version >= 8 {
-				sp.ErrorMessage = errMessage(err)
-				var ri recordIndexer
-				if errors.As(err, &ri) {
-					er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-					er.RelativeOffset, er.ErrorMessage = ri.RecordIndex(), errMessage(err)
-					sp.ErrorRecords = append(sp.ErrorRecords, er)
-				}
-			}
-			if errors.Is(err, replication.ErrUnknownTopicOrPartition) || errors.Is(err, replication.ErrNotLeader) {
-				return
-			}
-			if p, perr := s.broker.Partition(jb.topic, sp.Partition); perr == nil {
-				sp.LogStartOffset = p.Offsets().LogStart
-			}
-			return
-		}
-		sp.BaseOffset = res.BaseOffset
-		sp.LogAppendTime = res.LogAppendTime
-		sp.LogStartOffset = res.LogStartOffset
-		if err == nil {
-			s.metrics.topics.produced(jb.topic, jb.rec)
-		}
-	}
-	// One goroutine per partition (bounded); a partition named twice in
-	// one request is produced in request order by the same goroutine.
-	groups := make(map[string][]job, len(jobs))
+// runProduceJobs runs produce for every job: one goroutine per partition
+// (at most produceConcurrency at once); a partition named twice in one
+// request is produced in request order by the same goroutine.
+func runProduceJobs(jobs []produceJob, produce func(produceJob)) {
+	groups := make(map[string][]produceJob, len(jobs))
 	var order []string
 	for _, jb := range jobs {
 		key := jb.topic + "\x00" + strconv.Itoa(int(jb.rt.Partitions[jb.idx].Partition))
@@ -218,75 +182,122 @@ func (s *Server) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		for _, jb := range groups[order[0]] {
 			produce(jb)
 		}
-	} else {
-		sem := make(chan struct{}, produceConcurrency)
-		var wg sync.WaitGroup
-		for _, key := range order {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				for _, jb := range groups[key] {
-					produce(jb)
-				}
-			}()
-		}
-		wg.Wait()
+		return
 	}
-
-	s.addProduceLeaderHints(resp)
-	if req.Acks == 0 {
-		// No response; but an error closes the connection, as Kafka does,
-		// so the client notices (e.g. refreshes metadata after
-		// NOT_LEADER_OR_FOLLOWER) instead of losing records silently.
-		for _, st := range resp.Topics {
-			for _, sp := range st.Partitions {
-				if sp.ErrorCode != 0 {
-					return nil, fmt.Errorf("%w: acks=0 produce to %s/%d failed: %v", ErrAcksZeroFailed, st.Topic, sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
-				}
+	sem := make(chan struct{}, produceConcurrency)
+	var wg sync.WaitGroup
+	for _, key := range order {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			for _, jb := range groups[key] {
+				produce(jb)
 			}
-		}
-		return nil, nil
+		}()
 	}
-	return resp, nil
+	wg.Wait()
 }
 
-// Offsets into a v2 record batch header (on-wire format).
-const (
-	batchLengthOffset     = 8  // int32, bytes after this field
-	batchMagicOffset      = 16 // int8
-	batchAttributesOffset = 21 // int16
-	batchHeaderLen        = 61
-	// producer fields
-	batchProducerIDOffset    = 43 // int64
-	batchProducerEpochOffset = 51 // int16
+// producePartition appends one job's batch (a transactional one once the
+// transaction coordinator has verified or added its partition) and fills
+// in its partition's result.
+func (s *Server) producePartition(ctx context.Context, req *kmsg.ProduceRequest, jb produceJob) {
+	sp := &jb.rt.Partitions[jb.idx]
+	// A panic (a bug some input triggered) fails this partition only,
+	// not the request, the connection or the process; the fan-out's
+	// goroutines are not the handler's, whose recover would not see it.
+	defer s.recoverPartition(&sp.ErrorCode, "produce", jb.topic, sp.Partition)
+	if code := s.verifyTxnProduce(ctx, req, jb); code != 0 {
+		sp.ErrorCode = code
+		return
+	}
+	res, err := s.broker.Produce(ctx, jb.topic, sp.Partition, jb.rec)
+	if err != nil && !errors.Is(err, log.ErrDuplicateSequence) {
+		sp.ErrorCode = errCode(err)
+		if req.Version >= 8 {
+			sp.ErrorMessage = errMessage(err)
+			var ri recordIndexer
+			if errors.As(err, &ri) {
+				er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				er.RelativeOffset, er.ErrorMessage = ri.RecordIndex(), errMessage(err)
+				sp.ErrorRecords = append(sp.ErrorRecords, er)
+			}
+		}
+		if errors.Is(err, replication.ErrUnknownTopicOrPartition) || errors.Is(err, replication.ErrNotLeader) {
+			return
+		}
+		if p, perr := s.broker.Partition(jb.topic, sp.Partition); perr == nil {
+			sp.LogStartOffset = p.Offsets().LogStart
+		}
+		return
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+	if err == nil {
+		s.metrics.topics.produced(jb.topic, jb.rec)
+	}
+}
 
-	batchTransactionalBit = 1 << 4 // attributes
-	batchControlBit       = 1 << 5
-)
+// verifyTxnProduce checks a transactional batch against its transaction
+// before it lands (KIP-890 part 1: the partition must be in the
+// producer's ongoing transaction; from v12, part 2: the produce adds its
+// partition). It returns the partition's error code, or 0.
+func (s *Server) verifyTxnProduce(ctx context.Context, req *kmsg.ProduceRequest, jb produceJob) int16 {
+	if req.TransactionID == nil || len(jb.rec) < segment.HeaderSize || binary.BigEndian.Uint16(jb.rec[segment.OffAttributes:])&segment.AttrTransactional == 0 {
+		return 0
+	}
+	pid := int64(binary.BigEndian.Uint64(jb.rec[segment.OffProducerID:]))
+	epoch := int16(binary.BigEndian.Uint16(jb.rec[segment.OffProducerEpoch:]))
+	verify := s.txns.Verify
+	if req.Version >= 12 {
+		verify = s.txns.AddImplicit
+	}
+	code, err := verify(ctx, *req.TransactionID, pid, epoch, jb.topic, jb.rt.Partitions[jb.idx].Partition)
+	if err != nil {
+		return errCode(err)
+	}
+	return code
+}
+
+// acksZeroResult is an acks=0 request's outcome: no response; but an
+// error closes the connection, as Kafka does, so the client notices (e.g.
+// refreshes metadata after NOT_LEADER_OR_FOLLOWER) instead of losing
+// records silently.
+func acksZeroResult(resp *kmsg.ProduceResponse) error {
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			if sp.ErrorCode != 0 {
+				return fmt.Errorf("%w: acks=0 produce to %s/%d failed: %v", ErrAcksZeroFailed, st.Topic, sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
+			}
+		}
+	}
+	return nil
+}
 
 // validateProduceRecords does Kafka's cheap request-level checks: exactly
 // one whole magic-2 batch, zstd only from v7. It returns a Kafka code and
 // message, or 0.
 func validateProduceRecords(version int16, rec []byte, txnID bool) (int16, string) {
-	if len(rec) < batchHeaderLen {
+	if len(rec) < segment.HeaderSize {
 		return kerr.InvalidRecord.Code, fmt.Sprintf("records of %d bytes hold no whole record batch", len(rec))
 	}
-	if magic := rec[batchMagicOffset]; magic != 2 {
+	if magic := rec[segment.OffMagic]; magic != 2 {
 		return kerr.InvalidRecord.Code, fmt.Sprintf("produce v%d only accepts record batches of magic 2, not %d", version, magic)
 	}
-	n := int64(int32(binary.BigEndian.Uint32(rec[batchLengthOffset:])))
-	if n+12 != int64(len(rec)) {
+	n := int64(int32(binary.BigEndian.Uint32(rec[segment.OffBatchLength:])))
+	if n+segment.LogOverhead != int64(len(rec)) {
 		return kerr.InvalidRecord.Code, "produce requests must contain exactly one whole record batch per partition"
 	}
-	attrs := binary.BigEndian.Uint16(rec[batchAttributesOffset:])
-	if attrs&0x7 == 4 && version < 7 {
+	attrs := binary.BigEndian.Uint16(rec[segment.OffAttributes:])
+	if attrs&segment.AttrCompressionMask == 4 && version < 7 {
 		return kerr.UnsupportedCompressionType.Code, "zstd needs produce v7 or later"
 	}
-	if attrs&batchControlBit != 0 {
+	if attrs&segment.AttrControl != 0 {
 		return kerr.InvalidRecord.Code, "control batches cannot be produced by clients"
 	}
-	if attrs&batchTransactionalBit != 0 && !txnID {
+	if attrs&segment.AttrTransactional != 0 && !txnID {
 		// Kafka: transactional records need an authorized transactional
 		// ID; without one the answer is this authorization error.
 		return kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/segment"
 )
 
 // Fetch: v4-18
@@ -441,7 +442,7 @@ func (s *Server) fetchRead(parts []*fetchPart, maxBytes int32) (total int64, any
 func trimBatches(rec []byte, limit int64) []byte {
 	end := 0
 	for end+12 <= len(rec) {
-		n := int(int32(binary.BigEndian.Uint32(rec[end+batchLengthOffset:])))
+		n := int(int32(binary.BigEndian.Uint32(rec[end+segment.OffBatchLength:])))
 		next := end + 12 + n
 		if n < 0 || next > len(rec) || int64(next) > limit {
 			break
