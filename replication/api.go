@@ -112,6 +112,9 @@ type BrokerConfig struct {
 	// StartTimeout bounds NewBroker's wait for the metadata quorum to have
 	// a leader and for this broker to catch up (default 2 minutes).
 	StartTimeout time.Duration
+	// LeaderRebalance gives leaderships back to preferred replicas
+	// (auto.leader.rebalance.enable; rebalance.go). Off when zero.
+	LeaderRebalance LeaderRebalanceConfig
 }
 
 // Voter is one member of the metadata quorum: controller.quorum.voters'

@@ -90,6 +90,8 @@ type Broker struct {
 	memoDone     chan struct{}
 	reporterDone chan struct{}
 	reassignDone chan struct{}
+	// rebalanceDone closes when rebalanceLoop (rebalance.go) ends.
+	rebalanceDone chan struct{}
 	// announce wakes announceCommits (broker_raft.go) after a proposal
 	// committed here; announceDone closes when it ends.
 	announce     chan struct{}
@@ -146,7 +148,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
 		observerDone: make(chan struct{}), memoDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{}),
-		announce: make(chan struct{}, 1), announceDone: make(chan struct{})}
+		announce: make(chan struct{}, 1), announceDone: make(chan struct{}), rebalanceDone: make(chan struct{})}
 	if cfg.PartitionHeartbeat > 0 {
 		b.partitionTiming = partitionTimingFor(cfg.PartitionHeartbeat)
 	}
@@ -159,6 +161,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	go b.reportLeaders()
 	go b.reassignLoop()
 	go b.announceCommits()
+	go b.rebalanceLoop()
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -193,7 +196,7 @@ func (b *Broker) closeRaft() error {
 	// Bounded: a report proposed just as raft shut down may wait on a
 	// future raft never answers (an entry left in its apply queue); its
 	// goroutine must not hold Close forever.
-	for _, done := range []chan struct{}{b.observerDone, b.memoDone, b.reporterDone, b.reassignDone, b.announceDone} {
+	for _, done := range []chan struct{}{b.observerDone, b.memoDone, b.reporterDone, b.reassignDone, b.announceDone, b.rebalanceDone} {
 		select {
 		case <-done:
 		case <-time.After(2 * time.Second):

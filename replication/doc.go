@@ -374,7 +374,10 @@
 // asks the current leader (over the Mux's forward channel when it is
 // another broker) for a raft leadership transfer to the first replica; a
 // broker stopping cleanly transfers each of its leaderships first
-// (Broker.Close, bounded to 15 s).
+// (Broker.Close, bounded to 15 s). The controller gives leaderships back
+// to preferred replicas on its own (rebalance.go; Kafka's
+// auto.leader.rebalance.enable and leader.imbalance.*), through the same
+// transfer.
 //
 // Reassignment (reassign.go): AlterPartitionReassignments records a
 // target (CmdReassign); the partition's leader changes the group's

@@ -95,6 +95,8 @@ type Config struct {
 	ProducerIDExpirationCheck time.Duration
 	// Cluster is the metadata quorum (cluster_config.go).
 	Cluster clusterConfig
+	// Rebalance is the automatic leader balance (rebalance_config.go).
+	Rebalance rebalanceConfig
 	// Monitoring is the metrics/health HTTP listener (monitoring.go).
 	Monitoring monitoringConfig
 	// Limits are the Kafka listener's limits (limits_config.go).
@@ -147,6 +149,7 @@ var settingByName = func() map[string]*setting {
 	settings = append(settings, shareSettings...)
 	settings = append(settings, txnSettings...)
 	settings = append(settings, clusterSettings...)
+	settings = append(settings, rebalanceSettings...)
 	settings = append(settings, monitoringSettings...)
 	settings = append(settings, limitSettings...)
 	m := map[string]*setting{}
@@ -387,6 +390,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	if err := parseClusterSettings(merged, cfg); err != nil {
+		return nil, err
+	}
+	if err := parseRebalanceSettings(merged, cfg); err != nil {
 		return nil, err
 	}
 	if err := parseMonitoringSettings(merged, cfg); err != nil {

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/strata-io/strata/replication"
+)
+
+// rebalanceSettings are Kafka's automatic preferred-leader election
+// (replication/rebalance.go): the controller gives leaderships back to
+// the preferred replica (the first of a partition's replicas) once a
+// broker's share of preferred partitions led elsewhere passes the
+// percentage, checked every interval.
+var rebalanceSettings = []setting{
+	{"auto.leader.rebalance.enable", "true", "The controller moves partition leadership back to each partition's preferred replica (the first of its replicas) when that broker is in the ISR and too many of its partitions are led elsewhere, e.g. after a restart."},
+	{"leader.imbalance.check.interval.seconds", "300", "How often the controller checks leader balance. 1..86400."},
+	{"leader.imbalance.per.broker.percentage", "10", "A broker's preferred partitions led by other brokers, in percent of all its preferred partitions, above which the controller moves them back. 0..100."},
+}
+
+// rebalanceConfig is the parsed form of rebalanceSettings.
+type rebalanceConfig = replication.LeaderRebalanceConfig
+
+// parseRebalanceSettings fills cfg.Rebalance.
+func parseRebalanceSettings(merged map[string]rawValue, cfg *Config) error {
+	bad := func(name, why string) error {
+		rv := merged[name]
+		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
+	}
+	const enName, ivName, pctName = "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage"
+	en, err := strconv.ParseBool(merged[enName].value)
+	if err != nil {
+		return bad(enName, "expected true or false")
+	}
+	iv, err := strconv.ParseInt(merged[ivName].value, 10, 64)
+	if err != nil || iv < 1 || iv > 86400 {
+		return bad(ivName, "expected seconds between 1 and 86400")
+	}
+	pct, err := strconv.Atoi(merged[pctName].value)
+	if err != nil || pct < 0 || pct > 100 {
+		return bad(pctName, "expected a percentage between 0 and 100")
+	}
+	cfg.Rebalance = replication.LeaderRebalanceConfig{Enable: en, Interval: time.Duration(iv) * time.Second, ImbalancePercent: pct}
+	return nil
+}
