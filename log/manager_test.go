@@ -282,19 +282,11 @@ func TestRollOnSegmentMsAndFlushMs(t *testing.T) {
 	}
 	// The background flusher syncs the new segment after flush.ms.
 	c.add(2 * time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, 5*time.Second, func() bool {
 		p.mu.RLock()
-		flushed := p.firstUnflushed.IsZero()
-		p.mu.RUnlock()
-		if flushed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("background flush did not happen")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer p.mu.RUnlock()
+		return p.firstUnflushed.IsZero()
+	}, "background flush did not happen")
 	m.crash()
 	fsys.ResetToSyncedState()
 	m = testManager(t, fsys, c)
