@@ -20,12 +20,12 @@ import (
 
 // monitoringSettings configure the operators' HTTP listener: Prometheus
 // metrics, health and readiness, and pprof when asked for.
-var monitoringSettings = []setting{
+var monitoringSettings = append([]setting{
 	{"metrics.listener", "", "host:port of the HTTP listener serving /metrics (Prometheus), /healthz and /readyz (Strata-specific); empty: none. Example: 127.0.0.1:9644."},
 	{"metrics.pprof.enable", "false", "Also serve Go's profiler at /debug/pprof/ on metrics.listener (Strata-specific; --pprof sets it). Only on a trusted network."},
 	{"strata.metrics.lag.window.ms", "300000", "Sliding window of the lag growth rate, consumption rate and time-to-drain series of consumer and share groups (Strata-specific). 1000..86400000."},
 	{"log.format", "text", "Log line format: text (logfmt key=value) or json, one object per line (Strata-specific)."},
-}
+}, consoleSettings...)
 
 // monitoringConfig is the parsed monitoring part of Config.
 type monitoringConfig struct {
@@ -33,6 +33,8 @@ type monitoringConfig struct {
 	Pprof    bool
 	// LogJSON: log.format=json.
 	LogJSON bool
+	// Console is the web console at /ui (console.go).
+	Console consoleConfig
 	// bound, if set, receives the listener's address (tests bind port 0).
 	bound func(net.Addr)
 }
@@ -72,7 +74,7 @@ func parseMonitoringSettings(merged map[string]rawValue, cfg *Config) error {
 	default:
 		return bad("log.format", "expected text or json")
 	}
-	return nil
+	return parseConsoleSettings(merged, cfg)
 }
 
 // monitor is the running HTTP listener. ready flips once the broker has
@@ -80,6 +82,7 @@ func parseMonitoringSettings(merged map[string]rawValue, cfg *Config) error {
 type monitor struct {
 	srv   *http.Server
 	ready atomic.Bool
+	ui    atomic.Value // http.Handler of the console, once started (console.go)
 	done  chan struct{}
 }
 
@@ -112,6 +115,8 @@ func startMonitor(cfg monitoringConfig, reg *prometheus.Registry, logger *slog.L
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	mux.HandleFunc("/ui", m.serveUI)
+	mux.HandleFunc("/ui/", m.serveUI)
 	if cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

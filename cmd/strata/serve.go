@@ -142,7 +142,6 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		ReplicationListener:      repLn, // owned by the broker from here on
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
 		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
-		LeaderRebalance:          cfg.Rebalance,
 	}, logs)
 	if err != nil {
 		ln.Close()
@@ -182,6 +181,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	go func() { serveErr <- srv.Serve(ln) }()
 	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),
 		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
+	cons := startConsole(cfg, ln.Addr(), reg, mon, logger)
 	mon.setReady(true)
 	if ready != nil {
 		ready <- ln.Addr()
@@ -232,6 +232,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	plan := planShutdown(time.Now(), total)
 	watchdog = startShutdownWatchdog(plan, logger)
 	mon.setReady(false) // load balancers stop sending clients here first
+	cons.Close()        // its client and sampler, before the listener drains
 	// The cleaner stops between partitions (a compaction in progress
 	// finishes first): meanwhile the listener drains.
 	cleanerDone := make(chan struct{})

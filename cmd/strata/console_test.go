@@ -1,0 +1,472 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
+)
+
+// startServeConsole runs serve in-process with metrics.listener on a free
+// port and the given extra settings; it returns the Kafka address and
+// the console's base URL (http://host:port/ui/).
+func startServeConsole(t *testing.T, extra ...string) (addr, ui string) {
+	t.Helper()
+	args := append([]string{"--listeners", "PLAINTEXT://127.0.0.1:0", "--log-dirs", t.TempDir(),
+		"--set", "metrics.listener=127.0.0.1:0"}, extra...)
+	cfg, _, err := loadConfig(args, nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := make(chan net.Addr, 1)
+	cfg.Monitoring.bound = func(a net.Addr) { bound <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop within 20s")
+		}
+	})
+	for ui == "" || addr == "" {
+		select {
+		case a := <-bound:
+			ui = "http://" + a.String() + "/ui/"
+		case a := <-ready:
+			addr = a.String()
+		case err := <-done:
+			t.Fatalf("serve failed: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("serve not ready within 20s")
+		}
+	}
+	return addr, ui
+}
+
+// getJSON GETs url into v and returns the status.
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK && v != nil {
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("GET %s: %v in %s", url, err, body)
+		}
+	}
+	return resp.StatusCode
+}
+
+// postJSON POSTs body as the console's page does (its header and content
+// type unless bare) and decodes the answer into v.
+func postJSON(t *testing.T, url string, body any, bare bool, v any) int {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(b)))
+	if !bare {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Strata-Console", "1")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		json.Unmarshal(out, v)
+	}
+	return resp.StatusCode
+}
+
+// TestConsoleAPI drives the console's JSON API against a real broker: the
+// page and its assets, the cluster, a topic with its partitions, configs
+// and records (text, JSON, headers; by offset and by timestamp), a
+// consumer group's lag with its history, growth and time to drain, admin
+// actions (a reset planned then applied, a delete) and a share group with
+// a dead letter and its reason.
+func TestConsoleAPI(t *testing.T) {
+	requireStorage(t)
+	addr, ui := startServeConsole(t, "--set", "strata.console.admin.enable=true",
+		"--set", "strata.console.lag.sample.ms=1000", "--set", "strata.console.lag.history.eager=true",
+		"--set", "strata.metrics.lag.window.ms=3000")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	// The page and its assets.
+	resp, err := http.Get(ui)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "<title>Strata console</title>") {
+		t.Fatalf("GET /ui/: %d %q", resp.StatusCode, page)
+	}
+	for _, a := range []string{"app.js", "style.css"} {
+		if code := getJSON(t, ui+a, nil); code != 200 {
+			t.Errorf("GET /ui/%s: %d", a, code)
+		}
+	}
+
+	if r, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": kadm.StringPtr("3600000")}, "orders"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	before := time.Now().Add(-time.Second)
+	for i := range 10 {
+		rec := &kgo.Record{Topic: "orders", Partition: 0, Key: []byte(fmt.Sprintf("k%d", i)),
+			Value:   []byte(fmt.Sprintf(`{"order":%d,"item":"book"}`, i)),
+			Headers: []kgo.RecordHeader{{Key: "source", Value: []byte("test")}}}
+		if i == 9 {
+			rec.Value = []byte{0xff, 0x00, 0x01}
+		}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var cluster struct {
+		ClusterID  string `json:"clusterId"`
+		Controller int32  `json:"controller"`
+		Brokers    []struct {
+			NodeID  int32 `json:"nodeId"`
+			Leaders int   `json:"leaders"`
+		} `json:"brokers"`
+		Local map[string]float64 `json:"local"`
+	}
+	if code := getJSON(t, ui+"api/cluster", &cluster); code != 200 || len(cluster.Brokers) != 1 || cluster.Controller != 1 || cluster.ClusterID == "" {
+		t.Fatalf("cluster: %d %+v", code, cluster)
+	}
+	if _, ok := cluster.Local["kafka_server_replicamanager_leadercount"]; !ok {
+		t.Errorf("cluster: no Raft view of the serving broker: %v", cluster.Local)
+	}
+
+	var topics []struct {
+		Name       string `json:"name"`
+		Partitions int    `json:"partitions"`
+		Records    int64  `json:"records"`
+	}
+	getJSON(t, ui+"api/topics", &topics)
+	found := false
+	for _, tp := range topics {
+		if tp.Name == "orders" {
+			found = tp.Partitions == 2 && tp.Records == 10
+		}
+	}
+	if !found {
+		t.Errorf("topics: want orders with 2 partitions and 10 records: %+v", topics)
+	}
+
+	var topic struct {
+		Partitions []struct {
+			Partition int32   `json:"partition"`
+			Leader    int32   `json:"leader"`
+			Replicas  []int32 `json:"replicas"`
+			ISR       []int32 `json:"isr"`
+			End       int64   `json:"end"`
+			Bytes     int64   `json:"bytes"`
+		} `json:"partitions"`
+		Configs []struct {
+			Name   string  `json:"name"`
+			Value  *string `json:"value"`
+			Source string  `json:"source"`
+		} `json:"configs"`
+	}
+	getJSON(t, ui+"api/topics/orders", &topic)
+	if len(topic.Partitions) != 2 || topic.Partitions[0].End != 10 || topic.Partitions[0].Leader != 1 || len(topic.Partitions[0].ISR) != 1 || topic.Partitions[0].Bytes <= 0 {
+		t.Errorf("topic partitions: %+v", topic.Partitions)
+	}
+	sources := map[string]string{}
+	for _, c := range topic.Configs {
+		sources[c.Name] = c.Source
+	}
+	if sources["retention.ms"] != "DYNAMIC_TOPIC_CONFIG" || sources["cleanup.policy"] != "DEFAULT_CONFIG" {
+		t.Errorf("config sources: retention.ms %q, cleanup.policy %q", sources["retention.ms"], sources["cleanup.policy"])
+	}
+	if code := getJSON(t, ui+"api/topics/nosuch", nil); code != http.StatusNotFound {
+		t.Errorf("unknown topic: %d, want 404", code)
+	}
+
+	type field struct {
+		Null   bool   `json:"null"`
+		Text   string `json:"text"`
+		IsText bool   `json:"isText"`
+		JSON   string `json:"json"`
+		Hex    string `json:"hex"`
+	}
+	var recs struct {
+		From    int64 `json:"from"`
+		Records []struct {
+			Offset  int64 `json:"offset"`
+			Key     field `json:"key"`
+			Value   field `json:"value"`
+			Headers []struct {
+				Key   string `json:"key"`
+				Value field  `json:"value"`
+			} `json:"headers"`
+		} `json:"records"`
+	}
+	getJSON(t, ui+"api/topics/orders/records?partition=0&offset=2&limit=100", &recs)
+	if len(recs.Records) != 8 || recs.Records[0].Offset != 2 || recs.Records[0].Key.Text != "k2" ||
+		!strings.Contains(recs.Records[0].Value.JSON, `"order": 2`) || len(recs.Records[0].Headers) != 1 || recs.Records[0].Headers[0].Value.Text != "test" {
+		t.Fatalf("records from offset 2: %+v", recs)
+	}
+	if last := recs.Records[7].Value; last.IsText || last.Hex != "ff0001" {
+		t.Errorf("binary value: %+v", last)
+	}
+	getJSON(t, ui+fmt.Sprintf("api/topics/orders/records?partition=0&timestamp=%d&limit=3", before.UnixMilli()), &recs)
+	if len(recs.Records) != 3 || recs.From != 0 {
+		t.Errorf("records by timestamp: from %d, %d records", recs.From, len(recs.Records))
+	}
+	getJSON(t, ui+"api/topics/orders/records?partition=0&offset=-2", &recs)
+	if len(recs.Records) != 2 || recs.From != 8 {
+		t.Errorf("the last 2 records: from %d, %d records", recs.From, len(recs.Records))
+	}
+	if code := getJSON(t, ui+"api/topics/orders/records?partition=x", nil); code != http.StatusBadRequest {
+		t.Errorf("bad partition: %d, want 400", code)
+	}
+
+	// A consumer group's lag, its history and its rates: committed at 2
+	// of 10, then at 10 (drained).
+	commit := func(at int64) {
+		t.Helper()
+		os := kadm.Offsets{}
+		os.Add(kadm.Offset{Topic: "orders", Partition: 0, At: at, LeaderEpoch: -1})
+		if r, err := adm.CommitOffsets(ctx, "billing", os); err != nil || r.Error() != nil {
+			t.Fatalf("commit: %v %v", err, r.Error())
+		}
+	}
+	commit(2)
+	type groupT struct {
+		State      string `json:"state"`
+		Lag        int64  `json:"lag"`
+		Partitions []struct {
+			Partition int32 `json:"partition"`
+			Lag       int64 `json:"lag"`
+			Trend     *struct {
+				Points []struct{ T, Lag int64 } `json:"points"`
+				Growth *float64                 `json:"growth"`
+				Drain  *float64                 `json:"drain"`
+			} `json:"trend"`
+		} `json:"partitions"`
+	}
+	var g groupT
+	p0 := func() int { // the row of partition 0 (partition 1 has no commit)
+		for i, p := range g.Partitions {
+			if p.Partition == 0 {
+				return i
+			}
+		}
+		return -1
+	}
+	testwait.For(t, 30*time.Second, func() bool {
+		getJSON(t, ui+"api/groups/billing", &g)
+		i := p0()
+		return i >= 0 && g.Partitions[i].Trend != nil && len(g.Partitions[i].Trend.Points) >= 2
+	}, "billing's lag history: %+v", &g)
+	if p := g.Partitions[p0()]; g.Lag != 8 || p.Lag != 8 || p.Trend.Points[len(p.Trend.Points)-1].Lag != 8 {
+		t.Errorf("billing: lag %d, want 8: %+v", g.Lag, g)
+	}
+	commit(10)
+	testwait.For(t, 30*time.Second, func() bool {
+		getJSON(t, ui+"api/groups/billing", &g)
+		p := g.Partitions[p0()]
+		return p.Lag == 0 && p.Trend != nil && p.Trend.Growth != nil && *p.Trend.Growth < 0 && p.Trend.Drain != nil && *p.Trend.Drain == 0
+	}, "billing's lag falling to 0 with a negative growth: %+v", &g)
+	var groups []struct {
+		Group string `json:"group"`
+		Type  string `json:"type"`
+		Lag   int64  `json:"lag"`
+	}
+	getJSON(t, ui+"api/groups", &groups)
+	if len(groups) != 1 || groups[0].Group != "billing" || groups[0].Lag != 0 {
+		t.Errorf("groups: %+v", groups)
+	}
+
+	// Admin: a reset planned (nothing changes), then applied.
+	var act struct {
+		Output string `json:"output"`
+		Done   bool   `json:"done"`
+		Error  string `json:"error"`
+	}
+	if code := postJSON(t, ui+"api/groups/billing/reset-offsets", map[string]any{"topic": "orders", "to": "earliest"}, true, &act); code != http.StatusForbidden {
+		t.Errorf("reset without the console's header: %d, want 403", code)
+	}
+	if code := postJSON(t, ui+"api/groups/billing/reset-offsets", map[string]any{"topic": "orders", "to": "offset:4"}, false, &act); code != 200 ||
+		act.Done || !strings.Contains(act.Output, "NEW-OFFSET") {
+		t.Fatalf("reset plan: %d %+v", code, act)
+	}
+	if off, _ := adm.FetchOffsets(ctx, "billing"); off["orders"][0].At != 10 {
+		t.Errorf("a plan changed the offset: %+v", off)
+	}
+	if code := postJSON(t, ui+"api/groups/billing/reset-offsets", map[string]any{"topic": "orders", "to": "offset:4", "execute": true}, false, &act); code != 200 || !act.Done {
+		t.Fatalf("reset: %d %+v", code, act)
+	}
+	if off, _ := adm.FetchOffsets(ctx, "billing"); off["orders"][0].At != 4 {
+		t.Errorf("reset to 4: %+v", off)
+	}
+	if code := postJSON(t, ui+"api/groups/billing/reset-offsets", map[string]any{"topic": "orders", "to": "sideways"}, false, &act); code != http.StatusConflict {
+		t.Errorf("reset to nonsense: %d %+v", code, act)
+	}
+	if code := postJSON(t, ui+"api/groups/billing/delete", map[string]any{"share": false}, false, &act); code != 200 {
+		t.Fatalf("delete: %d %+v", code, act)
+	}
+	if code := getJSON(t, ui+"api/groups/billing", nil); code == 200 {
+		listed, _ := adm.ListGroups(ctx)
+		if _, ok := listed["billing"]; ok {
+			t.Errorf("billing still listed after delete")
+		}
+	}
+
+	// A share group with a dead-letter topic: a rejected record becomes a
+	// dead letter with its reason.
+	for _, tp := range []struct {
+		name string
+		cfg  map[string]*string
+	}{{"jobs", nil}, {"dlq.jobs", map[string]*string{"errors.deadletterqueue.group.enable": kadm.StringPtr("true")}}} {
+		if r, err := adm.CreateTopic(ctx, 1, 1, tp.cfg, tp.name); err != nil || r.Err != nil {
+			t.Fatalf("create %s: %v %v", tp.name, err, r.Err)
+		}
+	}
+	alterGroupConfigs(t, ctx, cl, "workers", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "dlq.jobs",
+		"errors.deadletterqueue.copy.record.enable", "true")
+	for _, v := range []string{"ok", "poison", "ok2"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"), kgo.ClientID("worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	type shareT struct {
+		State      string `json:"state"`
+		DLQTopic   string `json:"dlqTopic"`
+		Partitions []struct {
+			Archived map[string]int64 `json:"archived"`
+		} `json:"partitions"`
+		DeadLetters []struct {
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+			Source  string `json:"source"`
+			Value   field  `json:"value"`
+		} `json:"deadLetters"`
+	}
+	var s shareT
+	handled := 0
+	testwait.For(t, 60*time.Second, func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := sc.PollRecords(pctx, 10)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			handled++
+			if string(r.Value) == "poison" {
+				r.Ack(kgo.AckReject)
+			} else {
+				r.Ack(kgo.AckAccept)
+			}
+		})
+		fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+		sc.FlushAcks(fctx)
+		fcancel()
+		s = shareT{}
+		getJSON(t, ui+"api/share-groups/workers", &s)
+		return len(s.DeadLetters) == 1
+	}, "a dead letter on the share group's page (%d records handled): %+v", &handled, &s)
+	d := s.DeadLetters[0]
+	if d.Reason != "rejected" || d.Message != "Offset rejected by client." || d.Source != "jobs[0]@1" || d.Value.Text != "poison" || s.DLQTopic != "dlq.jobs" {
+		t.Errorf("dead letter: %+v", s)
+	}
+	getJSON(t, ui+"api/groups", &groups)
+	if len(groups) != 1 || groups[0].Type != "share" {
+		t.Errorf("groups: %+v", groups)
+	}
+	if code := getJSON(t, ui+"api/share-groups/nosuch", nil); code != http.StatusNotFound {
+		t.Errorf("unknown share group: %d, want 404", code)
+	}
+	var info struct {
+		Admin     bool `json:"admin"`
+		AdminHere bool `json:"adminHere"`
+		History   struct {
+			Series int   `json:"series"`
+			Bytes  int64 `json:"bytes"`
+		} `json:"history"`
+	}
+	getJSON(t, ui+"api/info", &info)
+	if !info.Admin || !info.AdminHere || info.History.Bytes <= 0 {
+		t.Errorf("info: %+v", info)
+	}
+}
+
+// alterGroupConfigs sets group configs (key, value pairs).
+func alterGroupConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, group string, kv ...string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for i := 0; i+1 < len(kv); i += 2 {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value, c.Op = kv[i], kmsg.StringPtr(kv[i+1]), kmsg.IncrementalAlterConfigOpSet
+		r.Configs = append(r.Configs, c)
+	}
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rr := range resp.Resources {
+		if rr.ErrorCode != 0 {
+			t.Fatalf("group configs of %s: error %d", group, rr.ErrorCode)
+		}
+	}
+}
+
+// TestConsoleReadOnly: without strata.console.admin.enable the actions
+// are refused and the page says read-only; strata.console.enable=false
+// serves no /ui.
+func TestConsoleReadOnly(t *testing.T) {
+	requireStorage(t)
+	_, ui := startServeConsole(t)
+	var act struct {
+		Error string `json:"error"`
+	}
+	if code := postJSON(t, ui+"api/groups/g/delete", map[string]any{}, false, &act); code != http.StatusForbidden || !strings.Contains(act.Error, "strata.console.admin.enable") {
+		t.Errorf("admin action on a read-only console: %d %q", code, act.Error)
+	}
+	_, ui = startServeConsole(t, "--set", "strata.console.enable=false")
+	if code := getJSON(t, ui, nil); code != http.StatusServiceUnavailable && code != http.StatusNotFound {
+		t.Errorf("GET /ui/ with the console off: %d", code)
+	}
+	if _, _, err := loadConfig([]string{"--set", "strata.console.lag.sample.ms=10"}, nil, nil, io.Discard); err == nil {
+		t.Error("strata.console.lag.sample.ms=10 accepted")
+	}
+}
