@@ -142,6 +142,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		ReplicationListener:      repLn, // owned by the broker from here on
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
 		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
+		LeaderRebalance:          cfg.Rebalance,
 	}, logs)
 	if err != nil {
 		ln.Close()
