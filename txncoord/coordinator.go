@@ -30,6 +30,11 @@ type Coordinator struct {
 	remote *remoteMarkers          // markers for partitions led elsewhere
 	stats  counters                // event counts (metrics.go)
 	core   *coord.Coordinator[*shard]
+	// verifyLeader confirms this broker leads a __transaction_state
+	// partition, writeLocal writes one marker on a partition it leads
+	// (the broker's; tests replace them).
+	verifyLeader func(ctx context.Context, partition int32) error
+	writeLocal   func(ctx context.Context, topic string, partition int32, pid int64, epoch int16, commit bool, coordEpoch int32) error
 }
 
 // New returns a coordinator over broker. groups (may be nil in tests) is
@@ -58,6 +63,8 @@ func New(cfg Config, broker *replication.Broker, groups *groupcoord.Coordinator)
 		Logger:       c.cfg.Logger,
 	}, broker)
 	c.remote = newRemoteMarkers(c)
+	c.verifyLeader = func(ctx context.Context, partition int32) error { return broker.VerifyLeader(ctx, Topic, partition) }
+	c.writeLocal = c.WriteMarkerLocal
 	return c
 }
 

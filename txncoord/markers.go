@@ -50,17 +50,57 @@ func (c *Coordinator) WriteMarkerLocal(ctx context.Context, topic string, partit
 }
 
 // writeMarkers writes every marker of j, retrying until all are written;
-// errStopped when stop closes first.
-func (c *Coordinator) writeMarkers(stop <-chan struct{}, j markerJob, coordEpoch int32) error {
+// errStopped when stop closes first. partition is the coordinator's
+// __transaction_state partition and coordEpoch its leader epoch.
+//
+// A deposed coordinator must not write a marker: under KIP-890 part 2 the
+// markers carry the epoch the producer's next transaction writes with, so
+// a marker landing after the new coordinator completed the transaction
+// (and the producer began its next one on that partition) ends the next
+// transaction there too, and read_committed returns its records before
+// their commit was asked for. The fault harness found it (seed 3, 4 min:
+// the coordinator of __transaction_state-3 lost its leadership at
+// 04:46:58.208, the new one wrote the commit marker at .344, the producer
+// wrote its next transaction at .435, and the old coordinator's retried
+// marker, still with coordinator epoch 6, landed at .448). So each attempt
+// first confirms leadership with a quorum (VerifyLeader), every write
+// checks stop, and stop cancels the attempt's writes in flight.
+func (c *Coordinator) writeMarkers(stop <-chan struct{}, partition int32, j markerJob, coordEpoch int32) error {
 	remaining := j.partitions
 	backoff := markerBackoffMin
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
 	for {
+		if stopped() {
+			return errStopped
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.MarkerTimeout)
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		var failed []tp
 		byLeader := map[int32][]tp{}
 		var lastErr error
+		if err := c.verifyLeader(ctx, partition); err != nil {
+			failed, lastErr = remaining, err
+			remaining = nil
+		}
 		for _, p := range remaining {
-			err := c.WriteMarkerLocal(ctx, p.topic, p.partition, j.pid, j.epoch, j.commit, coordEpoch)
+			if stopped() {
+				cancel()
+				return errStopped
+			}
+			err := c.writeLocal(ctx, p.topic, p.partition, j.pid, j.epoch, j.commit, coordEpoch)
 			switch {
 			case err == nil:
 				c.stats.markers.Add(1)
@@ -77,6 +117,10 @@ func (c *Coordinator) writeMarkers(stop <-chan struct{}, j markerJob, coordEpoch
 			}
 		}
 		for leader, ps := range byLeader {
+			if stopped() {
+				cancel()
+				return errStopped
+			}
 			f, err := c.remote.send(ctx, leader, j, ps, coordEpoch)
 			if err != nil {
 				lastErr = err

@@ -140,7 +140,7 @@ func (s *shard) startMarkers(j markerJob) {
 			return
 		}
 		defer func() { <-s.jobs }()
-		if err := s.c.writeMarkers(stop, j, s.epoch); err != nil {
+		if err := s.c.writeMarkers(stop, s.partition, j, s.epoch); err != nil {
 			return // the shard is stopping; the next load resumes
 		}
 		s.core.Submit(func(s *shard) { s.markersDone(j) })
