@@ -55,8 +55,9 @@ import (
 // (strata.dlq.reason, strata.dlq.first.delivery.ms,
 // strata.dlq.last.delivery.ms, strata.dlq.member.id); with
 // errors.deadletterqueue.copy.record.enable the original key and value
-// too (Kafka copies neither the original headers nor the timestamp: the
-// dead letter's timestamp is the time it is written).
+// too, and (beyond Kafka, which copies neither the original headers nor
+// the timestamp) the original headers after the letter's own; the dead
+// letter's timestamp is the time it is written.
 
 // dlqSettings is one group's dead-letter configuration, resolved
 // (share_settings.go); topic "" = no dead letters.
@@ -667,6 +668,16 @@ func buildDLQBatch(topic string, partition int32, group string, stream sharepart
 		}
 		if lt.Member != "" {
 			h(hdrStrataMember, lt.Member)
+		}
+		// Beyond Kafka: the original headers too (after the letter's own,
+		// which they never repeat), so a redrive re-publishes the record
+		// whole and its strata.redrive.count survives the round trip.
+		if c, ok := copies[lt.Offset]; ok {
+			for _, oh := range c.Headers {
+				if !strings.HasPrefix(oh.Key, "__dlq.errors.") && !strings.HasPrefix(oh.Key, "strata.dlq.") {
+					r.Headers = append(r.Headers, oh)
+				}
+			}
 		}
 		rec := appendDLQRecord(nil, r)
 		if n > 0 && len(body)+len(rec) > dlqMaxBatchBytes {

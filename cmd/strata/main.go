@@ -58,6 +58,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return groupCommand(args[1:], environ, stdout, stderr)
 	case "share-group":
 		return shareGroupCommand(args[1:], environ, stdout, stderr)
+	case "dlq":
+		return dlqCommand(args[1:], environ, stdout, stderr)
 	case "topic":
 		return topicCommand(args[1:], environ, stdout, stderr)
 	case "txn":
@@ -90,6 +92,7 @@ Commands:
                              consumer groups: list, lag per partition, replay by offset reset (strata group help)
   share-group list|describe|reset-offsets|delete|delete-offsets|resume
                              share groups (queues): start offset, lag, members, replay (strata share-group help)
+  dlq list|inspect|redrive   share groups' dead letters: depth, age, reasons; re-publish them (strata dlq help)
   txn list|describe          transactions: state, producer, partitions (strata txn help)
   bench produce|consume|e2e|workload|compare
                              load tool for any Kafka-compatible broker (strata bench help)
