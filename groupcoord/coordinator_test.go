@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 )
@@ -259,12 +260,8 @@ func TestSessionExpiresOnTicks(t *testing.T) {
 		clock = clock.Add(11 * time.Second)
 		e.reply(rid, nil)
 	})
-	deadline := time.Now().Add(5 * time.Second)
-	for describe(t, n, "g").State != "Empty" {
-		if time.Now().After(deadline) {
-			t.Fatalf("member never expired: %+v", describe(t, n, "g"))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Until(5*time.Second, func() bool { return describe(t, n, "g").State == "Empty" }) {
+		t.Fatalf("member never expired: %+v", describe(t, n, "g"))
 	}
 }
 
@@ -284,13 +281,7 @@ func TestOffsetsExpire(t *testing.T) {
 	if got := fetch(t, n, "g"); got[0] != 3 {
 		t.Fatalf("before expiry: %v", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for fetch(t, n, "g")[0] != -1 {
-		if time.Now().After(deadline) {
-			t.Fatal("offset never expired")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, func() bool { return fetch(t, n, "g")[0] == -1 }, "offset never expired")
 	if d := describe(t, n, "g"); d.State != "Dead" {
 		t.Fatalf("group after its last offset expired: %+v", d)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/coord"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -367,13 +368,7 @@ func TestShareTopicAssignment(t *testing.T) {
 // waitTicker waits (bounded) until the loaded shard's ticker is armed.
 func waitTicker(t *testing.T, clk *coord.Fake) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for clk.Waiters() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no ticker armed")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, func() bool { return clk.Waiters() > 0 }, "no ticker armed")
 }
 
 // FuzzReplayShare: any share-group key/value replays without a panic.
