@@ -33,6 +33,7 @@ const envPrefix = "STRATA_"
 var toolEnv = []string{
 	"STRATA_KAFKA_CLASSPATH", "STRATA_PYTHON_VENV", "STRATA_METRICS_URL",
 	"STRATA_CHAOS_", "STRATA_STABILITY_", "STRATA_SHARE_", "STRATA_BENCH_", "STRATA_JAVA_",
+	"STRATA_FAULTS_", // faultinject.go (test only)
 }
 
 func isToolEnv(k string) bool {

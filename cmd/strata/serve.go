@@ -73,6 +73,12 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	if err := retention.CleanerOptionsFromProps(cfg.BrokerProps, &cleanerOpts); err != nil {
 		return fmt.Errorf("%w: %w", errConfig, err)
 	}
+	// TEST ONLY (faultinject.go): disk faults and a clock offset read from
+	// the fault harness's control file; off without STRATA_FAULTS_CONTROL.
+	faults := startFaultInjection(ctx, logger)
+	if faults.Now != nil {
+		cfg.Txns.Now, cfg.Groups.Now, cfg.Share.Now, cleanerOpts.Now = faults.Now, faults.Now, faults.Now, faults.Now
+	}
 	// Listen first: a busy port fails start-up before any disk work, and
 	// port 0 gives the real port to advertise.
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listener.Host, strconv.Itoa(cfg.Listener.Port)))
@@ -117,7 +123,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	// recovered is committed (log.ManagerOptions).
 	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger,
 		ProducerIDExpiration: cfg.ProducerIDExpiration, ProducerIDExpirationCheck: cfg.ProducerIDExpirationCheck,
-		UseHighWatermarkCheckpoint: len(cfg.Cluster.Voters) > 1})
+		UseHighWatermarkCheckpoint: len(cfg.Cluster.Voters) > 1, FS: faults.FS, Now: faults.Now})
 	if err != nil {
 		ln.Close()
 		if repLn != nil {
@@ -143,6 +149,8 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
 		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
 		LeaderRebalance:          cfg.Rebalance,
+		FS:                       faults.FS,
+		Now:                      faults.Now,
 	}, logs)
 	if err != nil {
 		ln.Close()

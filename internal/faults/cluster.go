@@ -24,10 +24,14 @@ import (
 type node struct {
 	id    int
 	kafka string // Kafka listener
-	dir   string
-	log   string
-	args  []string
-	nw    *netns
+	addr  string // the address it advertises: the proxy's (kafka in the loopback fallback)
+	// control is the broker's fault-injection file (STRATA_FAULTS_CONTROL,
+	// cmd/strata/faultinject.go): disk faults and a clock offset.
+	control string
+	dir     string
+	log     string
+	args    []string
+	nw      *netns
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // nil when not running; protected by mu
@@ -40,6 +44,9 @@ type cluster struct {
 	bin   string
 	nodes []*node
 	nw    *netns
+	px    *proxy // nil in the loopback fallback
+	// diskFaulted are the brokers a disk fault hit since the last heal.
+	diskFaulted []*node
 }
 
 // brokerEnv is the environment without STRATA_* variables (serve reads
@@ -57,17 +64,27 @@ func brokerEnv() []string {
 
 func newCluster(bin, dir string, nw *netns, n int, hb time.Duration, extra []string) *cluster {
 	c := &cluster{bin: bin, nw: nw}
+	// With namespaces, peers and clients reach a broker through the
+	// proxy (proxy.go): its Raft entry and advertised listener are the
+	// proxy's address, and it binds its own.
+	adv := nw.ip
+	if !nw.loop {
+		adv = proxyIP
+	}
 	var voters []string
 	for id := 1; id <= n; id++ {
-		voters = append(voters, fmt.Sprintf("%d@%s:9093", id, nw.ip(id)))
+		voters = append(voters, fmt.Sprintf("%d@%s:9093", id, adv(id)))
 	}
 	for id := 1; id <= n; id++ {
-		nd := &node{id: id, kafka: nw.ip(id) + ":9092", nw: nw,
-			dir: filepath.Join(dir, fmt.Sprintf("broker-%d", id)),
-			log: filepath.Join(dir, fmt.Sprintf("broker-%d.log", id))}
+		nd := &node{id: id, kafka: nw.ip(id) + ":9092", addr: adv(id) + ":9092", nw: nw,
+			dir:     filepath.Join(dir, fmt.Sprintf("broker-%d", id)),
+			log:     filepath.Join(dir, fmt.Sprintf("broker-%d.log", id)),
+			control: filepath.Join(dir, fmt.Sprintf("broker-%d.control", id))}
 		nd.args = append([]string{"serve",
 			"--set", fmt.Sprintf("node.id=%d", id),
 			"--set", "listeners=PLAINTEXT://" + nd.kafka,
+			"--set", "advertised.listeners=PLAINTEXT://" + nd.addr,
+			"--set", "replication.listener=" + nw.ip(id) + ":9093",
 			"--set", "log.dirs=" + nd.dir,
 			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
 			"--set", fmt.Sprintf("strata.partition.heartbeat.timeout.ms=%d", hb.Milliseconds()),
@@ -81,9 +98,19 @@ func newCluster(bin, dir string, nw *netns, n int, hb time.Duration, extra []str
 func (c *cluster) bootstrap() []string {
 	var out []string
 	for _, n := range c.nodes {
-		out = append(out, n.kafka)
+		out = append(out, n.addr)
 	}
 	return out
+}
+
+// inject writes the broker's fault-injection file: disk is "", "eio",
+// "enospc" or "fsync"; clock the offset of its wall clock.
+func (n *node) inject(disk string, clock time.Duration) error {
+	tmp := n.control + ".tmp"
+	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("disk=%s\nclock=%s\n", disk, clock)), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, n.control)
 }
 
 func (n *node) start(bin string) error {
@@ -94,7 +121,7 @@ func (n *node) start(bin string) error {
 	fmt.Fprintf(lf, "==== faults: start at %s\n", time.Now().UTC().Format(time.RFC3339Nano))
 	cmd := n.nw.command(n.id, bin, n.args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = brokerEnv()
+	cmd.Env = append(brokerEnv(), "STRATA_FAULTS_CONTROL="+n.control)
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return err

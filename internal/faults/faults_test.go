@@ -17,9 +17,10 @@ import (
 
 var (
 	seedFlag     = flag.Int64("faults.seed", 0, "seed of the schedule (0: the test's fixed seeds)")
-	durationFlag = flag.Duration("faults.duration", 0, "faults for this long (0: the short run's 50s)")
+	durationFlag = flag.Duration("faults.duration", 0, "faults for this long (0: the short run's 75s)")
 	kindsFlag    = flag.String("faults.kinds", "all", "faults to draw from, comma-separated: "+fmt.Sprint(AllKinds))
 	loopbackFlag = flag.Bool("faults.loopback", false, "the loopback fallback even where namespaces can be made (kill and pause only)")
+	brokersFlag  = flag.Int("faults.brokers", 3, "brokers in the cluster (3 or 5)")
 	dirFlag      = flag.String("faults.dir", "", "keep the brokers' data, logs and history.json in a new folder under this one")
 )
 
@@ -67,7 +68,7 @@ func TestFaults(t *testing.T) {
 		seed = 1
 	}
 	if dur == 0 {
-		dur = 50 * time.Second
+		dur = 75 * time.Second
 	}
 	kinds, err := ParseKinds(*kindsFlag)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestFaults(t *testing.T) {
 	}
 	t.Logf("seed %d, %v of faults, data and history in %s", seed, dur, dir)
 	start := time.Now()
-	res, err := Run(context.Background(), Options{Binary: strataBin, Dir: dir, Seed: seed, Duration: dur, Kinds: kinds, Loopback: loopback,
+	res, err := Run(context.Background(), Options{Binary: strataBin, Dir: dir, Seed: seed, Duration: dur, Kinds: kinds, Loopback: loopback, Brokers: *brokersFlag,
 		Logf: func(f string, a ...any) { t.Logf("%6.1fs "+f, append([]any{time.Since(start).Seconds()}, a...)...) }})
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +92,9 @@ func TestFaults(t *testing.T) {
 		counts[o.Type]++
 	}
 	t.Logf("%v: %d produces acknowledged, %d reads; ops %v; admin cycles %d (%d failed)", time.Since(start).Round(time.Second), res.Acked, res.Reads, counts, res.AdminCycles, res.AdminFailed)
+	for _, l := range res.DiskHalts {
+		t.Logf("stopped on a disk fault (expected): %.300s", l)
+	}
 	for i, g := range res.Gaps {
 		if i == 6 {
 			break

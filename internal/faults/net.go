@@ -180,6 +180,10 @@ func newNetns(n int) (*netns, error) {
 		{"link", "set", bridgeName, "up"},
 	}
 	for id := 1; id <= n; id++ {
+		// The proxy's address for the broker (proxy.go).
+		steps = append(steps, []string{"addr", "add", proxyIP(id) + "/24", "dev", bridgeName})
+	}
+	for id := 1; id <= n; id++ {
 		ns, veth := nsName(id), fmt.Sprintf("%s%d", vethPrefix, id)
 		steps = append(steps,
 			[]string{"netns", "add", ns},
@@ -219,11 +223,20 @@ func (nw *netns) cutOneWay(from, to int) error {
 	if nw.cut[[2]int{from, to}] {
 		return nil
 	}
-	if err := ipCmd("-n", nsName(from), "route", "add", "blackhole", nodeIP(to)+"/32"); err != nil {
-		return err
+	for _, ip := range []string{nodeIP(to), proxyIP(to)} {
+		if err := ipCmd("-n", nsName(from), "route", "add", "blackhole", ip+"/32"); err != nil {
+			return err
+		}
 	}
 	nw.cut[[2]int{from, to}] = true
 	return nil
+}
+
+// isCut reports whether what from sends to to is dropped.
+func (nw *netns) isCut(from, to int) bool {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return nw.cut[[2]int{from, to}]
 }
 
 // disconnect takes id's link down (clients cannot reach it either).
@@ -249,8 +262,10 @@ func (nw *netns) heal() error {
 	defer nw.mu.Unlock()
 	var errs []error
 	for c := range nw.cut {
-		if err := ipCmd("-n", nsName(c[0]), "route", "del", "blackhole", nodeIP(c[1])+"/32"); err != nil {
-			errs = append(errs, err)
+		for _, ip := range []string{nodeIP(c[1]), proxyIP(c[1])} {
+			if err := ipCmd("-n", nsName(c[0]), "route", "del", "blackhole", ip+"/32"); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		delete(nw.cut, c)
 	}

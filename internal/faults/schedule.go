@@ -29,10 +29,43 @@ const (
 	// Disconnect takes a broker's link down: peers and clients alike
 	// lose it.
 	Disconnect Kind = "disconnect"
+	// Slow delays everything to and from one broker in the harness's
+	// proxy by 50-300 ms (jitter +-25%).
+	Slow Kind = "slow"
+	// Lossy makes one broker's traffic lossy as TCP shows it: 5-20% of
+	// chunks late by a retransmission timeout, 0.2% resetting their
+	// connection.
+	Lossy Kind = "lossy"
+	// DiskEIO makes every write of one broker fail with EIO (the
+	// broker's injected filesystem); the broker is restarted at the heal,
+	// as an operator would after replacing the disk.
+	DiskEIO Kind = "disk-eio"
+	// DiskFull makes every write of one broker fail with ENOSPC; restarted
+	// at the heal.
+	DiskFull Kind = "disk-full"
+	// FsyncFail makes every fsync of one broker fail with EIO; restarted
+	// at the heal.
+	FsyncFail Kind = "fsync-fail"
+	// ClockSkew moves one broker's wall clock 10 s to 5 min ahead or
+	// behind (its injected clock); the heal steps it back.
+	ClockSkew Kind = "clock-skew"
 )
 
 // AllKinds are the faults the harness injects.
-var AllKinds = []Kind{Kill, Pause, Isolate, OneWay, Bridge, Disconnect}
+var AllKinds = []Kind{Kill, Pause, Isolate, OneWay, Bridge, Disconnect, Slow, Lossy, DiskEIO, DiskFull, FsyncFail, ClockSkew}
+
+// diskMode is the control file's disk= for a disk fault ("" for others).
+func (k Kind) diskMode() string {
+	switch k {
+	case DiskEIO:
+		return "eio"
+	case DiskFull:
+		return "enospc"
+	case FsyncFail:
+		return "fsync"
+	}
+	return ""
+}
 
 // ParseKinds parses a comma-separated list of kinds ("" or "all": all).
 func ParseKinds(s string) ([]Kind, error) {
@@ -60,12 +93,23 @@ type Step struct {
 	At, For       time.Duration
 	Kind          Kind
 	Target, Other int
+	// Amount is the fault's size: the latency of slow, the loss of lossy
+	// (per mille), the clock offset of clock-skew.
+	Amount time.Duration
 }
 
 func (s Step) String() string {
 	t := fmt.Sprintf("broker %d", s.Target)
 	if s.Kind == Bridge {
 		t = fmt.Sprintf("brokers %d and %d apart", s.Target, s.Other)
+	}
+	switch s.Kind {
+	case Slow:
+		t += fmt.Sprintf(" (%v)", s.Amount)
+	case Lossy:
+		t += fmt.Sprintf(" (%d%%)", s.Amount/10)
+	case ClockSkew:
+		t += fmt.Sprintf(" (%+v)", s.Amount)
 	}
 	return fmt.Sprintf("+%.1fs %s %s for %.1fs", s.At.Seconds(), s.Kind, t, s.For.Seconds())
 }
@@ -88,8 +132,18 @@ func Schedule(seed int64, dur, hb time.Duration, brokers int, kinds []Kind) []St
 		if s.Kind == Pause {
 			s.For = max(s.For, 3*2*hb)
 		}
-		if s.Kind == Bridge {
+		switch s.Kind {
+		case Bridge:
 			s.Other = 1 + (s.Target+rng.Intn(brokers-1))%brokers
+		case Slow:
+			s.Amount = time.Duration(50+rng.Intn(251)) * time.Millisecond
+		case Lossy:
+			s.Amount = time.Duration(50 + rng.Intn(151)) // per mille
+		case ClockSkew:
+			s.Amount = time.Duration(10+rng.Intn(291)) * time.Second
+			if rng.Intn(2) == 0 {
+				s.Amount = -s.Amount
+			}
 		}
 		if s.At+s.For > dur {
 			break

@@ -48,6 +48,8 @@ type workload struct {
 	rec   *recorder
 	logf  func(string, ...any)
 	rate  int // records/s per producer
+	// brokers in the cluster (the admin workload's reassignments)
+	brokers int
 }
 
 // produce runs an idempotent producer (acks=all, franz-go's default)
@@ -408,7 +410,16 @@ func (w *workload) admin(name string, stop <-chan struct{}, stats *adminStats) e
 			return nil
 		default:
 		}
-		err := adminCycle(adm, fmt.Sprintf("%s-%d", name, i))
+		err := adminCycle(adm, fmt.Sprintf("%s-%d", name, i), w.brokers, i)
+		if err == nil {
+			// The workload's own topic: its preferred leaders elected,
+			// and (more than 3 brokers) one partition moved to other
+			// brokers every 4th cycle, while it is written and read.
+			err = moveMain(adm, w.topic, w.parts, w.brokers, i)
+		}
+		if err != nil {
+			w.logf("admin cycle %d: %v", i, err)
+		}
 		stats.mu.Lock()
 		stats.cycles++
 		if err != nil {
@@ -419,15 +430,63 @@ func (w *workload) admin(name string, stop <-chan struct{}, stats *adminStats) e
 	}
 }
 
+// moveMain elects the preferred leaders of the workload's topic and,
+// with more than 3 brokers, every 4th cycle reassigns one of its
+// partitions to the next replica set.
+func moveMain(adm *kadm.Client, topic string, parts int32, brokers, cycle int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set := kadm.TopicsSet{topic: {}}
+	for p := int32(0); p < parts; p++ {
+		set[topic][p] = struct{}{}
+	}
+	rs, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+	if err != nil {
+		return fmt.Errorf("elect leaders of %s: %w", topic, err)
+	}
+	for _, ps := range rs {
+		for _, r := range ps {
+			if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) && !errors.Is(r.Err, kerr.PreferredLeaderNotAvailable) {
+				return fmt.Errorf("elect leaders of %s p%d: %w", topic, r.Partition, r.Err)
+			}
+		}
+	}
+	if brokers <= 3 || cycle%4 != 0 {
+		return nil
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	p := int32(cycle/4) % parts
+	req.Assign(topic, p, rotated(brokers, cycle/4+int(p)))
+	ar, err := adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = ar.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("reassign %s p%d: %w", topic, p, err)
+	}
+	return nil
+}
+
 type adminStats struct {
 	mu             sync.Mutex
 	cycles, failed int
 	last           string // the last error
 }
 
-// adminCycle creates topic, adds a partition, elects preferred leaders
-// and deletes it, each step within 10 s.
-func adminCycle(adm *kadm.Client, topic string) error {
+// rotated is 3 of brokers (1..brokers), starting at the cycle's: a new
+// replica set each cycle when there are more than 3 brokers.
+func rotated(brokers, cycle int) []int32 {
+	var out []int32
+	for i := 0; i < min(3, brokers); i++ {
+		out = append(out, int32(1+(cycle+i)%brokers))
+	}
+	return out
+}
+
+// adminCycle creates topic, adds a partition, elects preferred leaders,
+// reassigns partition 0 (a replica set drawn from cycle) and deletes the
+// topic, each step within 10 s.
+func adminCycle(adm *kadm.Client, topic string, brokers, cycle int) error {
 	step := func(what string, f func(ctx context.Context) error) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -468,6 +527,20 @@ func adminCycle(adm *kadm.Client, topic string) error {
 				}
 			}
 			return nil
+		})
+	}
+	if err == nil {
+		// Move partition 0 to other brokers (with 3 brokers and 3
+		// replicas, only its replicas' order, so its preferred leader,
+		// changes) and elect its preferred leader.
+		err = step("reassign", func(ctx context.Context) error {
+			var req kadm.AlterPartitionAssignmentsReq
+			req.Assign(topic, 0, rotated(brokers, cycle))
+			rs, err := adm.AlterPartitionAssignments(ctx, req)
+			if err == nil {
+				err = rs.Error()
+			}
+			return err
 		})
 	}
 	derr := step("delete", func(ctx context.Context) error {
