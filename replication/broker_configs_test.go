@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
 )
@@ -123,10 +124,8 @@ func TestBrokerConfigsAcrossQuorum(t *testing.T) {
 	q := newTestQuorum(t)
 	ctl := q.controller()
 	follower := (ctl + 1) % 3
-	for _, b := range q.brokers {
-		for w := 0; w < 200 && len(b.Brokers()) != 3; w++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+	for i, b := range q.brokers { // every broker's image has every registration
+		testwait.For(t, 30*time.Second, func() bool { return len(b.Brokers()) == 3 }, "broker %d sees three brokers registered", i+1)
 	}
 	if _, err := q.brokers[follower].CreateTopic(ctx, CreateTopicRequest{Name: "dyn", NumPartitions: 3, ReplicationFactor: 1}); err != nil {
 		t.Fatal(err)
@@ -137,8 +136,7 @@ func TestBrokerConfigsAcrossQuorum(t *testing.T) {
 	// maxMessageBytes waits until every local log of broker i has want.
 	wait := func(i int, want int32) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testwait.For(t, 10*time.Second, func() bool {
 			ok, n := true, 0
 			for p := int32(0); p < 3; p++ {
 				if lp := q.brokers[i].LocalLog("dyn", p); lp != nil {
@@ -148,14 +146,8 @@ func TestBrokerConfigsAcrossQuorum(t *testing.T) {
 					}
 				}
 			}
-			if ok && n > 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("broker %d: max.message.bytes never became %d", i+1, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return ok && n > 0
+		}, "broker %d: max.message.bytes never became %d", i+1, want)
 	}
 	if err := q.brokers[follower].SetBrokerConfigs(ctx, "", map[string]string{"message.max.bytes": "5000"}, false); err != nil {
 		t.Fatal(err)

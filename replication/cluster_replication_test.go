@@ -21,43 +21,43 @@ import (
 // elected epoch (> 0) that is running, and returns its index.
 func (q *testQuorum) leaderOf(i int, topic string, p int32) (int, PartitionInfo) {
 	q.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if t, ok := q.brokers[i].Topic(topic); ok && int(p) < len(t.Partitions) {
-			pi := t.Partitions[p]
-			if pi.LeaderEpoch > 0 && pi.Leader > 0 && q.brokers[pi.Leader-1] != nil {
-				return int(pi.Leader - 1), pi
-			}
+	var pi PartitionInfo
+	testwait.For(q.t, 20*time.Second, func() bool {
+		t, ok := q.brokers[i].Topic(topic)
+		if !ok || int(p) >= len(t.Partitions) {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	q.t.Fatalf("no elected leader for %s-%d", topic, p)
-	return -1, PartitionInfo{}
+		pi = t.Partitions[p]
+		return pi.LeaderEpoch > 0 && pi.Leader > 0 && q.brokers[pi.Leader-1] != nil
+	}, "no elected leader for %s-%d", topic, p)
+	return int(pi.Leader - 1), pi
 }
 
 // produceTo produces b to topic-p through whichever broker leads it,
 // retrying NOT_LEADER while leadership settles.
 func (q *testQuorum) produceTo(topic string, p int32, b []byte) log.AppendResult {
 	q.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	var res log.AppendResult
 	var last error
-	for time.Now().Before(deadline) {
+	if !testwait.Until(30*time.Second, func() bool {
 		for _, br := range q.brokers {
 			if br == nil {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			res, err := br.Produce(ctx, topic, p, b)
+			var err error
+			res, err = br.Produce(ctx, topic, p, b)
 			cancel()
 			if err == nil {
-				return res
+				return true
 			}
 			last = err
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		q.t.Fatalf("produce to %s-%d: %v", topic, p, last)
 	}
-	q.t.Fatalf("produce to %s-%d: %v", topic, p, last)
-	return log.AppendResult{}
+	return res
 }
 
 // localBatches reads every batch of broker i's replica of topic-p.
@@ -93,18 +93,15 @@ func (q *testQuorum) localBatches(i int, topic string, p int32) [][]byte {
 // for topic-p, want of them.
 func (q *testQuorum) waitSameReplicas(topic string, p int32, want int) {
 	q.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	same := func() bool {
 		var ref [][]byte
-		same := true
 		for i, br := range q.brokers {
 			if br == nil {
 				continue
 			}
 			got := q.localBatches(i, topic, p)
 			if len(got) != want {
-				same = false
-				break
+				return false
 			}
 			if ref == nil {
 				ref = got
@@ -116,18 +113,15 @@ func (q *testQuorum) waitSameReplicas(topic string, p int32, want int) {
 				}
 			}
 		}
-		if same {
-			return
-		}
-		if time.Now().After(deadline) {
-			for i, br := range q.brokers {
-				if br != nil {
-					q.t.Logf("broker %d holds %d batches", i+1, len(q.localBatches(i, topic, p)))
-				}
+		return true
+	}
+	if !testwait.Until(20*time.Second, same) {
+		for i, br := range q.brokers {
+			if br != nil {
+				q.t.Logf("broker %d holds %d batches", i+1, len(q.localBatches(i, topic, p)))
 			}
-			q.t.Fatalf("replicas of %s-%d never converged on %d batches", topic, p, want)
 		}
-		time.Sleep(20 * time.Millisecond)
+		q.t.Fatalf("replicas of %s-%d never converged on %d batches", topic, p, want)
 	}
 }
 
@@ -203,26 +197,20 @@ func TestReplicatedPartition(t *testing.T) {
 	// Preferred leader election: leadership goes back to the first
 	// replica once it is in the ISR.
 	pref := pi.Replicas[0]
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := q.brokers[0].ElectLeader(ctx, "rep", 0, ElectPreferred)
-		if errors.Is(err, ErrElectionNotNeeded) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("preferred election: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !testwait.Until(30*time.Second, func() bool {
+		err = q.brokers[0].ElectLeader(ctx, "rep", 0, ElectPreferred)
+		return errors.Is(err, ErrElectionNotNeeded)
+	}) {
+		t.Fatalf("preferred election: %v", err)
 	}
 	for i := range q.brokers {
-		if _, got := q.leaderOf(i, "rep", 0); got.Leader != pref {
-			for w := 0; w < 200 && got.Leader != pref; w++ {
-				time.Sleep(20 * time.Millisecond)
-				_, got = q.leaderOf(i, "rep", 0)
-			}
-			if got.Leader != pref {
-				t.Fatalf("broker %d sees leader %d after the preferred election, want %d", i+1, got.Leader, pref)
-			}
+		var got PartitionInfo
+		if !testwait.Until(4*time.Second, func() bool {
+			_, got = q.leaderOf(i, "rep", 0)
+			return got.Leader == pref
+		}) {
+			t.Fatalf("broker %d sees leader %d after the preferred election, want %d", i+1, got.Leader, pref)
 		}
 	}
 
@@ -233,11 +221,8 @@ func TestReplicatedPartition(t *testing.T) {
 	}
 	for i := range q.brokers {
 		lp := q.brokers[i].logs.Get(log.TopicPartition{Topic: "rep", Partition: 0})
-		for w := 0; w < 500 && lp.LogStartOffset() != 10; w++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if got := lp.LogStartOffset(); got != 10 {
-			t.Fatalf("broker %d: log start %d after DeleteRecords, want 10", i+1, got)
+		if !testwait.Until(5*time.Second, func() bool { return lp.LogStartOffset() == 10 }) {
+			t.Fatalf("broker %d: log start %d after DeleteRecords, want 10", i+1, lp.LogStartOffset())
 		}
 	}
 
@@ -247,16 +232,13 @@ func TestReplicatedPartition(t *testing.T) {
 	q.brokers[li].Close()
 	q.brokers[li] = nil
 	other = (li + 1) % 3
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		nl, got := q.leaderOf(other, "rep", 0)
-		if nl != li && got.LeaderEpoch > before.LeaderEpoch {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new leader after a clean stop: %+v", got)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got PartitionInfo
+	if !testwait.Until(10*time.Second, func() bool {
+		var nl int
+		nl, got = q.leaderOf(other, "rep", 0)
+		return nl != li && got.LeaderEpoch > before.LeaderEpoch
+	}) {
+		t.Fatalf("no new leader after a clean stop: %+v", got)
 	}
 	q.produceTo("rep", 0, batch(1, -1, -1, -1))
 }
@@ -342,8 +324,7 @@ func TestReplicatedRetention(t *testing.T) {
 // same log end.
 func (q *testQuorum) waitSameReplicasFrom(topic string, p int32) {
 	q.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	converged := func() bool {
 		var from, end int64 = 0, -1
 		same := true
 		for _, br := range q.brokers {
@@ -385,18 +366,18 @@ func (q *testQuorum) waitSameReplicasFrom(topic string, p int32) {
 				}
 			}
 			if same {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			for i, br := range q.brokers {
-				if br != nil {
-					q.t.Logf("broker %d: %+v", i+1, br.logs.Get(log.TopicPartition{Topic: topic, Partition: p}).Offsets())
-				}
+		return false
+	}
+	if !testwait.Until(30*time.Second, converged) {
+		for i, br := range q.brokers {
+			if br != nil {
+				q.t.Logf("broker %d: %+v", i+1, br.logs.Get(log.TopicPartition{Topic: topic, Partition: p}).Offsets())
 			}
-			q.t.Fatalf("replicas of %s-%d never converged", topic, p)
 		}
-		time.Sleep(20 * time.Millisecond)
+		q.t.Fatalf("replicas of %s-%d never converged", topic, p)
 	}
 }
 
@@ -430,36 +411,25 @@ func TestReassignPartition(t *testing.T) {
 	}
 	waitReplicas := func(want []int32) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			done := true
+		if !testwait.Until(30*time.Second, func() bool {
 			for _, br := range q.brokers {
 				ti, _ := br.Topic("mv")
 				if p := ti.Partitions[0]; p.Target != nil || !equalNodes(p.Replicas, want) {
-					done = false
+					return false
 				}
 			}
-			if done {
-				return
-			}
-			if time.Now().After(deadline) {
-				ti, _ := q.brokers[0].Topic("mv")
-				t.Fatalf("reassignment to %v not done: %+v", want, ti.Partitions[0])
-			}
-			time.Sleep(20 * time.Millisecond)
+			return true
+		}) {
+			ti, _ := q.brokers[0].Topic("mv")
+			t.Fatalf("reassignment to %v not done: %+v", want, ti.Partitions[0])
 		}
 	}
 	waitReplicas([]int32{2, 3})
 	for k := 0; k < 5; k++ {
 		q.produceTo("mv", 0, batch(1, -1, -1, -1))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for q.brokers[0].hasLog(log.TopicPartition{Topic: "mv", Partition: 0}) {
-		if time.Now().After(deadline) {
-			t.Fatal("broker 1 kept the log of a partition moved away")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, func() bool { return !q.brokers[0].hasLog(log.TopicPartition{Topic: "mv", Partition: 0}) },
+		"broker 1 kept the log of a partition moved away")
 	b1 := q.brokers[0]
 	q.brokers[0] = nil // waitSameReplicas compares the replicas only
 	q.waitSameReplicas("mv", 0, 35)
@@ -479,7 +449,7 @@ func (q *testQuorum) checkRoleTiming(topic string, part int32) {
 	q.t.Helper()
 	tp := log.TopicPartition{Topic: topic, Partition: part}
 	var last string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	if !testwait.Until(10*time.Second, func() bool {
 		last = ""
 		for i, b := range q.brokers {
 			if b == nil {
@@ -498,11 +468,10 @@ func (q *testQuorum) checkRoleTiming(topic string, part int32) {
 				last += fmt.Sprintf("broker %d (%v) heartbeat timeout %v, want %v; ", i+1, g.raft.State(), got, want)
 			}
 		}
-		if last == "" {
-			return
-		}
+		return last == ""
+	}) {
+		q.t.Fatalf("role timing: %s", last)
 	}
-	q.t.Fatalf("role timing: %s", last)
 }
 
 // Three brokers create the same topic at once (as their coordinators

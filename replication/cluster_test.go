@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 )
 
@@ -64,13 +65,11 @@ func newTestQuorum(t *testing.T) *testQuorum {
 func (q *testQuorum) start(i int) error {
 	var ln net.Listener
 	var err error
-	for try := 0; try < 50; try++ {
-		if ln, err = net.Listen("tcp", q.addrs[i]); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
+	// The port may still be held by the broker just stopped (bounded).
+	if !testwait.Until(time.Second, func() bool {
+		ln, err = net.Listen("tcp", q.addrs[i])
+		return err == nil
+	}) {
 		return err
 	}
 	m, err := log.OpenManager(log.ManagerOptions{Dir: q.dirs[i], Logger: discardLogger()})
@@ -100,9 +99,10 @@ func (q *testQuorum) start(i int) error {
 // and returns its index.
 func (q *testQuorum) controller() int {
 	q.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		id, same := int32(-2), true
+	var id int32
+	testwait.For(q.t, 15*time.Second, func() bool {
+		id = -2
+		same := true
 		for _, b := range q.brokers {
 			if b == nil {
 				continue
@@ -113,27 +113,21 @@ func (q *testQuorum) controller() int {
 			}
 			id = c
 		}
-		if same && id > 0 && q.brokers[id-1] != nil {
-			return int(id - 1)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	q.t.Fatal("no agreed controller")
-	return -1
+		return same && id > 0 && q.brokers[id-1] != nil
+	}, "no agreed controller")
+	return int(id - 1)
 }
 
 // waitTopic waits until broker i's replicated image has topic name.
 func (q *testQuorum) waitTopic(i int, name string) TopicInfo {
 	q.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if t, ok := q.brokers[i].Topic(name); ok {
-			return t
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	q.t.Fatalf("broker %d never saw topic %s", i+1, name)
-	return TopicInfo{}
+	var t TopicInfo
+	testwait.For(q.t, 10*time.Second, func() bool {
+		var ok bool
+		t, ok = q.brokers[i].Topic(name)
+		return ok
+	}, "broker %d never saw topic %s", i+1, name)
+	return t
 }
 
 // The metadata quorum (KRaft's role): brokers register through it, any
@@ -145,11 +139,9 @@ func TestThreeBrokerMetadataQuorum(t *testing.T) {
 	q := newTestQuorum(t)
 	ctl := q.controller()
 	for i, b := range q.brokers {
-		for w := 0; w < 200 && len(b.Brokers()) != 3; w++ {
-			time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
-		}
-		if n := len(b.Brokers()); n != 3 {
-			t.Fatalf("broker %d sees %d registered brokers", i+1, n)
+		// The last registration may still be on its way.
+		if !testwait.Until(2*time.Second, func() bool { return len(b.Brokers()) == 3 }) {
+			t.Fatalf("broker %d sees %d registered brokers", i+1, len(b.Brokers()))
 		}
 		if b.ClusterID() != q.brokers[0].ClusterID() {
 			t.Fatalf("broker %d: cluster id %s, broker 1: %s", i+1, b.ClusterID(), q.brokers[0].ClusterID())

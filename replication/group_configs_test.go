@@ -6,6 +6,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestGroupConfigsAndFeaturesApply: the commands replace a group's set
@@ -111,16 +113,13 @@ func TestGroupConfigsAcrossQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, b := range q.brokers {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			lvl, ok := b.FeatureLevel("transaction.version")
-			if b.GroupConfigs("jobs")["share.delivery.count.limit"] == "3" && ok && lvl == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("broker %d: configs %v, transaction.version %d %v", i+1, b.GroupConfigs("jobs"), lvl, ok)
-			}
-			time.Sleep(10 * time.Millisecond)
+		var lvl int16
+		var ok bool
+		if !testwait.Until(10*time.Second, func() bool {
+			lvl, ok = b.FeatureLevel("transaction.version")
+			return b.GroupConfigs("jobs")["share.delivery.count.limit"] == "3" && ok && lvl == 1
+		}) {
+			t.Fatalf("broker %d: configs %v, transaction.version %d %v", i+1, b.GroupConfigs("jobs"), lvl, ok)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // fastTiming makes elections take tens of milliseconds in tests.
@@ -28,15 +30,16 @@ func newTestHarness(t *testing.T, cfg harnessConfig) *harness {
 // applied at least n entries.
 func waitApplied(t *testing.T, h *harness, g, n int, nodes ...int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, i := range nodes {
-		f := h.nodes[i].fsms[g].(*countFSM)
-		for f.count() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d applied %d entries, want %d", i, f.count(), n)
+	var node, got int
+	if !testwait.Until(5*time.Second, func() bool {
+		for _, node = range nodes {
+			if got = h.nodes[node].fsms[g].(*countFSM).count(); got < n {
+				return false
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
+		return true
+	}) {
+		t.Fatalf("node %d applied %d entries, want %d", node, got, n)
 	}
 }
 
@@ -54,23 +57,15 @@ func apply(t *testing.T, h *harness, n int, among ...int) {
 // sameCounts waits until the listed nodes' group-0 FSMs agree.
 func sameCounts(t *testing.T, h *harness, nodes ...int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, 5*time.Second, func() bool {
 		c0 := h.nodes[nodes[0]].fsms[0].(*countFSM).count()
-		same := true
 		for _, i := range nodes[1:] {
 			if h.nodes[i].fsms[0].(*countFSM).count() != c0 {
-				same = false
+				return false
 			}
 		}
-		if same {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("replicas applied different numbers of entries")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return true
+	}, "replicas applied different numbers of entries")
 }
 
 // applyToLeader applies data on group g's leader, finding it again if
@@ -205,19 +200,17 @@ func TestHarnessBurstReachesFollowersPromptly(t *testing.T) {
 	}
 	committed := time.Since(start)
 	want := r.LastIndex()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		behind := 0
+	behind := 0
+	if !testwait.Until(30*time.Second, func() bool {
+		behind = 0
 		for i := range h.nodes {
 			if h.Raft(i, 0).LastIndex() < want {
 				behind++
 			}
 		}
-		if behind == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d followers still behind index %d 30 s after the burst", behind, want)
-		}
+		return behind == 0
+	}) {
+		t.Fatalf("%d followers still behind index %d 30 s after the burst", behind, want)
 	}
 	// Far below CommitTimeout per MaxAppendEntries (40 rounds of
 	// 2.5-5 s); generous for a loaded machine.

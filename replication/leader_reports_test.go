@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // raftLeaders is, for each partition of topic, the running broker whose
@@ -120,24 +122,20 @@ func sameLeaders(a, b map[int32][2]int64) bool {
 // until they hear from one, and a handoff to them fails meanwhile.
 func (q *testQuorum) waitFollowing(i int, topic string, partitions int) {
 	q.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		following := 0
+	following := 0
+	if !testwait.Until(30*time.Second, func() bool {
+		following = 0
 		b := q.brokers[i]
 		b.groupsMu.RLock()
+		defer b.groupsMu.RUnlock()
 		for tp, g := range b.groups {
 			if _, id := g.raft.LeaderWithID(); tp.Topic == topic && g.raft.State() == raft.Follower && id != "" {
 				following++
 			}
 		}
-		b.groupsMu.RUnlock()
-		if following == partitions {
-			return
-		}
-		if time.Now().After(deadline) {
-			q.t.Fatalf("broker %d follows a leader in %d of %d partitions of %s", i+1, following, partitions, topic)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return following == partitions
+	}) {
+		q.t.Fatalf("broker %d follows a leader in %d of %d partitions of %s", i+1, following, partitions, topic)
 	}
 }
 
@@ -268,15 +266,13 @@ func TestLostLeaderReportSentAgain(t *testing.T) {
 	})
 	b.img.Store(img)
 	start := time.Now()
-	for {
-		got, _ := b.Topic("lost")
-		if p := got.Partitions[1]; p.Leader == want.Leader && p.LeaderEpoch == want.LeaderEpoch {
-			break
-		}
-		if time.Since(start) > 4*leaderSweepInterval+5*time.Second {
-			t.Fatalf("the leadership of lost-1 was never reported again: %+v, want %+v", got.Partitions[1], want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got TopicInfo
+	if !testwait.Until(4*leaderSweepInterval+5*time.Second, func() bool {
+		got, _ = b.Topic("lost")
+		p := got.Partitions[1]
+		return p.Leader == want.Leader && p.LeaderEpoch == want.LeaderEpoch
+	}) {
+		t.Fatalf("the leadership of lost-1 was never reported again: %+v, want %+v", got.Partitions[1], want)
 	}
 	t.Logf("reported again after %v", time.Since(start).Round(time.Millisecond))
 	if !strings.Contains(logs.String(), "still not in the metadata; reporting them again") {

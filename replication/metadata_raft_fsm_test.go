@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -117,27 +118,21 @@ func imageBytes(t *testing.T, f *metadataFSM) string {
 // and has applied want commands.
 func waitSameImages(t *testing.T, h *harness, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !testwait.Until(5*time.Second, func() bool {
 		first := imageBytes(t, h.nodes[0].fsms[0].(*metadataFSM))
-		same := true
 		for i := range h.nodes {
 			f := h.nodes[i].fsms[0].(*metadataFSM)
 			if f.Image().applied != want || imageBytes(t, f) != first {
-				same = false
+				return false
 			}
 		}
-		if same {
-			return
+		return true
+	}) {
+		for i := range h.nodes {
+			f := h.nodes[i].fsms[0].(*metadataFSM)
+			t.Logf("node %d applied %d: %s", i, f.Image().applied, imageBytes(t, f))
 		}
-		if time.Now().After(deadline) {
-			for i := range h.nodes {
-				f := h.nodes[i].fsms[0].(*metadataFSM)
-				t.Logf("node %d applied %d: %s", i, f.Image().applied, imageBytes(t, f))
-			}
-			t.Fatalf("images differ or not all %d commands applied", want)
-		}
-		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("images differ or not all %d commands applied", want)
 	}
 }
 

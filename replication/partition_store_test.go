@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/segment"
 )
@@ -99,11 +100,11 @@ func (pc *partitionCluster) produce(t *testing.T, b []byte, among ...int) (log.A
 // all committed, ending at want (when want >= 0).
 func (pc *partitionCluster) waitConverged(t *testing.T, want int64, nodes ...int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var why string
+	if !testwait.Until(10*time.Second, func() bool {
 		var first []byte
 		ok := true
-		var why string
+		why = ""
 		for k, i := range nodes {
 			o := pc.parts[i].Offsets()
 			if o.HighWatermark != o.LogEnd || (want >= 0 && o.LogEnd != want) {
@@ -121,13 +122,9 @@ func (pc *partitionCluster) waitConverged(t *testing.T, want int64, nodes ...int
 				break
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(why)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok
+	}) {
+		t.Fatal(why)
 	}
 }
 

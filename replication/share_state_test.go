@@ -68,19 +68,18 @@ func expectRegistry(t *testing.T, deltas [][]byte) []byte {
 // shareLeader waits for b's ShareLeader of topic-p.
 func shareLeader(t *testing.T, b *Broker, topic string, p int32) (*sharepart.Registry, int32) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var reg *sharepart.Registry
+	var epoch int32
+	var err error
+	if !testwait.Until(20*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		reg, epoch, err := b.ShareLeader(ctx, topic, p)
-		cancel()
-		if err == nil {
-			return reg, epoch
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ShareLeader %s-%d: %v", topic, p, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer cancel()
+		reg, epoch, err = b.ShareLeader(ctx, topic, p)
+		return err == nil
+	}) {
+		t.Fatalf("ShareLeader %s-%d: %v", topic, p, err)
 	}
+	return reg, epoch
 }
 
 // One voter: deltas applied through the partition's group, interleaved
@@ -356,25 +355,27 @@ func TestSnapshotShareSection(t *testing.T) {
 // returns it with its registry and epoch.
 func (q *testQuorum) shareLeaderOf(topic string, p int32) (int, *sharepart.Registry, int32) {
 	q.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var last error
-	for time.Now().Before(deadline) {
+	li, reg, epoch := -1, (*sharepart.Registry)(nil), int32(-1)
+	if !testwait.Until(30*time.Second, func() bool {
 		for i, br := range q.brokers {
 			if br == nil {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			reg, epoch, err := br.ShareLeader(ctx, topic, p)
+			r, e, err := br.ShareLeader(ctx, topic, p)
 			cancel()
 			if err == nil {
-				return i, reg, epoch
+				li, reg, epoch = i, r, e
+				return true
 			}
 			last = err
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		q.t.Fatalf("no share leader of %s-%d: %v", topic, p, last)
 	}
-	q.t.Fatalf("no share leader of %s-%d: %v", topic, p, last)
-	return -1, nil, -1
+	return li, reg, epoch
 }
 
 // shareApplyTo applies deltas through whichever broker leads topic-p,
@@ -411,36 +412,29 @@ func (q *testQuorum) waitShareRegistries(topic string, p int32, want []byte) {
 	q.t.Helper()
 	// Followers learn of the last commit with the leader's next
 	// AppendEntries: on an idle group after CommitTimeout (raft_config.go).
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		same := true
+	if !testwait.Until(45*time.Second, func() bool {
 		for _, br := range q.brokers {
 			if br == nil {
 				continue
 			}
 			reg, err := br.ShareRegistry(topic, p)
 			if err != nil || !bytes.Equal(reg.Snapshot(), want) {
-				same = false
-				break
+				return false
 			}
 		}
-		if same {
-			return
-		}
-		if time.Now().After(deadline) {
-			for i, br := range q.brokers {
-				if br != nil {
-					reg, err := br.ShareRegistry(topic, p)
-					if err == nil {
-						q.t.Logf("broker %d: groups %v", i+1, reg.Groups())
-					} else {
-						q.t.Logf("broker %d: %v", i+1, err)
-					}
+		return true
+	}) {
+		for i, br := range q.brokers {
+			if br != nil {
+				reg, err := br.ShareRegistry(topic, p)
+				if err == nil {
+					q.t.Logf("broker %d: groups %v", i+1, reg.Groups())
+				} else {
+					q.t.Logf("broker %d: %v", i+1, err)
 				}
 			}
-			q.t.Fatalf("share state of %s-%d never converged on every replica", topic, p)
 		}
-		time.Sleep(50 * time.Millisecond)
+		q.t.Fatalf("share state of %s-%d never converged on every replica", topic, p)
 	}
 }
 
@@ -451,9 +445,8 @@ func newShareQuorum(t *testing.T, topic string, cfgs map[string]string) *testQuo
 	}
 	q := newTestQuorum(t)
 	q.controller()
-	for w := 0; w < 500 && len(q.brokers[0].Brokers()) != 3; w++ {
-		time.Sleep(10 * time.Millisecond) // the last registration may still be on its way
-	}
+	// The last registration may still be on its way.
+	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
 	if _, err := q.brokers[0].CreateTopic(context.Background(), CreateTopicRequest{Name: topic, NumPartitions: 1, ReplicationFactor: 3, Configs: cfgs}); err != nil {
 		t.Fatal(err)
 	}
