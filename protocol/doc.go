@@ -137,6 +137,7 @@
 //	 45 AlterPartitionAssignments        0-1      concurrent 45_alter_partition_reassignments.go
 //	 46 ListPartitionReassignments       0-0      concurrent 46_list_partition_reassignments.go
 //	 47 OffsetDelete                     0-0      barrier    47_offset_delete.go
+//	 55 DescribeQuorum                   0-2      concurrent 55_describe_quorum.go
 //	 57 UpdateFeatures                   0-2      barrier    57_update_features.go
 //	 60 DescribeCluster                  0-2      concurrent 60_describe_cluster.go
 //	 61 DescribeProducers                0-0      concurrent 61_describe_producers.go

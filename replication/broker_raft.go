@@ -441,6 +441,8 @@ type forwardRequest struct {
 	// ReadIndex, when set, asks for the controller's read index
 	// (readIndex) instead.
 	ReadIndex bool `json:"readIndex,omitempty"`
+	// Quorum, when set, asks about the metadata quorum (quorum.go).
+	Quorum string `json:"quorum,omitempty"`
 }
 
 type forwardResponse struct {
@@ -451,6 +453,8 @@ type forwardResponse struct {
 	// Applied is a read index's answer: the commands the controller's
 	// image has applied (image.applied).
 	Applied int64 `json:"applied,omitempty"`
+	// Quorum answers a quorumDescribe request (quorum.go).
+	Quorum *QuorumState `json:"quorum,omitempty"`
 }
 
 // sentinels are the errors a forwarded write can come back with, by name.
@@ -502,6 +506,9 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	}
 	if req.ReadIndex {
 		return json.Marshal(b.handleReadIndex())
+	}
+	if req.Quorum != "" {
+		return json.Marshal(b.handleQuorum(req.Quorum))
 	}
 	if req.Command.Type == CmdPartitionLeaders || req.Command.Type == CmdReassignDone {
 		// Not under the writer lock (commitReports): a writer holding it

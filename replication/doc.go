@@ -280,7 +280,9 @@
 // partition_group.go (running a group per local partition; its files are
 // in <partition dir>/raft/: raft-side.log, raft-state, snapshots/),
 // partition_snapshots.go, partition_leaders.go, partition_transfer.go,
-// reassign.go (below).
+// reassign.go (below), rebalance.go (leader balance), quorum.go (the
+// metadata quorum as DescribeQuorum reports it: each member asked for its
+// last index over the Mux).
 //
 // Leaders and epochs (partition_leaders.go). A group's leader is the
 // partition's leader and its term the leader epoch. The preferred replica
