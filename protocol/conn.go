@@ -43,6 +43,11 @@ type conn struct {
 
 	closeOnce sync.Once
 
+	// sec is the listener's security (nil: PLAINTEXT) and auth the
+	// connection's authentication state (listener_security.go).
+	sec  *ListenerSecurity
+	auth connAuth
+
 	// fetchSem lets one Fetch run at a time on a connection, bounding the
 	// response memory a connection holds to one fetch (clients send one
 	// fetch per broker at a time anyway).
@@ -145,6 +150,10 @@ func (c *conn) stopReading() {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.queue)
+	if !c.tlsHandshake() {
+		c.close()
+		return
+	}
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		frame, body, err := c.readFrame(r)
@@ -384,6 +393,12 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 		c.enqueueErr(err)
 		return false
 	}
+	if !allowedBeforeAuth(h.key) && c.needsAuth() {
+		err := fmt.Errorf("%w: %s before SASL authentication", ErrUnauthenticated, kmsg.NameForKey(h.key))
+		warn("closing connection", err)
+		c.enqueueErr(err)
+		return false
+	}
 	supported := versionSupported(h.key, h.version)
 	if !supported && h.key != 18 {
 		err := fmt.Errorf("%w: %s v%d", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version)
@@ -444,6 +459,9 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 	c.s.wg.Add(1)
 	started = true
 	go c.run(p, kreq, wait, size)
+	if isSASLKey(h.key) {
+		return c.awaitSASL(p)
+	}
 	return true
 }
 
@@ -505,10 +523,14 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 		}
 	}()
 	hctx := c.ctx
+	if isSASLKey(p.key) {
+		hctx = context.WithValue(hctx, connCtxKey{}, c)
+	}
 	if p.key == 11 || p.key == 68 || p.key == 76 { // JoinGroup, ConsumerGroupHeartbeat, ShareGroupHeartbeat record the member's client
 		hctx = withClient(hctx, p.clientID, c.nc.RemoteAddr())
 	}
 	p.resp, p.err = c.s.handle(hctx, kreq)
+	c.s.rewriteAddrs(p.resp, c.sec)
 	switch {
 	case p.err == nil:
 		c.logRequest(p, kreq.GetVersion())

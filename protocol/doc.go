@@ -116,6 +116,7 @@
 //	 14 SyncGroup                        0-5      barrier    14_sync_group.go
 //	 15 DescribeGroups                   0-6      concurrent 15_describe_groups.go
 //	 16 ListGroups                       0-5      concurrent 16_list_groups.go
+//	 17 SASLHandshake                    1-1      barrier    17_sasl_handshake.go
 //	 18 ApiVersions                      0-4      concurrent 18_api_versions.go
 //	 19 CreateTopics                     0-7      barrier    19_create_topics.go
 //	 20 DeleteTopics                     0-6      barrier    20_delete_topics.go
@@ -130,6 +131,7 @@
 //	 32 DescribeConfigs                  0-4      concurrent 32_describe_configs.go
 //	 33 AlterConfigs                     0-2      barrier    33_alter_configs.go
 //	 35 DescribeLogDirs                  0-4      concurrent 35_describe_log_dirs.go
+//	 36 SASLAuthenticate                 0-2      barrier    36_sasl_authenticate.go
 //	 37 CreatePartitions                 0-3      barrier    37_create_partitions.go
 //	 42 DeleteGroups                     0-3      barrier    42_delete_groups.go
 //	 43 ElectLeaders                     0-2      barrier    43_elect_leaders.go
@@ -137,7 +139,8 @@
 //	 45 AlterPartitionAssignments        0-1      concurrent 45_alter_partition_reassignments.go
 //	 46 ListPartitionReassignments       0-0      concurrent 46_list_partition_reassignments.go
 //	 47 OffsetDelete                     0-0      barrier    47_offset_delete.go
-//	 55 DescribeQuorum                   0-2      concurrent 55_describe_quorum.go
+//	 50 DescribeUserSCRAMCredentials     0-0      concurrent 50_describe_user_scram_credentials.go
+//	 51 AlterUserSCRAMCredentials        0-0      barrier    51_alter_user_scram_credentials.go
 //	 57 UpdateFeatures                   0-2      barrier    57_update_features.go
 //	 60 DescribeCluster                  0-2      concurrent 60_describe_cluster.go
 //	 61 DescribeProducers                0-0      concurrent 61_describe_producers.go

@@ -244,7 +244,11 @@ func (s *Server) connCount() float64 {
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, nil) }
+
+// serve accepts connections on ln, secured by sec (nil: PLAINTEXT;
+// listener_security.go).
+func (s *Server) serve(ln net.Listener, sec *ListenerSecurity) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -278,7 +282,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, sec)
 	}
 }
 
@@ -288,7 +292,7 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, sec *ListenerSecurity) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -309,7 +313,7 @@ func (s *Server) startConn(nc net.Conn) {
 		return
 	}
 	s.perIP[ip]++
-	c := newConn(s, nc)
+	c := newSecuredConn(s, nc, sec)
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
 	s.mu.Unlock()

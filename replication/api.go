@@ -40,6 +40,11 @@ type BrokerInfo struct {
 	Host   string
 	Port   int32
 	Rack   string // "" = none
+	// Endpoints are the broker's advertised listeners besides the one in
+	// Host and Port, "NAME://host:port" comma-separated (advertised.listeners;
+	// "" = that one only): a client on listener NAME is told this
+	// broker's address on NAME. A string keeps BrokerInfo comparable.
+	Endpoints string `json:",omitempty"`
 }
 
 // PartitionInfo is one partition's placement.
@@ -109,6 +114,8 @@ type BrokerConfig struct {
 	// for this long to twice it starts an election): the time a dead
 	// leader is replaced in, against the cost of idle partitions. 0 = 2s.
 	PartitionHeartbeat time.Duration
+	// AdvertisedEndpoints is every advertised listener (BrokerInfo.Endpoints).
+	AdvertisedEndpoints string
 	// StartTimeout bounds NewBroker's wait for the metadata quorum to have
 	// a leader and for this broker to catch up (default 2 minutes).
 	StartTimeout time.Duration

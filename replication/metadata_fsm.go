@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/strata-io/strata/internal/auth"
 )
 
 // The cluster metadata state machine. Apply is a pure function from (image,
@@ -112,6 +114,9 @@ type Command struct {
 
 	// Reassign, ReassignDone.
 	Reassign *ReassignChange `json:"reassign,omitempty"`
+
+	// ScramCredentials (scram.go).
+	Scram []ScramChange `json:"scram,omitempty"`
 }
 
 // pendingDelete is a topic removed from metadata whose logs may still be
@@ -149,6 +154,8 @@ type image struct {
 	// featuresEpoch the applied count of the last change (features.go).
 	features      map[string]int16
 	featuresEpoch int64
+	// scram are the SCRAM credentials by user and mechanism (scram.go).
+	scram map[scramKey]auth.ScramCredential
 }
 
 func (im *image) partitionCount() int { return im.partitions }
@@ -337,6 +344,11 @@ func (im *image) Apply(c Command) (*image, error) {
 
 	case CmdReassign, CmdReassignDone:
 		if err := next.applyReassign(c.Type, c.Reassign); err != nil {
+			return reject("%v", err)
+		}
+
+	case CmdScramCredentials:
+		if err := next.applyScram(c.Scram); err != nil {
 			return reject("%v", err)
 		}
 

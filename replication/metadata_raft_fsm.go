@@ -175,6 +175,8 @@ type imageJSON struct {
 	GroupConfigs  map[string]map[string]string `json:"groupConfigs,omitempty"`
 	Features      map[string]int16             `json:"features,omitempty"`
 	FeaturesEpoch int64                        `json:"featuresEpoch,omitempty"`
+	// Scram are the SCRAM credentials (scram.go).
+	Scram []ScramChange `json:"scram,omitempty"`
 }
 
 type pendingJSON struct {
@@ -196,6 +198,7 @@ func encodeImage(im *image) ([]byte, error) {
 		j.Brokers = append(j.Brokers, b)
 	}
 	sort.Slice(j.Brokers, func(a, b int) bool { return j.Brokers[a].NodeID < j.Brokers[b].NodeID })
+	j.Scram = im.scramSnapshot()
 	for id, p := range im.pending {
 		j.Pending = append(j.Pending, pendingJSON{ID: id, Name: p.Name, Partitions: p.Partitions})
 	}
@@ -264,6 +267,9 @@ func decodeImage(b []byte) (*image, error) {
 		}
 	}
 	im.featuresEpoch = j.FeaturesEpoch
+	if err := im.restoreScram(j.Scram); err != nil {
+		return nil, err
+	}
 	return im, nil
 }
 

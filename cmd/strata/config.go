@@ -45,9 +45,9 @@ func isToolEnv(k string) bool {
 	return false
 }
 
-// Listener is one parsed listener (PLAINTEXT://host:port).
+// Listener is one parsed listener (NAME://host:port).
 type Listener struct {
-	Name string // the security protocol; only PLAINTEXT today
+	Name string // the listener's name (listener.security.protocol.map gives its protocol)
 	Host string // "" = every interface
 	Port int
 }
@@ -102,6 +102,9 @@ type Config struct {
 	Monitoring monitoringConfig
 	// Limits are the Kafka listener's limits (limits_config.go).
 	Limits limitsConfig
+	// Security is every listener with its security (security_config.go);
+	// Listener and Advertised are its first, the inter-broker listener.
+	Security securityConfig
 	// Warnings are logged once the logger exists (ignored settings).
 	Warnings []string
 }
@@ -117,8 +120,8 @@ type setting struct {
 var settings = []setting{
 	{"node.id", "1", "This broker's node ID (the data directory remembers it in meta.properties)."},
 	{"broker.id", "", "Kafka's older name for node.id; must equal node.id if both are set."},
-	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Where to accept Kafka clients; one PLAINTEXT listener. An empty host or 0.0.0.0 binds every interface."},
-	{"advertised.listeners", "", "The address clients are told to connect to; default: listeners. Required when listeners binds every interface."},
+	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Where to accept Kafka clients: NAME://host:port, comma-separated; each name's security protocol comes from listener.security.protocol.map (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL). An empty host or 0.0.0.0 binds every interface."},
+	{"advertised.listeners", "", "The addresses clients are told to connect to, NAME://host:port per listener; default: listeners. Required when listeners binds every interface."},
 	{"log.dirs", "./data", "Data directories, comma-separated; only the first is used."},
 	{"log.dir", "", "Kafka's single-directory form of log.dirs (log.dirs wins)."},
 	{"num.partitions", "1", "Partitions of auto-created topics and of CreateTopics with -1."},
@@ -137,8 +140,7 @@ var settings = []setting{
 // carries but that mean nothing to Strata (yet): accepted, so that an
 // operator's existing file works, with one warning each at start-up.
 var ignoredSettings = map[string]bool{
-	"process.roles": true, "controller.quorum.bootstrap.servers": true,
-	"controller.listener.names": true, "inter.broker.listener.name": true, "listener.security.protocol.map": true,
+	"process.roles": true, "controller.quorum.bootstrap.servers": true, "controller.listener.names": true,
 	"num.network.threads": true, "num.io.threads": true, "socket.send.buffer.bytes": true, "socket.receive.buffer.bytes": true,
 	"num.recovery.threads.per.data.dir":                true,
 	"transaction.state.log.min.isr":                    true,
@@ -153,6 +155,7 @@ var settingByName = func() map[string]*setting {
 	settings = append(settings, rebalanceSettings...)
 	settings = append(settings, monitoringSettings...)
 	settings = append(settings, limitSettings...)
+	settings = append(settings, securitySettings...)
 	m := map[string]*setting{}
 	for i := range settings {
 		m[settings[i].name] = &settings[i]
@@ -161,7 +164,7 @@ var settingByName = func() map[string]*setting {
 }()
 
 func knownSetting(name string) bool {
-	return settingByName[name] != nil || retention.IsBrokerSetting(name) || retention.IsCleanerSetting(name) || ignoredSettings[name]
+	return settingByName[name] != nil || retention.IsBrokerSetting(name) || retention.IsCleanerSetting(name) || ignoredSettings[name] || isSecuritySetting(name)
 }
 
 // rawValue is a setting's value and where it came from.
@@ -421,27 +424,8 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, bad(dirsName, "no directory given")
 	}
 
-	ls, err := parseListeners(merged["listeners"].value)
-	if err != nil {
-		return nil, bad("listeners", err.Error())
-	}
-	cfg.Listener = ls
-	if rv, ok := merged["advertised.listeners"]; ok && rv.value != "" {
-		adv, err := parseListeners(rv.value)
-		if err != nil {
-			return nil, bad("advertised.listeners", err.Error())
-		}
-		if adv.Host == "" || isWildcard(adv.Host) {
-			return nil, bad("advertised.listeners", "needs a host clients can reach, not a wildcard")
-		}
-		cfg.Advertised = adv
-	} else {
-		if ls.Host == "" || isWildcard(ls.Host) {
-			rv := merged["listeners"]
-			return nil, fmt.Errorf("%w: listeners=%q (from %s) binds every interface; set advertised.listeners to the address clients should use",
-				errConfig, rv.value, rv.origin)
-		}
-		cfg.Advertised = ls
+	if err := parseSecuritySettings(merged, cfg); err != nil {
+		return nil, err
 	}
 
 	// Topic defaults (log.retention.hours, message.max.bytes, ...): checked
@@ -455,6 +439,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		if ignoredSettings[name] {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("setting %s (from %s) is accepted for compatibility with Kafka but not used by Strata", name, rv.origin))
 		}
+		if sensitiveSetting(name) {
+			continue // secrets stay out of DescribeConfigs
+		}
 		cfg.BrokerProps[name] = rv.value
 	}
 	sort.Strings(cfg.Warnings)
@@ -464,43 +451,6 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 func isWildcard(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsUnspecified()
-}
-
-// parseListeners parses one "PLAINTEXT://host:port". Only PLAINTEXT is
-// served today, and only one listener.
-func parseListeners(s string) (Listener, error) {
-	parts := strings.Split(s, ",")
-	var out []Listener
-	for _, p := range parts {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		name, hostport, ok := strings.Cut(p, "://")
-		if !ok {
-			return Listener{}, fmt.Errorf("%q is not NAME://host:port", p)
-		}
-		name = strings.ToUpper(name)
-		if name != "PLAINTEXT" {
-			return Listener{}, fmt.Errorf("listener %s: only PLAINTEXT is supported yet (no TLS or SASL)", name)
-		}
-		host, portStr, err := net.SplitHostPort(hostport)
-		if err != nil {
-			return Listener{}, fmt.Errorf("%q: %v", p, err)
-		}
-		port, err := strconv.Atoi(portStr)
-		if err != nil || port < 0 || port > 65535 {
-			return Listener{}, fmt.Errorf("%q: port must be 0..65535", p)
-		}
-		out = append(out, Listener{Name: name, Host: host, Port: port})
-	}
-	switch len(out) {
-	case 0:
-		return Listener{}, errors.New("no listener given")
-	case 1:
-		return out[0], nil
-	}
-	return Listener{}, fmt.Errorf("%d listeners given; only one is supported yet", len(out))
 }
 
 // sortedSettingNames lists every setting name accepted, for help output and

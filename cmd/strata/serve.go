@@ -89,6 +89,12 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	if adv.Port == 0 {
 		adv.Port = ln.Addr().(*net.TCPAddr).Port
 	}
+	// The other listeners (security_config.go), bound now too.
+	extra, err := listenExtra(cfg, ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 
 	// The operators' HTTP listener (monitoring.go) comes up before the
 	// broker, so /healthz answers while a quorum is joined.
@@ -135,6 +141,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		NodeID:                   cfg.NodeID,
 		AdvertisedHost:           adv.Host,
 		AdvertisedPort:           int32(adv.Port),
+		AdvertisedEndpoints:      extra.endpoints,
 		Rack:                     cfg.Rack,
 		DataDir:                  dataDir,
 		NumPartitions:            cfg.NumPartitions,
@@ -187,7 +194,8 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	cfg.Limits.apply(&pcfg)
 	srv := protocol.NewServer(pcfg, broker)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.ServeListener(ln, extra.main) }()
+	extra.serve(srv, serveErr)
 	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),
 		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
 	cons := startConsole(cfg, ln.Addr(), reg, mon, logger)

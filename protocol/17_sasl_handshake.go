@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/auth"
+)
+
+// SaslHandshake: v1
+//
+// Behaviour:
+//   - On a SASL listener (SASL_PLAINTEXT, SASL_SSL), before
+//     authentication: the mechanism must be one of the listener's
+//     sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), else
+//     UNSUPPORTED_SASL_MECHANISM; the answer lists the enabled mechanisms.
+//     The client then sends SaslAuthenticate.
+//   - On other listeners, or once authenticated: ILLEGAL_SASL_STATE (as
+//     Kafka answers it).
+//   - The reader handles it before reading the next request
+//     (listener_security.go).
+//
+// Differences from Kafka: v0 (raw SASL tokens after the handshake) is not
+// served (Kafka 4 removed it, KIP-896).
+func init() { register(17, 1, 1, barrier, (*Server).handleSaslHandshake) }
+
+func (s *Server) handleSaslHandshake(ctx context.Context, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	c := connFrom(ctx)
+	if c == nil || !c.sec.sasl() {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, nil
+	}
+	resp.SupportedMechanisms = append([]string(nil), c.sec.Mechanisms...)
+	c.auth.mu.Lock()
+	defer c.auth.mu.Unlock()
+	if c.auth.done {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, nil
+	}
+	if !slices.Contains(c.sec.Mechanisms, req.Mechanism) {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return resp, nil
+	}
+	var ex auth.Authenticator
+	switch req.Mechanism {
+	case auth.MechPlain:
+		ex = auth.Plain(c.sec.PlainUsers)
+	case auth.MechScramSHA256, auth.MechScramSHA512:
+		lookup := c.sec.Scram
+		if lookup == nil {
+			lookup = s.scramLookup
+		}
+		var err error
+		if ex, err = auth.Scram(req.Mechanism, lookup); err != nil {
+			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+			return resp, nil
+		}
+	default:
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return resp, nil
+	}
+	c.auth.mech, c.auth.exchange = req.Mechanism, ex
+	return resp, nil
+}
