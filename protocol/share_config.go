@@ -51,12 +51,14 @@ type shareSettings struct {
 	// backoff is strata.share.redelivery.backoff.*: delayed redelivery.
 	backoffInitial, backoffMax time.Duration
 	backoffMultiplier          float64
+	backoffJitter              float64
 }
 
 // part is the sharepart decision inputs of these settings.
 func (st shareSettings) part() sharepart.Config {
 	return sharepart.Config{LockMs: st.lock.Milliseconds(), DeliveryLimit: int16(st.deliveryLimit), MaxLocks: st.maxLocks,
-		BackoffInitialMs: st.backoffInitial.Milliseconds(), BackoffMaxMs: st.backoffMax.Milliseconds(), BackoffMultiplier: st.backoffMultiplier}
+		BackoffInitialMs: st.backoffInitial.Milliseconds(), BackoffMaxMs: st.backoffMax.Milliseconds(), BackoffMultiplier: st.backoffMultiplier,
+		BackoffJitter: st.backoffJitter}
 }
 
 // shareSettings returns group's effective share settings: the group's
@@ -80,6 +82,7 @@ func (s *Server) shareSettings(group string) shareSettings {
 		backoffInitial:    e.BackoffInitial,
 		backoffMax:        e.BackoffMax,
 		backoffMultiplier: e.BackoffMultiplier,
+		backoffJitter:     e.BackoffJitter,
 	}
 }
 

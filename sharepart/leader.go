@@ -29,6 +29,10 @@ type Config struct {
 	BackoffInitialMs  int64
 	BackoffMaxMs      int64
 	BackoffMultiplier float64
+	// BackoffJitter (strata.share.redelivery.backoff.jitter, 0-1): a
+	// delay d becomes one in (d*(1-BackoffJitter), d], drawn per record
+	// and delivery (BackoffAt).
+	BackoffJitter float64
 }
 
 // Backoff is how long a record delivered count times waits before it is
@@ -45,6 +49,26 @@ func (c Config) Backoff(count int16) int64 {
 		return c.BackoffMaxMs
 	}
 	return int64(d)
+}
+
+// BackoffAt is Backoff with the jitter applied for the record at off
+// delivered count times. The draw is a hash of the two, not a random
+// number: every decision about the same record and delivery (a lapsed
+// lock is looked at by each acquisition until it is swept) sees the same
+// delay, and scripts can state it.
+func (c Config) BackoffAt(count int16, off int64) int64 {
+	d := c.Backoff(count)
+	if d == 0 || c.BackoffJitter <= 0 {
+		return d
+	}
+	x := uint64(off)*0x9e3779b97f4a7c15 ^ uint64(uint16(count))<<48 // splitmix64 of (off, count)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	u := float64(x>>11) / (1 << 53) // [0, 1)
+	return max(d-int64(float64(d)*min(c.BackoffJitter, 1)*u), 1)
 }
 
 // Acknowledgement types, as on the wire (ShareFetch, ShareAcknowledge).
@@ -181,7 +205,7 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		if r.state == Available && r.deadline > p.NowMs {
 			continue
 		}
-		if r.state == Acquired && r.count < cfg.DeliveryLimit && r.deadline+cfg.Backoff(r.count) > p.NowMs {
+		if r.state == Acquired && r.count < cfg.DeliveryLimit && r.deadline+cfg.BackoffAt(r.count, off) > p.NowMs {
 			continue
 		}
 		if r.count >= cfg.DeliveryLimit {
@@ -274,7 +298,7 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 				st.Accepted++
 			case AckRelease:
 				x.State = Available
-				x.Deadline = notBefore(cfg, r.count, nowMs)
+				x.Deadline = notBefore(cfg, off, r.count, nowMs)
 				st.Released++
 				if r.count >= cfg.DeliveryLimit {
 					x.State = Archived
@@ -297,12 +321,12 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 	return d, st, nil
 }
 
-// notBefore is when a record delivered count times and released (or
+// notBefore is when the record at off, delivered count times and released (or
 // whose lock lapsed) at fromMs is available again: 0 (at once) without a
 // backoff. Release passes 0 for fromMs: a member that left gives its
 // records back at once.
-func notBefore(cfg Config, count int16, fromMs int64) int64 {
-	b := cfg.Backoff(count)
+func notBefore(cfg Config, off int64, count int16, fromMs int64) int64 {
+	b := cfg.BackoffAt(count, off)
 	if b == 0 || fromMs <= 0 {
 		return 0
 	}
@@ -337,7 +361,7 @@ func Release(s *State, group, member string, cfg Config) (Delta, Stats) {
 			continue
 		}
 		off := s.Start + int64(i)
-		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last, Deadline: notBefore(cfg, r.count, 0)}
+		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last, Deadline: notBefore(cfg, off, r.count, 0)}
 		st.Released++
 		if r.count >= cfg.DeliveryLimit {
 			x.State = Archived
@@ -373,7 +397,7 @@ func Expire(s *State, group string, cfg Config, nowMs int64) (Delta, Stats, int6
 			continue
 		}
 		off := s.Start + int64(i)
-		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last, Deadline: notBefore(cfg, r.count, r.deadline)}
+		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last, Deadline: notBefore(cfg, off, r.count, r.deadline)}
 		st.Expired++
 		if r.count >= cfg.DeliveryLimit {
 			x.State = Archived

@@ -18,7 +18,7 @@ import (
 // Commands (the format: internal/script; GROUP is a share group's name,
 // every state-changing command prints the group's state after it):
 //
-//	config [lock=MS] [limit=N] [locks=N] [backoff=INITIAL,MAX,MULTIPLIER] [paused=on|off] [dlq=on|off]
+//	config [lock=MS] [limit=N] [locks=N] [backoff=INITIAL,MAX,MULTIPLIER] [jitter=F] [paused=on|off] [dlq=on|off]
 //	                                      config lock=1000 limit=4
 //	log [start=N] SPAN...                 log 0-4 c5 6-9 a10-12   (batches; c: control, a: aborted, both skipped)
 //	advance MS                            advance 1500            (moves the clock)
@@ -142,6 +142,20 @@ func (sc *shareScript) config(c *script.Case) string {
 		sc.cfg.BackoffInitialMs, sc.cfg.BackoffMaxMs = sc.atoi(parts[0]), sc.atoi(parts[1])
 		sc.cfg.BackoffMultiplier = float64(sc.atoi(parts[2]))
 		return fmt.Sprintf("backoff %d, %d, %d, %d ms for deliveries 1-4", sc.cfg.Backoff(1), sc.cfg.Backoff(2), sc.cfg.Backoff(3), sc.cfg.Backoff(4))
+	}
+	if v, ok := c.Arg("jitter"); ok {
+		// jitter=F: prints delivery 1's delay for offsets 0-7
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			c.Fatalf("jitter=%s: %v", v, err)
+		}
+		sc.cfg.BackoffJitter = f
+		var b strings.Builder
+		fmt.Fprintf(&b, "jitter %g: delivery 1's backoff for offsets 0-7:", f)
+		for off := int64(0); off < 8; off++ {
+			fmt.Fprintf(&b, " %d", sc.cfg.BackoffAt(1, off))
+		}
+		return b.String() + " ms"
 	}
 	if v, ok := c.Arg("paused"); ok {
 		sc.cfg.Paused = v == "on"

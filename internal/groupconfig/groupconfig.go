@@ -255,6 +255,7 @@ const (
 	BackoffInitialMs  = "strata.share.redelivery.backoff.initial.ms"
 	BackoffMaxMs      = "strata.share.redelivery.backoff.max.ms"
 	BackoffMultiplier = "strata.share.redelivery.backoff.multiplier"
+	BackoffJitter     = "strata.share.redelivery.backoff.jitter"
 )
 
 // Defs are the group configs Strata serves, in DescribeConfigs' order.
@@ -282,6 +283,8 @@ var Defs = []Def{
 		bounds: func(Broker) (int64, int64, int64) { return 1, 86400000, 60000 }},
 	{Name: BackoffMultiplier, Type: TypeDouble, Default: "2.0",
 		Doc: "Strata's: the factor the redelivery delay grows by with each delivery (at least 1)."},
+	{Name: BackoffJitter, Type: TypeDouble, Default: "0.0",
+		Doc: "Strata's: the share of each redelivery delay drawn at random, 0 to 1: a delay d becomes one between d*(1-jitter) and d, so records released together do not all come back at once. 0 (the default) = exactly d."},
 	{Name: FloodPaused, Type: TypeBoolean, Default: "false",
 		Doc: "Strata's: true while the share group is paused by the dead-letter flood guard (its dead letters exceeded strata.share.dlq.flood.ratio of its deliveries): no records are delivered to it. Delete it (strata share-group resume GROUP) to resume."},
 	{Name: ShareAutoOffsetReset, Type: TypeString, Default: "latest",
@@ -403,7 +406,11 @@ func validateOne(name, value string, b Broker) error {
 		if err != nil {
 			return invalid("Not a number of type DOUBLE")
 		}
-		if !(f >= 1 && f <= 1000) {
+		if name == BackoffJitter {
+			if !(f >= 0 && f <= 1) {
+				return invalid("Value must be between 0 and 1")
+			}
+		} else if !(f >= 1 && f <= 1000) {
 			return invalid("Value must be between 1 and 1000")
 		}
 	case TypeString:
@@ -531,6 +538,7 @@ type Effective struct {
 	BackoffInitial    time.Duration // strata.share.redelivery.backoff.initial.ms
 	BackoffMax        time.Duration // strata.share.redelivery.backoff.max.ms
 	BackoffMultiplier float64       // strata.share.redelivery.backoff.multiplier
+	BackoffJitter     float64       // strata.share.redelivery.backoff.jitter
 	// Share-group membership.
 	ShareSessionTimeout    time.Duration // share.session.timeout.ms
 	ShareHeartbeatInterval time.Duration // share.heartbeat.interval.ms
@@ -621,6 +629,11 @@ func Resolve(overrides map[string]string, b Broker) Effective {
 	if v, ok := overrides[BackoffMultiplier]; ok {
 		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 1 && f <= 1000 {
 			e.BackoffMultiplier = f
+		}
+	}
+	if v, ok := overrides[BackoffJitter]; ok {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
+			e.BackoffJitter = f
 		}
 	}
 	if v, ok := overrides[FloodPaused]; ok {

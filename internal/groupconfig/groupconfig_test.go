@@ -72,6 +72,9 @@ func TestValidateAsKafka(t *testing.T) {
 		{"strata.share.redelivery.backoff.initial.ms", "-1", "Invalid value -1 for configuration strata.share.redelivery.backoff.initial.ms: Value must be at least 0"},
 		{"strata.share.redelivery.backoff.multiplier", "1.5", ""},
 		{"strata.share.redelivery.backoff.multiplier", "0.5", "Invalid value 0.5 for configuration strata.share.redelivery.backoff.multiplier: Value must be between 1 and 1000"},
+		{"strata.share.redelivery.backoff.jitter", "0.25", ""},
+		{"strata.share.redelivery.backoff.jitter", "0", ""},
+		{"strata.share.redelivery.backoff.jitter", "1.5", "Invalid value 1.5 for configuration strata.share.redelivery.backoff.jitter: Value must be between 0 and 1"},
 	}
 	for _, c := range cases {
 		err := Validate(map[string]string{c.key: c.value}, b)
@@ -134,12 +137,12 @@ func TestResolve(t *testing.T) {
 		ShareAutoOffsetReset: "by_duration:PT1M", ShareIsolationLevel: "read_committed", ShareRenewAcknowledgeEnable: "false",
 		ShareSessionTimeoutMs: "50000", ShareHeartbeatIntervalMs: "6000", ConsumerSessionTimeoutMs: "46000", ConsumerHeartbeatIntervalMs: "7000",
 		DLQTopicName: " dlq.jobs", DLQCopyRecordEnable: "true",
-		BackoffInitialMs: "500", BackoffMultiplier: "1.5",
+		BackoffInitialMs: "500", BackoffMultiplier: "1.5", BackoffJitter: "0.2",
 	}, b)
 	want := Effective{RecordLockDuration: 1500 * time.Millisecond, DeliveryCountLimit: 3, PartitionMaxRecordLocks: 100,
 		AutoOffsetReset: AutoOffsetReset{Kind: ResetByDuration, DurationMs: 60000}, ReadCommitted: true, RenewAcknowledgeEnable: false,
 		DLQTopicName: "dlq.jobs", DLQCopyRecordEnable: true,
-		BackoffInitial: 500 * time.Millisecond, BackoffMax: time.Minute, BackoffMultiplier: 1.5,
+		BackoffInitial: 500 * time.Millisecond, BackoffMax: time.Minute, BackoffMultiplier: 1.5, BackoffJitter: 0.2,
 		ShareSessionTimeout: 50 * time.Second, ShareHeartbeatInterval: 6 * time.Second, ConsumerSessionTimeout: 46 * time.Second, ConsumerHeartbeatInterval: 7 * time.Second}
 	if e != want {
 		t.Fatalf("overrides:\n got %+v\nwant %+v", e, want)
