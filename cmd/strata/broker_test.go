@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // runBroker runs `strata broker args... --bootstrap-server addr`.
@@ -74,19 +76,14 @@ func TestBrokerConfigCLI(t *testing.T) {
 		"alter-config", "--broker", "1", "--set", "log.retention.bytes=0")
 
 	adm := kadm.NewClient(cl)
-	for i := 0; ; i++ {
+	testwait.For(t, 10*time.Second, func() bool {
 		starts, err := adm.ListStartOffsets(ctx, "logs")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lo, _ := starts.Lookup("logs", 0); lo.Offset > 0 {
-			break
-		}
-		if i == 200 {
-			t.Fatal("dynamic log.retention.bytes=0 deleted no segment")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		lo, _ := starts.Lookup("logs", 0)
+		return lo.Offset > 0
+	}, "dynamic log.retention.bytes=0 deleted no segment")
 
 	describe := func(addr string) {
 		t.Helper()
@@ -178,15 +175,8 @@ func TestDynamicCleanerBackoff(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("alter-config: %d %s %s", code, out, errOut)
 	}
-	for i := 0; ; i++ {
-		if got := countRecords(t, ctx, addr, "cmp"); got < n {
-			break
-		}
-		if i == 100 {
-			t.Fatal("no compaction after log.cleaner.backoff.ms=50")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, func() bool { return countRecords(t, ctx, addr, "cmp") < n },
+		"no compaction after log.cleaner.backoff.ms=50")
 	_, out, _ = runBroker(t, addr, "describe-config", "--broker", "1")
 	if !strings.Contains(out, "  log.cleaner.backoff.ms=50 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.backoff.ms=50, STATIC_BROKER_CONFIG:log.cleaner.backoff.ms=3600000, DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}\n") {
 		t.Fatalf("describe-config:\n%s", out)

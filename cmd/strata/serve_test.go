@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/procs"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 )
 
@@ -195,11 +196,7 @@ func TestServeIdleModeEndsOnFirstRequest(t *testing.T) {
 
 	waitIdle := func() {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !procs.Shrunk(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the broker did not go idle within 10 s of its last request")
-			}
-		}
+		testwait.For(t, 10*time.Second, procs.Shrunk, "the broker did not go idle within 10 s of its last request")
 		if got := runtime.GOMAXPROCS(0); got != 1 {
 			t.Fatalf("idle with GOMAXPROCS %d", got)
 		}

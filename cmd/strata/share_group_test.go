@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // runShareGroup runs `strata share-group args... --bootstrap-server addr`.
@@ -418,11 +420,7 @@ func TestShareGroupCLIMembers(t *testing.T) {
 
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		testwait.For(t, 60*time.Second, cond, "timed out waiting for %s", what)
 	}
 	waitFor("two members", func() bool {
 		code, out, _ := runShareGroup(t, addr, "describe", "workers", "--state")

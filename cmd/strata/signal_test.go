@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // syncBuffer is a goroutine-safe log sink.
@@ -46,27 +48,23 @@ func TestServeSIGTERM(t *testing.T) {
 	// The signal handler is installed before the listener opens, so once a
 	// connection succeeds the signal goes to serve, not to the test process.
 	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testwait.Until(20*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			break
+			return true
 		}
 		select {
 		case rc := <-code:
 			t.Fatalf("serve exited with %d before it was ready:\n%s", rc, logs.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not listening within 20s:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("serve not listening within 20s:\n%s", logs.String())
 	}
-	for !strings.Contains(logs.String(), "strata ready") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready line:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Until(time.Until(deadline), func() bool { return strings.Contains(logs.String(), "strata ready") }) {
+		t.Fatalf("no ready line:\n%s", logs.String())
 	}
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)

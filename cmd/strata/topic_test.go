@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // runTopic runs `strata topic args... --bootstrap-server addr`.
@@ -82,15 +84,11 @@ func TestTopicCLI(t *testing.T) {
 	}
 	mustRun("Completed updating config for topic orders: set retention.bytes=0, deleted retention.ms.",
 		"alter-config", "orders", "--set", "retention.bytes=0", "--delete", "retention.ms")
-	for i := 0; ; i++ {
+	if !testwait.Until(5*time.Second, func() bool {
 		out = mustRun("", "describe", "orders")
-		if strings.Contains(out, "Partition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tLogStartOffset: 30\tHighWatermark: 30") {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("retention.bytes=0 did not empty partition 0:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return strings.Contains(out, "Partition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tLogStartOffset: 30\tHighWatermark: 30")
+	}) {
+		t.Fatalf("retention.bytes=0 did not empty partition 0:\n%s", out)
 	}
 	if !strings.Contains(out, "Configs: retention.bytes=0\n") {
 		t.Fatalf("describe after alter-config:\n%s", out)
