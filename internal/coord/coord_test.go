@@ -94,17 +94,15 @@ func newKV(b *replication.Broker, clk Clock, mu *sync.Mutex) *Coordinator[*kvSta
 // route polls (bounded) until key's shard is loaded.
 func route(t *testing.T, c *Coordinator[*kvState], key string) *Shard[*kvState] {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		sh, code := c.Route(key)
-		if code == 0 {
-			return sh
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("route %q: code %d", key, code)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var sh *Shard[*kvState]
+	var code int16
+	if !testwait.Until(10*time.Second, func() bool {
+		sh, code = c.Route(key)
+		return code == 0
+	}) {
+		t.Fatalf("route %q: code %d", key, code)
 	}
+	return sh
 }
 
 func put(t *testing.T, c *Coordinator[*kvState], key string) {
