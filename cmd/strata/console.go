@@ -16,13 +16,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/internal/console"
+	"github.com/strata-io/strata/internal/dlq"
 )
 
 // consoleSettings configure the web console at /ui on metrics.listener
 // (internal/console).
 var consoleSettings = []setting{
 	{"strata.console.enable", "true", "Serve the web console at /ui on metrics.listener (Strata-specific)."},
-	{"strata.console.admin.enable", "false", "Let the console reset offsets, delete groups and resume paused share groups, from loopback addresses only (Strata has no authentication yet) (Strata-specific)."},
+	{"strata.console.admin.enable", "false", "Let the console reset offsets, delete groups, resume paused share groups and redrive dead letters, from loopback addresses only (Strata has no authentication yet) (Strata-specific)."},
 	{"strata.console.lag.sample.ms", "15000", "How often the console samples every consumer group's lag for its last-hour sparklines (Strata-specific). 1000..600000."},
 	{"strata.console.lag.history.max.series", "2000", "Most group partitions the console keeps a lag history of, about 2.6 KiB each at the default sampling (Strata-specific). 1..1000000."},
 	{"strata.console.lag.history.eager", "false", "Sample lag from start-up; by default sampling starts when the console is first opened (Strata-specific)."},
@@ -132,7 +133,7 @@ func loopbackAddr(addr net.Addr) string {
 }
 
 // consoleActions are the console's admin actions: the CLI's own functions
-// (group.go, share_group.go, share_resume.go), their output returned as
+// (group.go, share_group.go, share_resume.go, dlq.go), their output returned as
 // the text the CLI prints.
 func consoleActions(boot string) console.Actions {
 	return console.Actions{
@@ -164,6 +165,15 @@ func consoleActions(boot string) console.Actions {
 				err = shareDelete(ctx, adm, group, &out)
 			} else {
 				err = consumerGroupDelete(ctx, adm, group, &out)
+			}
+			return out.String(), err
+		},
+		Redrive: func(ctx context.Context, group, reason string, execute bool) (string, error) {
+			o := dlq.Options{Seeds: []string{boot}, Group: group, Reason: reason, Limit: dlq.DefaultLimit, Batch: 500, Execute: execute}
+			rep, err := dlq.Redrive(ctx, o)
+			var out bytes.Buffer
+			if rep != nil {
+				printRedrive(rep, o, &out)
 			}
 			return out.String(), err
 		},

@@ -106,7 +106,7 @@ func postJSON(t *testing.T, url string, body any, bare bool, v any) int {
 // and records (text, JSON, headers; by offset and by timestamp), a
 // consumer group's lag with its history, growth and time to drain, admin
 // actions (a reset planned then applied, a delete) and a share group with
-// a dead letter and its reason.
+// a dead letter and its reason, redriven (plan, then execute).
 func TestConsoleAPI(t *testing.T) {
 	requireStorage(t)
 	addr, ui := startServeConsole(t, "--set", "strata.console.admin.enable=true",
@@ -406,9 +406,30 @@ func TestConsoleAPI(t *testing.T) {
 	if d.Reason != "rejected" || d.Message != "Offset rejected by client." || d.Source != "jobs[0]@1" || d.Value.Text != "poison" || s.DLQTopic != "dlq.jobs" {
 		t.Errorf("dead letter: %+v", s)
 	}
+	// Redrive: the plan moves nothing, the confirmation re-publishes the
+	// record to its source topic.
+	if code := postJSON(t, ui+"api/share-groups/workers/redrive", map[string]any{"reason": "rejected"}, false, &act); code != 200 || act.Done ||
+		!strings.Contains(act.Output, "Plan (nothing changed") || !strings.Contains(act.Output, "1 records") {
+		t.Fatalf("redrive plan: %d %+v", code, act)
+	}
+	if code := postJSON(t, ui+"api/share-groups/workers/redrive", map[string]any{"reason": "rejected", "execute": true}, false, &act); code != 200 || !act.Done ||
+		!strings.Contains(act.Output, "Redrove 1 records") {
+		t.Fatalf("redrive: %d %+v", code, act)
+	}
+	// The record at 3, its transaction's commit marker at 4.
+	if ends, err := adm.ListEndOffsets(ctx, "jobs"); err != nil || ends["jobs"][0].Offset != 5 {
+		t.Errorf("jobs after the redrive: %v %v, want end 5", ends, err)
+	}
+	if code := postJSON(t, ui+"api/share-groups/workers/redrive", map[string]any{"reason": "sideways"}, false, &act); code != http.StatusConflict {
+		t.Errorf("redrive of an unknown reason: %d %+v", code, act)
+	}
 	getJSON(t, ui+"api/groups", &groups)
-	if len(groups) != 1 || groups[0].Type != "share" {
-		t.Errorf("groups: %+v", groups)
+	types := map[string]string{}
+	for _, g := range groups {
+		types[g.Group] = g.Type
+	}
+	if types["workers"] != "share" || types["strata-dlq-redrive.workers.rejected"] != "classic" {
+		t.Errorf("groups (the share group, the redrive's progress): %+v", groups)
 	}
 	if code := getJSON(t, ui+"api/share-groups/nosuch", nil); code != http.StatusNotFound {
 		t.Errorf("unknown share group: %d, want 404", code)

@@ -25,12 +25,12 @@ type infoResp struct {
 	AdminHere   bool   `json:"adminHere"`   // and allowed for this request
 	AdminReason string `json:"adminReason"` // why not, if not
 	History     Stats  `json:"history"`
-	RedriveNote string `json:"redriveNote,omitempty"`
+	Redrive     bool   `json:"redrive"` // a redrive action exists
 }
 
 func (c *Console) info(_ context.Context, r *http.Request) (any, error) {
 	ok, why := c.adminAllowed(r)
-	return infoResp{Admin: c.opts.Admin, AdminHere: ok, AdminReason: why, History: c.hist.Stats()}, nil
+	return infoResp{Admin: c.opts.Admin, AdminHere: ok, AdminReason: why, History: c.hist.Stats(), Redrive: c.opts.Actions.Redrive != nil}, nil
 }
 
 type brokerJSON struct {
@@ -902,4 +902,24 @@ func (c *Console) resumeShare(ctx context.Context, r *http.Request) (any, error)
 		return nil, &httpError{http.StatusConflict, err.Error()}
 	}
 	return actionResp{Output: out, Done: true}, nil
+}
+
+type redriveReq struct {
+	Reason  string `json:"reason"`
+	Execute bool   `json:"execute"`
+}
+
+func (c *Console) redrive(ctx context.Context, r *http.Request) (any, error) {
+	if c.opts.Actions.Redrive == nil {
+		return nil, notFound("redrive is not available")
+	}
+	var req redriveReq
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, badRequest("body: " + err.Error())
+	}
+	out, err := c.opts.Actions.Redrive(ctx, r.PathValue("group"), req.Reason, req.Execute)
+	if err != nil {
+		return nil, &httpError{http.StatusConflict, strings.TrimSpace(out + "\n" + err.Error())}
+	}
+	return actionResp{Output: out, Done: req.Execute}, nil
 }

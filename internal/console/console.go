@@ -7,7 +7,7 @@
 //
 // It is read-only unless the operator sets strata.console.admin.enable;
 // even then admin actions (reset offsets, delete a group, resume a paused
-// share group) are refused to any address but loopback, since Strata has
+// share group, redrive dead letters) are refused to any address but loopback, since Strata has
 // no authentication yet. The actions themselves are the CLI's code paths,
 // handed in as Actions by cmd/strata.
 package console
@@ -48,6 +48,9 @@ type Actions struct {
 	DeleteGroup func(ctx context.Context, adm *kadm.Client, group string, share bool) (string, error)
 	// ResumeShare lifts the dead-letter flood guard's pause of a share group.
 	ResumeShare func(ctx context.Context, group string) (string, error)
+	// Redrive plans (execute false) or does (execute true) the
+	// re-publishing of a share group's dead letters (reason "" = all).
+	Redrive func(ctx context.Context, group, reason string, execute bool) (string, error)
 }
 
 // Options configure a Console.
@@ -178,6 +181,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /ui/api/groups/{group}/reset-offsets", c.admin(c.resetOffsets))
 	m.HandleFunc("POST /ui/api/groups/{group}/delete", c.admin(c.deleteGroup))
 	m.HandleFunc("POST /ui/api/share-groups/{group}/resume", c.admin(c.resumeShare))
+	m.HandleFunc("POST /ui/api/share-groups/{group}/redrive", c.admin(c.redrive))
 	c.mux = m
 }
 
@@ -196,7 +200,11 @@ func notFound(msg string) error   { return &httpError{http.StatusNotFound, msg} 
 // {"error": "..."} with their status (502 for the broker's errors).
 func (c *Console) api(h func(ctx context.Context, r *http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		timeout := 15 * time.Second
+		if r.Method == http.MethodPost {
+			timeout = 2 * time.Minute // a redrive moves batches in transactions
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		v, err := h(ctx, r)
 		w.Header().Set("Content-Type", "application/json")

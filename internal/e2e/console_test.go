@@ -20,7 +20,8 @@ import (
 // in headless Chromium through the DevTools protocol (chromedp): the page
 // loads with no console errors, shows a topic made here with its records,
 // a consumer group's lag rising then falling, and a share group's dead
-// letter with its reason. Screenshots go to $STRATA_CONSOLE_ARTIFACTS (or
+// letter with its reason, and a redrive of it done from the page (plan,
+// then confirmation). Screenshots go to $STRATA_CONSOLE_ARTIFACTS (or
 // a temporary directory), logged. It needs Debian's chromium: skipped
 // without it, failed under CI=true. Bounded at 90 s.
 func TestConsoleBrowser(t *testing.T) {
@@ -146,7 +147,7 @@ func TestConsoleBrowser(t *testing.T) {
 	}()
 	shot := func(name string) {
 		t.Helper()
-		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG, the whole page
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
@@ -205,6 +206,24 @@ func TestConsoleBrowser(t *testing.T) {
 	}
 	wait("the dead letter with its reason", text("#letters")+`.includes("rejected") && `+text("#letters")+`.includes("Offset rejected by client.") && `+text("#letters")+`.includes("poison")`)
 	shot("share-group")
+
+	// A redrive from the page: a dry-run plan, then its confirmation; the
+	// record is back in its source topic.
+	if err := chromedp.Do(bctx, chromedp.Click(`#redrive button[type=submit]`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the redrive plan", text("#redriveplan")+`.includes("Plan (nothing changed") && `+text("#redriveplan")+`.includes("1 records")`)
+	shot("share-redrive-plan")
+	if err := chromedp.Do(bctx, chromedp.Click(`#confirm`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the redrive done", text("#redrivedone")+`.includes("Redrove 1 records")`)
+	shot("share-redrive-done")
+	// The record at 3, its transaction's commit marker at 4.
+	ends, err := adm.ListEndOffsets(ctx, "console-jobs")
+	if e, _ := ends.Lookup("console-jobs", 0); err != nil || e.Offset != 5 {
+		t.Errorf("console-jobs after the redrive: end %d (%v), want 5", e.Offset, err)
+	}
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -125,7 +125,6 @@ const views = {
       <h2>Partitions</h2><table><tr><th>Topic</th><th class="num">Partition</th><th class="num">Start offset</th><th class="num">Lag</th><th class="num">In flight</th><th>Acknowledged</th><th>Archived</th></tr>${parts}</table>
       <h2>Dead letters <span class="muted">(newest first, from ${esc(s.dlqTopic || "-")})</span></h2>
       <table id="letters"><tr><th>Reason</th><th>Message</th><th>Source record</th><th class="num">Deliveries</th><th>Time</th><th>Value</th><th class="num">Letter</th></tr>${letters}</table>
-      <p class="muted">Redrive is not offered here yet: no redrive code path exists in the CLI.</p>
       <h2>Members</h2><table><tr><th>Client ID</th><th>Member ID</th><th>Host</th><th>Assignment</th></tr>${members}</table>
       <div id="admin" data-static="1" data-paused="${s.paused ? 1 : 0}"></div>`;
   },
@@ -191,7 +190,24 @@ function adminPanel(el, kind, name) {
     });
     el.querySelector("#delete").addEventListener("click", () => confirmThen(el, `Delete consumer group ${name}?`, () => post("groups/" + encodeURIComponent(name) + "/delete", { share: false })));
   } else {
-    el.innerHTML = `<h2>Admin</h2><button id="resume">Resume delivery (lift the flood guard's pause)</button> <button class="danger" id="delete">Delete this share group</button>${out}`;
+    el.innerHTML = `<h2>Admin</h2>${info.redrive ? `<form class="inline" id="redrive">
+      <label>Redrive dead letters of reason <select name="reason"><option value="">all</option><option>max-deliveries</option><option>rejected</option><option>ttl-expired</option><option>redrive-limit</option><option>topic-deleted</option><option>other</option></select></label>
+      <button type="submit">Plan redrive (dry run)</button></form>` : ""}
+      <button id="resume">Resume delivery (lift the flood guard's pause)</button> <button class="danger" id="delete">Delete this share group</button>${out}`;
+    const rf = el.querySelector("#redrive");
+    if (rf) rf.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const reason = new FormData(rf).get("reason");
+      const o = el.querySelector("#actionout");
+      try {
+        const plan = await post("share-groups/" + encodeURIComponent(name) + "/redrive", { reason, execute: false });
+        o.innerHTML = `<div class="plan" id="redriveplan"><pre>${esc(plan.output)}</pre><button class="danger" id="confirm">Redrive these letters</button></div>`;
+        o.querySelector("#confirm").addEventListener("click", async () => {
+          try { const r = await post("share-groups/" + encodeURIComponent(name) + "/redrive", { reason, execute: true }); o.innerHTML = `<div class="plan" id="redrivedone"><pre>${esc(r.output)}</pre></div>`; }
+          catch (err) { o.innerHTML = `<div class="err">${esc(err.message)}</div>`; }
+        });
+      } catch (err) { o.innerHTML = `<div class="err">${esc(err.message)}</div>`; }
+    });
     el.querySelector("#resume").addEventListener("click", () => confirmThen(el, `Resume share group ${name}?`, () => post("share-groups/" + encodeURIComponent(name) + "/resume")));
     el.querySelector("#delete").addEventListener("click", () => confirmThen(el, `Delete share group ${name}?`, () => post("groups/" + encodeURIComponent(name) + "/delete", { share: true })));
   }
