@@ -30,6 +30,12 @@ import (
 
 var errStopped = errors.New("txncoord: stopped")
 
+// errDeposed is writeMarkers' answer when another broker leads the
+// coordinator partition: the shard halts (its EndTxn waiters get
+// NOT_COORDINATOR and find the coordinator again) rather than wait for
+// the metadata to say so.
+var errDeposed = errors.New("txncoord: no longer the coordinator")
+
 const (
 	markerBackoffMin = 20 * time.Millisecond
 	markerBackoffMax = time.Second
@@ -92,6 +98,10 @@ func (c *Coordinator) writeMarkers(stop <-chan struct{}, partition int32, j mark
 		byLeader := map[int32][]tp{}
 		var lastErr error
 		if err := c.verifyLeader(ctx, partition); err != nil {
+			if errors.Is(err, replication.ErrNotLeader) {
+				cancel()
+				return fmt.Errorf("%w: %w", errDeposed, err)
+			}
 			failed, lastErr = remaining, err
 			remaining = nil
 		}

@@ -3,9 +3,12 @@ package txncoord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/replication"
 )
 
 // markerRecorder stands for the broker under writeMarkers: it records the
@@ -95,5 +98,24 @@ func TestMarkersStopWhenDeposed(t *testing.T) {
 	}
 	if len(r.written) != 3 || verifies != 3 {
 		t.Fatalf("written %v after %d verifications, want all 3 after 3", r.written, verifies)
+	}
+}
+
+// A coordinator told by the quorum that another broker leads its
+// partition writes nothing and reports errDeposed, so its shard halts
+// and its EndTxn waiters find the new coordinator (the long fault run saw
+// a shard retry for minutes while the metadata still named it).
+func TestMarkersDeposedHalts(t *testing.T) {
+	job := markerJob{id: "a", pid: 1000, epoch: 5, commit: true, partitions: []tp{{"t", 0}}}
+	r := &markerRecorder{}
+	c := r.coordinator(func() error {
+		return fmt.Errorf("%w: __transaction_state-3 is led by broker 5", replication.ErrNotLeader)
+	})
+	err := c.writeMarkers(make(chan struct{}), 3, job, 6)
+	if !errors.Is(err, errDeposed) {
+		t.Fatalf("writeMarkers = %v, want errDeposed", err)
+	}
+	if len(r.written) != 0 {
+		t.Fatalf("a deposed coordinator wrote markers %v", r.written)
 	}
 }

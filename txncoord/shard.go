@@ -1,6 +1,7 @@
 package txncoord
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -141,6 +142,10 @@ func (s *shard) startMarkers(j markerJob) {
 		}
 		defer func() { <-s.jobs }()
 		if err := s.c.writeMarkers(stop, s.partition, j, s.epoch); err != nil {
+			if errors.Is(err, errDeposed) {
+				s.c.cfg.Logger.Warn("transaction coordinator deposed while writing markers; unloading", "partition", s.partition, "err", err)
+				s.core.Submit(func(s *shard) { s.core.Halt() })
+			}
 			return // the shard is stopping; the next load resumes
 		}
 		s.core.Submit(func(s *shard) { s.markersDone(j) })

@@ -419,6 +419,12 @@ func (w *workload) admin(name string, stop <-chan struct{}, stats *adminStats) e
 		}
 		if err != nil {
 			w.logf("admin cycle %d: %v", i, err)
+			// Not a busy loop when a step fails at once (a controller
+			// whose disk is full answers CreateTopics immediately).
+			select {
+			case <-stop:
+			case <-time.After(250 * time.Millisecond):
+			}
 		}
 		stats.mu.Lock()
 		stats.cycles++
