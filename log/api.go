@@ -28,7 +28,11 @@ var (
 	ErrDuplicateSequence    = errors.New("log: duplicate sequence number")           // answered as success with the original offset
 	ErrInvalidProducerEpoch = errors.New("log: invalid producer epoch")              // INVALID_PRODUCER_EPOCH
 	ErrUnknownProducerID    = errors.New("log: unknown producer id")                 // UNKNOWN_PRODUCER_ID
-	ErrStorage              = errors.New("log: storage error")                       // KAFKA_STORAGE_ERROR
+	// ErrTransactionCoordinatorFenced: a transaction marker from a
+	// coordinator older than the one that wrote the producer's last
+	// marker (TRANSACTION_COORDINATOR_FENCED).
+	ErrTransactionCoordinatorFenced = errors.New("log: transaction coordinator fenced")
+	ErrStorage                      = errors.New("log: storage error") // KAFKA_STORAGE_ERROR
 )
 
 // Config is the per-partition configuration, derived from topic configs

@@ -529,7 +529,9 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 	infos := make([]segment.BatchInfo, len(spans))
 	for i := range hdrs {
 		h := &hdrs[i]
-		if dup, err := txn.check(h); err != nil {
+		b := records[spans[i][0]:spans[i][1]]
+		m := markerOfBatch(h, b)
+		if dup, err := txn.check(h, m); err != nil {
 			if dup != nil {
 				res.BaseOffset, res.LastOffset, res.Duplicate = dup.firstOff, dup.lastOff, true
 			}
@@ -537,8 +539,7 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 		}
 		h.BaseOffset = off
 		h.LeaderEpoch = leaderEpoch
-		b := records[spans[i][0]:spans[i][1]]
-		txn.record(h, controlTypeOf(h, b))
+		txn.record(h, m)
 		segment.SetBaseOffset(b, off)
 		segment.SetLeaderEpoch(b, leaderEpoch)
 		infos[i] = segment.BatchInfo{Pos: spans[i][0], Len: len(b), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}
@@ -1043,6 +1044,15 @@ func (p *Partition) Notify(offset int64, ch chan<- struct{}) bool {
 
 // Unnotify drops ch's registrations that have not fired.
 func (p *Partition) Unnotify(ch chan<- struct{}) { p.waiters.unnotify(ch) }
+
+// Notified reports how many Notify registrations wait on the partition
+// and have not fired: the long polls parked on it. Tests wait for a
+// parked fetch with it instead of sleeping.
+func (p *Partition) Notified() int {
+	p.waiters.mu.Lock()
+	defer p.waiters.mu.Unlock()
+	return len(p.waiters.notifies)
+}
 
 // Producers lists the idempotent producers known to this partition.
 func (p *Partition) Producers() []ProducerInfo {

@@ -38,6 +38,10 @@ type producerEntry struct {
 	// in this partition, -1 when none (Kafka's currentTxnFirstOffset).
 	// Set by its first transactional data batch, cleared by a marker.
 	txnFirst int64
+	// coordEpoch is the coordinator epoch of the last marker that ended
+	// one of its transactions, -1 before any (Kafka's coordinatorEpoch): a
+	// marker from an older coordinator is refused.
+	coordEpoch int32
 }
 
 func (e *producerEntry) clone() *producerEntry {
@@ -117,9 +121,18 @@ func inSequence(last, next int32) bool {
 	return next == last+1 || (last == math.MaxInt32 && next == 0)
 }
 
-// check validates one client batch. A duplicate of a recent batch returns
-// its metadata and ErrDuplicateSequence.
-func (t *producerTxn) check(h *segment.Header) (*batchMeta, error) {
+// check validates one batch appended as leader (m: what it says as a
+// control batch). A duplicate of a recent batch returns its metadata and
+// ErrDuplicateSequence. A marker from a coordinator older than the one
+// that wrote the producer's last marker is refused
+// (ErrTransactionCoordinatorFenced, as Kafka): a deposed coordinator's
+// late retry would otherwise end the producer's next transaction.
+func (t *producerTxn) check(h *segment.Header, m marker) (*batchMeta, error) {
+	if h.ProducerID >= 0 && m.isEnd() {
+		if e := t.get(h.ProducerID); e != nil && m.coordEpoch < e.coordEpoch {
+			return nil, fmt.Errorf("%w: producer %d: marker of coordinator epoch %d, the last was %d", ErrTransactionCoordinatorFenced, h.ProducerID, m.coordEpoch, e.coordEpoch)
+		}
+	}
 	if h.ProducerID < 0 || h.IsControl() || h.BaseSequence < 0 {
 		return nil, nil
 	}
@@ -164,9 +177,9 @@ func (t *producerTxn) check(h *segment.Header) (*batchMeta, error) {
 }
 
 // record notes an appended batch (with its assigned offsets) in the
-// transaction's overlay. ctrl is the control type of a control batch
-// (controlAbort, controlCommit, or -1 for data or an unknown control).
-func (t *producerTxn) record(h *segment.Header, ctrl int16) {
+// transaction's overlay. m is what it says as a control batch (notMarker
+// for data or an unknown control).
+func (t *producerTxn) record(h *segment.Header, m marker) {
 	if h.ProducerID < 0 {
 		return
 	}
@@ -175,12 +188,12 @@ func (t *producerTxn) record(h *segment.Header, ctrl int16) {
 	}
 	e := t.get(h.ProducerID)
 	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1}
+		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1, coordEpoch: -1}
 	} else if _, mine := t.overlay[h.ProducerID]; !mine {
 		e = e.clone()
 	}
 	t.overlay[h.ProducerID] = e
-	if end, ok := applyBatch(e, h, ctrl); ok {
+	if end, ok := applyBatch(e, h, m); ok {
 		t.ended = append(t.ended, end)
 	}
 }
@@ -197,16 +210,17 @@ type txnEnd struct {
 // applyBatch updates an entry for a batch, the same way for appends and
 // for replay from the log. A marker that ends the producer's transaction
 // reports it.
-func applyBatch(e *producerEntry, h *segment.Header, ctrl int16) (txnEnd, bool) {
+func applyBatch(e *producerEntry, h *segment.Header, m marker) (txnEnd, bool) {
 	var end txnEnd
 	ended := false
-	if h.IsControl() && (ctrl == controlAbort || ctrl == controlCommit) && h.ProducerEpoch >= e.epoch {
+	if h.IsControl() && m.isEnd() && h.ProducerEpoch >= e.epoch {
 		first := e.txnFirst
 		if first < 0 {
 			first = h.BaseOffset
 		}
-		end, ended = txnEnd{producerID: h.ProducerID, first: first, last: h.LastOffset(), abort: ctrl == controlAbort}, true
+		end, ended = txnEnd{producerID: h.ProducerID, first: first, last: h.LastOffset(), abort: m.typ == controlAbort}, true
 		e.txnFirst = -1
+		e.coordEpoch = max(e.coordEpoch, m.coordEpoch)
 	} else if !h.IsControl() && h.IsTransactional() && e.txnFirst < 0 {
 		e.txnFirst = h.BaseOffset
 	}
@@ -242,18 +256,18 @@ func (t *producerTxn) commit() {
 	t.ps.evict()
 }
 
-// replay applies one batch read back from the log (ctrl as for record),
+// replay applies one batch read back from the log (m as for record),
 // reporting the transaction a marker ended.
-func (ps *producerState) replay(h *segment.Header, ctrl int16) (txnEnd, bool) {
+func (ps *producerState) replay(h *segment.Header, m marker) (txnEnd, bool) {
 	if h.ProducerID < 0 {
 		return txnEnd{}, false
 	}
 	e := ps.m[h.ProducerID]
 	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1}
+		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1, coordEpoch: -1}
 		ps.m[h.ProducerID] = e
 	}
-	end, ok := applyBatch(e, h, ctrl)
+	end, ok := applyBatch(e, h, m)
 	ps.noteOngoing(h.ProducerID, e)
 	ps.evict()
 	return end, ok

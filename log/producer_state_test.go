@@ -101,16 +101,16 @@ func TestProducerSequenceWrap(t *testing.T) {
 	h := segment.Header{ProducerID: 1, ProducerEpoch: 0, BaseSequence: math.MaxInt32 - 1, LastOffsetDelta: 1, BaseOffset: 0}
 	ps.m[1] = &producerEntry{epoch: 0, txnFirst: -1, batches: []batchMeta{{firstSeq: math.MaxInt32 - 3, lastSeq: math.MaxInt32 - 2}}}
 	txn := ps.begin()
-	if _, err := txn.check(&h); err != nil {
+	if _, err := txn.check(&h, notMarker); err != nil {
 		t.Fatal(err)
 	}
-	txn.record(&h, -1)
+	txn.record(&h, notMarker)
 	txn.commit()
 	if got := ps.m[1].batches[1].lastSeq; got != math.MaxInt32 {
 		t.Fatalf("last seq %d", got)
 	}
 	next := segment.Header{ProducerID: 1, BaseSequence: 0, LastOffsetDelta: 0}
-	if _, err := ps.begin().check(&next); err != nil {
+	if _, err := ps.begin().check(&next, notMarker); err != nil {
 		t.Fatalf("wrap to 0: %v", err)
 	}
 	// A batch crossing MaxInt32 wraps its last sequence.

@@ -49,7 +49,7 @@ func (p *Partition) AppendReplica(batch []byte) (AppendResult, error) {
 	}
 	res.LogStartOffset = p.logStart
 	txn := p.producers.begin()
-	txn.record(&h, controlTypeOf(&h, batch))
+	txn.record(&h, markerOfBatch(&h, batch))
 	info := []segment.BatchInfo{{Pos: 0, Len: len(batch), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}}
 	if err := p.maybeRollLocked(cfg, now, int64(len(batch)), h.LastOffset()); err != nil {
 		return res, err

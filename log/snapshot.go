@@ -33,18 +33,21 @@ import (
 //	|           |        |        |         |    | maxTs int64)           |
 //	+-----------+--------+--------+---------+----+------------------------+
 //	version 2 adds, after lastOff, txnFirst int64: the first offset of the
-//	producer's open transaction, -1 when none (version 1 has none open).
+//	producer's open transaction, -1 when none (version 1 has none open);
+//	version 3 adds, after txnFirst, coordEpoch int32: the coordinator
+//	epoch of the producer's last transaction marker, -1 when none
+//	(versions 1 and 2: -1).
 //	(*) CRC-32C of everything after the crc field.
 const (
 	snapshotExt     = ".snapshot"
 	snapshotMagic   = "STPS"
-	snapshotVersion = 2
+	snapshotVersion = 3
 	snapHeaderSize  = 4 + 2 + 4 + 4
 	snapEntryFixed  = 8 + 2 + 8 + 8 + 1
 	snapBatchSize   = 4 + 4 + 8 + 8 + 8
 	// maxSnapshotBytes bounds what is read back: maxProducers entries of
 	// the largest size.
-	maxSnapshotBytes = snapHeaderSize + maxProducers*(snapEntryFixed+8+producerBatchesKept*snapBatchSize)
+	maxSnapshotBytes = snapHeaderSize + maxProducers*(snapEntryFixed+8+4+producerBatchesKept*snapBatchSize)
 	// snapshotsKept is how many snapshots stay on disk (older ones are
 	// removed at roll).
 	snapshotsKept = 2
@@ -86,6 +89,7 @@ func encodeSnapshot(ps *producerState) []byte {
 		b = be.AppendUint64(b, uint64(e.lastTs))
 		b = be.AppendUint64(b, uint64(e.lastOff))
 		b = be.AppendUint64(b, uint64(e.txnFirst))
+		b = be.AppendUint32(b, uint32(e.coordEpoch))
 		b = append(b, byte(len(e.batches)))
 		for _, m := range e.batches {
 			b = be.AppendUint32(b, uint32(m.firstSeq))
@@ -105,12 +109,15 @@ func decodeSnapshot(b []byte) (*producerState, error) {
 		return nil, fmt.Errorf("%w: header", errBadSnapshot)
 	}
 	version := be.Uint16(b[4:])
-	if version != 1 && version != snapshotVersion {
+	if version < 1 || version > snapshotVersion {
 		return nil, fmt.Errorf("%w: version %d", errBadSnapshot, version)
 	}
 	fixed := snapEntryFixed
 	if version >= 2 {
 		fixed += 8
+	}
+	if version >= 3 {
+		fixed += 4
 	}
 	if crc32.Checksum(b[10:], castagnoli) != be.Uint32(b[6:]) {
 		return nil, fmt.Errorf("%w: crc", errBadSnapshot)
@@ -126,12 +133,15 @@ func decodeSnapshot(b []byte) (*producerState, error) {
 			return nil, fmt.Errorf("%w: short entry", errBadSnapshot)
 		}
 		id := int64(be.Uint64(p))
-		e := &producerEntry{epoch: int16(be.Uint16(p[8:])), lastTs: int64(be.Uint64(p[10:])), lastOff: int64(be.Uint64(p[18:])), txnFirst: -1}
+		e := &producerEntry{epoch: int16(be.Uint16(p[8:])), lastTs: int64(be.Uint64(p[10:])), lastOff: int64(be.Uint64(p[18:])), txnFirst: -1, coordEpoch: -1}
 		if version >= 2 {
 			e.txnFirst = int64(be.Uint64(p[26:]))
 			if e.txnFirst < -1 {
 				return nil, fmt.Errorf("%w: transaction offset %d", errBadSnapshot, e.txnFirst)
 			}
+		}
+		if version >= 3 {
+			e.coordEpoch = int32(be.Uint32(p[34:]))
 		}
 		nb := int(p[fixed-1])
 		p = p[fixed:]

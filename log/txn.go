@@ -75,46 +75,79 @@ type txnSpan struct{ first, marker int64 }
 // ControlType returns the type of a control batch's marker (0 abort,
 // 1 commit), or -1 when b is not a control batch or its first record's key
 // cannot be read. Never panics on bad input.
-func ControlType(b []byte) int16 {
+func ControlType(b []byte) int16 { return markerOf(b).typ }
+
+// marker is what a control batch says: its type (controlAbort,
+// controlCommit; -1 for a data batch or a control record of another
+// kind) and, for a marker, the coordinator epoch of the transaction
+// coordinator that wrote it (-1 when its value cannot be read).
+type marker struct {
+	typ        int16
+	coordEpoch int32
+}
+
+var notMarker = marker{typ: -1, coordEpoch: -1}
+
+// isEnd reports whether m ends a transaction (an abort or commit marker).
+func (m marker) isEnd() bool { return m.typ == controlAbort || m.typ == controlCommit }
+
+// markerOf reads a control batch's first record: its key (version int16 =
+// 0, type int16) and, for a marker, its value (version int16, coordinator
+// epoch int32: Kafka's EndTransactionMarker). Never panics on bad input.
+func markerOf(b []byte) marker {
 	if len(b) < segment.HeaderSize {
-		return -1
+		return notMarker
 	}
 	h, err := segment.ParseHeader(b)
 	if err != nil || !h.IsControl() || h.Compression() != 0 || h.NumRecords < 1 {
-		return -1
+		return notMarker
 	}
 	rec := b[segment.HeaderSize:min(int64(len(b)), h.Size())]
-	// length, attributes int8, timestampDelta, offsetDelta, keyLength, key
+	// length, attributes int8, timestampDelta, offsetDelta, keyLength,
+	// key, valueLength, value
 	_, n := uvarint(rec)
 	if n <= 0 || len(rec) < n+1 {
-		return -1
+		return notMarker
 	}
 	p := n + 1
 	for range 2 {
 		_, n = uvarint(rec[p:])
 		if n <= 0 {
-			return -1
+			return notMarker
 		}
 		p += n
 	}
-	kl, n := uvarint(rec[p:])
+	key, p, ok := zigzagBytes(rec, p)
+	if !ok || len(key) < 4 || binary.BigEndian.Uint16(key) != 0 {
+		return notMarker
+	}
+	m := marker{typ: int16(binary.BigEndian.Uint16(key[2:])), coordEpoch: -1}
+	if !m.isEnd() {
+		return notMarker
+	}
+	if val, _, ok := zigzagBytes(rec, p); ok && len(val) >= 6 {
+		m.coordEpoch = int32(binary.BigEndian.Uint32(val[2:]))
+	}
+	return m
+}
+
+// zigzagBytes reads a length-prefixed (zigzag varint) byte field of rec at
+// p: the field and the position after it; ok false when rec ends first or
+// the length is negative (null).
+func zigzagBytes(rec []byte, p int) ([]byte, int, bool) {
+	if p >= len(rec) {
+		return nil, p, false
+	}
+	l, n := uvarint(rec[p:])
 	if n <= 0 {
-		return -1
+		return nil, p, false
 	}
 	p += n
-	kl = int64(uint64(kl)>>1) ^ -(kl & 1) // zigzag
-	if kl < 4 || int64(len(rec)-p) < kl {
-		return -1
+	l = int64(uint64(l)>>1) ^ -(l & 1) // zigzag
+	if l < 0 || int64(len(rec)-p) < l {
+		return nil, p, false
 	}
-	key := rec[p : p+int(kl)]
-	if binary.BigEndian.Uint16(key) != 0 {
-		return -1
-	}
-	t := int16(binary.BigEndian.Uint16(key[2:]))
-	if t != controlAbort && t != controlCommit {
-		return -1
-	}
-	return t
+	return rec[p : p+int(l)], p + int(l), true
 }
 
 // uvarint reads an unsigned varint (the zigzag is undone by the caller),
@@ -130,13 +163,13 @@ func uvarint(b []byte) (int64, int) {
 	return 0, -1
 }
 
-// controlTypeOf is ControlType for a batch whose header is parsed: -1 for
-// data batches without looking at the bytes.
-func controlTypeOf(h *segment.Header, b []byte) int16 {
+// markerOfBatch is markerOf for a batch whose header is parsed: a data
+// batch is no marker, without looking at its bytes.
+func markerOfBatch(h *segment.Header, b []byte) marker {
 	if !h.IsControl() {
-		return -1
+		return notMarker
 	}
-	return ControlType(b)
+	return markerOf(b)
 }
 
 // EncodeTxnIndex encodes aborted transactions in the .txnindex format.
@@ -448,14 +481,14 @@ func (p *Partition) replaySegmentLocked(s *segment.Segment, each func(pos int64,
 	var ctrlBuf []byte
 	var rerr error
 	err := s.ScanHeaders(0, s.Size(), func(pos int64, h *segment.Header) bool {
-		ctrl := int16(-1)
+		ctrl := notMarker
 		if h.IsControl() && h.Size() <= 4096 {
 			ctrlBuf = append(ctrlBuf[:0], make([]byte, h.Size())...)
 			if _, err := s.ReadAt(ctrlBuf, pos); err != nil {
 				rerr = err
 				return false
 			}
-			ctrl = ControlType(ctrlBuf)
+			ctrl = markerOf(ctrlBuf)
 		}
 		if end, ok := p.producers.replay(h, ctrl); ok {
 			p.endTxnLocked(end, false)

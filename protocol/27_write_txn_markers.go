@@ -14,7 +14,10 @@ import (
 // Broker.Produce on the partition (txncoord.Coordinator.WriteMarkerLocal;
 // a marker on __consumer_offsets also completes the group coordinator's
 // pending transactional offsets). Per partition: NOT_LEADER_OR_FOLLOWER,
-// UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR.
+// UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, and
+// TRANSACTION_COORDINATOR_FENCED for a marker whose CoordinatorEpoch is
+// older than that of the producer's last marker on the partition (a
+// deposed coordinator's; the log refuses it, as Kafka's does).
 //
 // Differences from Kafka: Kafka accepts it only from other brokers
 // (CLUSTER_ACTION); Strata has no ACLs yet, so any client may send it.

@@ -69,6 +69,7 @@ var errorCodes = []struct {
 	{log.ErrDuplicateSequence, 0}, // answered as success with the original offset
 	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch.Code},
 	{log.ErrUnknownProducerID, kerr.UnknownProducerID.Code},
+	{log.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced.Code},
 	{log.ErrStorage, kerr.KafkaStorageError.Code},
 
 	{context.DeadlineExceeded, kerr.RequestTimedOut.Code},

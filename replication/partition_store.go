@@ -91,6 +91,7 @@ var refusalCodes = []struct {
 	{"out_of_order", log.ErrOutOfOrderSequence},
 	{"producer_epoch", log.ErrInvalidProducerEpoch},
 	{"unknown_producer", log.ErrUnknownProducerID},
+	{"coordinator_fenced", log.ErrTransactionCoordinatorFenced},
 	{"too_large", log.ErrBatchTooLarge},
 	{"timestamp", log.ErrInvalidTimestamp},
 	{"invalid_record", log.ErrInvalidRecord},

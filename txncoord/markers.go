@@ -116,6 +116,10 @@ func (c *Coordinator) writeMarkers(stop <-chan struct{}, partition int32, j mark
 				c.stats.markers.Add(1)
 			case errors.Is(err, replication.ErrUnknownTopicOrPartition):
 				// Deleted since: nothing to mark (Kafka skips it too).
+			case errors.Is(err, log.ErrTransactionCoordinatorFenced):
+				// A newer coordinator has written this producer's marker
+				// there: this one is deposed; its marker must not land.
+				c.cfg.Logger.Info("transaction marker refused: a newer coordinator wrote this producer's marker", "transactional_id", j.id, "topic", p.topic, "partition", p.partition, "coordinator_epoch", coordEpoch)
 			case errors.Is(err, replication.ErrNotLeader):
 				if l := c.leaderOf(p); l >= 0 && l != c.broker.NodeID() {
 					byLeader[l] = append(byLeader[l], p)
@@ -232,6 +236,12 @@ func (r *remoteMarkers) send(ctx context.Context, leader int32, j markerJob, ps 
 		for _, t := range rm.Topics {
 			for _, p := range t.Partitions {
 				if p.ErrorCode == 0 || p.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+					continue
+				}
+				if p.ErrorCode == kerr.TransactionCoordinatorFenced.Code {
+					// A newer coordinator wrote the producer's marker
+					// there: this one's must not land (not retried).
+					r.c.cfg.Logger.Info("transaction marker refused: a newer coordinator wrote this producer's marker", "transactional_id", j.id, "topic", t.Topic, "partition", p.Partition, "coordinator_epoch", coordEpoch)
 					continue
 				}
 				failed = append(failed, tp{t.Topic, p.Partition})
