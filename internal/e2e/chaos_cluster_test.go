@@ -23,6 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // The chaos harness: a cluster of real `strata serve` processes on
@@ -122,17 +124,12 @@ func (n *chaosNode) kill() {
 // once its broker has joined the metadata quorum).
 func (n *chaosNode) waitReady(timeout time.Duration) {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	testwait.For(n.t, timeout, func() bool {
 		if !n.running() {
 			n.t.Fatalf("broker %d exited during start-up; see %s", n.id, n.log)
 		}
-		if kafkaAnswersV0(n.kafka) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	n.t.Fatalf("broker %d not ready within %v; see %s", n.id, timeout, n.log)
+		return kafkaAnswersV0(n.kafka)
+	}, "broker %d not ready within %v; see %s", n.id, timeout, n.log)
 }
 
 // kafkaAnswersV0 reports whether addr answers an ApiVersions v0 request.
@@ -327,10 +324,11 @@ func (c *chaosCluster) direct(n *chaosNode) *kgo.Client {
 // running and not cut.
 func (c *chaosCluster) waitLeaders(ctx context.Context, adm *kadm.Client, topic string, parts int32, timeout time.Duration) map[int32][2]int32 {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last string
-	for time.Now().Before(deadline) {
-		ls, err := c.partitionLeaders(ctx, adm, topic)
+	var ls map[int32][2]int32
+	if !testwait.Until(timeout, func() bool {
+		var err error
+		ls, err = c.partitionLeaders(ctx, adm, topic)
 		ok := err == nil && int32(len(ls)) == parts
 		for _, le := range ls {
 			n := c.node(le[0])
@@ -338,14 +336,12 @@ func (c *chaosCluster) waitLeaders(ctx context.Context, adm *kadm.Client, topic 
 				ok = false
 			}
 		}
-		if ok {
-			return ls
-		}
 		last = fmt.Sprintf("%v %v", ls, err)
-		time.Sleep(100 * time.Millisecond)
+		return ok
+	}) {
+		c.t.Fatalf("%s: partitions without a live leader after %v: %s", topic, timeout, last)
 	}
-	c.t.Fatalf("%s: partitions without a live leader after %v: %s", topic, timeout, last)
-	return nil
+	return ls
 }
 
 // replicaBatches reads the record batches of topic-partition from node's

@@ -440,9 +440,7 @@ func TestClusterChaos(t *testing.T) {
 
 	// The consumer that read during the chaos caught up and saw no
 	// anomaly.
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !chk.reached(end, parts); {
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Until(20*time.Second, func() bool { return chk.reached(end, parts) }) // checked below, partition by partition
 	close(stopConsume)
 	<-consumed
 	for _, e := range chk.errors() {
@@ -681,12 +679,7 @@ func TestClusterLeaderMovesWhileConsuming(t *testing.T) {
 	}
 	end := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
-	caughtUp := false
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !caughtUp; {
-		if caughtUp = chk.reached(end, parts); !caughtUp {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	caughtUp := testwait.Until(30*time.Second, func() bool { return chk.reached(end, parts) })
 	close(stopConsume)
 	consumers.Wait()
 	for _, e := range chk.errors() {
@@ -829,14 +822,7 @@ func TestClusterLeaderTailAfterRestart(t *testing.T) {
 		defer wg.Done()
 		chaosProducer(pcl, topic, 0, 1, 16, nil, acks, stop)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if a, _ := acks.total(); a >= 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no produce acknowledged")
-		}
-	}
+	testwait.For(t, 10*time.Second, func() bool { a, _ := acks.total(); return a >= 200 }, "no produce acknowledged")
 	c.net.isolate(leader.id)
 	time.Sleep(100 * time.Millisecond)
 	leader.kill()
@@ -847,18 +833,12 @@ func TestClusterLeaderTailAfterRestart(t *testing.T) {
 	}
 	// The others go on without it.
 	ls = c.waitLeaders(ctx, adm, topic, 1, 20*time.Second)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testwait.For(t, 20*time.Second, func() bool {
 		acks.mu.Lock()
+		defer acks.mu.Unlock()
 		rs := acks.acks[0]
-		past := len(rs) > 0 && rs[len(rs)-1].off > tail+100
-		acks.mu.Unlock()
-		if past {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the new leader %d took no writes past offset %d", ls[0][0], tail+100)
-		}
-	}
+		return len(rs) > 0 && rs[len(rs)-1].off > tail+100
+	}, "the new leader %d took no writes past offset %d", ls[0][0], tail+100)
 	leader.start()
 	leader.waitReady(60 * time.Second)
 	time.Sleep(time.Second)

@@ -196,18 +196,13 @@ func TestConsumerOffsetsCompacted(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testwait.Until(20*time.Second, func() bool {
 		b.mu.Lock()
 		out := b.logs.String()
 		b.mu.Unlock()
-		if strings.Contains(out, "msg=compacted") && strings.Contains(out, "partition=__consumer_offsets-0") && logBytes() < 16<<10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("__consumer_offsets-0 not compacted: %d bytes of segments", logBytes())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return strings.Contains(out, "msg=compacted") && strings.Contains(out, "partition=__consumer_offsets-0") && logBytes() < 16<<10
+	}) {
+		t.Fatalf("__consumer_offsets-0 not compacted: %d bytes of segments", logBytes())
 	}
 	t.Logf("__consumer_offsets-0 holds %d bytes of segments after %d commits", logBytes(), commits)
 	b.restart()

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // foNode is one broker of a three-process cluster started the way
@@ -170,23 +172,21 @@ func foQuietLog(log string) string {
 // want brokers.
 func foWaitBrokers(t *testing.T, addr string, want int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last string
-	for time.Now().Before(deadline) {
+	if !testwait.Until(timeout, func() bool {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-			cancel()
-			cl.Close()
-			if err == nil && len(md.Brokers) == want && md.Controller > 0 {
-				return
-			}
-			last = fmt.Sprintf("err %v, %d brokers, controller %d", err, len(md.Brokers), md.Controller)
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		last = fmt.Sprintf("err %v, %d brokers, controller %d", err, len(md.Brokers), md.Controller)
+		return err == nil && len(md.Brokers) == want && md.Controller > 0
+	}) {
+		t.Fatalf("broker %s: not %d brokers within %v (last: %s)", addr, want, timeout, last)
 	}
-	t.Fatalf("broker %s: not %d brokers within %v (last: %s)", addr, want, timeout, last)
 }
 
 // foCoordinator asks FindCoordinator (through the brokers at seeds) for

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestDevClusterFailover is README's failover walk-through with real
@@ -92,15 +94,12 @@ func TestDevClusterFailover(t *testing.T) {
 	// waitOutput waits for a line matching re and returns its submatches.
 	waitOutput := func(re *regexp.Regexp, timeout time.Duration) []string {
 		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for time.Now().Before(deadline) {
-			if m := re.FindStringSubmatch(output()); m != nil {
-				return m
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("no %q in dev-cluster's output within %v", re, timeout)
-		return nil
+		var m []string
+		testwait.For(t, timeout, func() bool {
+			m = re.FindStringSubmatch(output())
+			return m != nil
+		}, "no %q in dev-cluster's output within %v", re, timeout)
+		return m
 	}
 	bootstrap := strings.Split(waitOutput(regexp.MustCompile(`(?m)^bootstrap: (.*)$`), 60*time.Second)[1], ",")
 	control := func(args ...string) string {
@@ -138,18 +137,17 @@ func TestDevClusterFailover(t *testing.T) {
 	}
 	leader := func(not int32) int32 {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
+		var leader int32
+		testwait.For(t, 30*time.Second, func() bool {
 			md, err := adm.Metadata(ctx, "walk")
-			if err == nil {
-				if p, ok := md.Topics["walk"].Partitions[0]; ok && p.Err == nil && p.Leader > 0 && p.Leader != not {
-					return p.Leader
-				}
+			if err != nil {
+				return false
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("walk-0 has no leader other than %d after 30s", not)
-		return 0
+			p, ok := md.Topics["walk"].Partitions[0]
+			leader = p.Leader
+			return ok && p.Err == nil && p.Leader > 0 && p.Leader != not
+		}, "walk-0 has no leader other than %d after 30s", not)
+		return leader
 	}
 	produce(50)
 	old := leader(-1)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // groupArgs are broker settings that keep group tests fast: few offsets
@@ -152,30 +154,18 @@ func TestGroupOffsetsRestartAndReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	live.PollFetches(ctx) // joins; nothing new to read
 	cancel()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if d := mustGroup(t, b, "describe", "replay"); strings.Contains(d, "STATE Stable") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the live member never joined")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, func() bool {
+		return strings.Contains(mustGroup(t, b, "describe", "replay"), "STATE Stable")
+	}, "the live member never joined")
 	_, stderr, err := strataGroup(t, b, "reset-offsets", "replay", "--topic", "events", "--to-earliest", "--execute")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !strings.Contains(stderr, "active members") {
 		t.Fatalf("reset with a live member: %v %s", err, stderr)
 	}
 	live.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if d := mustGroup(t, b, "describe", "replay"); strings.Contains(d, "STATE Empty") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the live member never left")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, func() bool {
+		return strings.Contains(mustGroup(t, b, "describe", "replay"), "STATE Empty")
+	}, "the live member never left")
 
 	// Dry run: a plan, nothing committed.
 	at := t1.Format(time.RFC3339Nano)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // strataBin is the path of the binary built once by TestMain.
@@ -114,26 +116,21 @@ func (b *broker) start() {
 // after 20 seconds or when the process exits.
 func (b *broker) waitReady(done chan struct{}) {
 	b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(b.t, 20*time.Second, func() bool {
 		select {
 		case <-done:
 			b.t.Fatalf("strata exited during start-up")
 		default:
 		}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			err = cl.Ping(ctx)
-			cancel()
-			cl.Close()
-			if err == nil {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b.t.Fatalf("strata did not become ready at %s", b.addr)
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return cl.Ping(ctx) == nil
+	}, "strata did not become ready at %s", b.addr)
 }
 
 // stop sends SIGTERM and waits for a clean exit (exit code 0).

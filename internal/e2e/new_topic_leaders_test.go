@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestNewTopicLeadersAreNeverPlaceholders: while a topic is created on a
@@ -98,20 +100,17 @@ func TestNewTopicLeadersAreNeverPlaceholders(t *testing.T) {
 	}
 	// Keep asking past the metadata group's commit interval (100-200 ms),
 	// until every broker shows every partition elected.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	// Checked below, partition by partition.
+	testwait.Until(10*time.Second, func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		done := len(last) == 3
 		for _, m := range last {
 			done = done && len(m) == partitions
 		}
-		mu.Unlock()
-		if done {
-			break
-		}
-	}
-	time.Sleep(200 * time.Millisecond)
+		return done
+	})
+	time.Sleep(200 * time.Millisecond) // the probes go on a moment past it: a bad answer then fails too
 	close(stop)
 	wg.Wait()
 	mu.Lock()

@@ -318,10 +318,7 @@ func runSaramaGroup(t *testing.T, b *broker, topic, group string, newCfg func() 
 		}
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for seen.unique() < saramaRecords && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(30*time.Second, func() bool { return seen.unique() >= saramaRecords })
 	if n := seen.unique(); n != saramaRecords {
 		seen.mu.Lock()
 		t.Errorf("errors: %v", seen.errs)

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // Bounded shutdown (issue 15): SIGTERM ends a broker within
@@ -261,12 +263,8 @@ func (c *shutdownCluster) signal(b *broker, sig syscall.Signal) {
 // limit with what() describing the state.
 func (c *shutdownCluster) waitFor(limit time.Duration, what func() string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("not within %v: %s", limit, what())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(limit, cond) {
+		c.t.Fatalf("not within %v: %s", limit, what())
 	}
 }
 

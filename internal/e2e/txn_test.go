@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // txnBrokerArgs makes transactions fast to test: few coordinator
@@ -201,20 +203,16 @@ func testPipeline(t *testing.T, args []string) {
 
 	// Wait until the group has committed all of the input.
 	adm := kadm.NewClient(b.client())
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var sum int64
+	var sum int64
+	if !testwait.Until(60*time.Second, func() bool {
+		sum = 0
 		if os, err := adm.FetchOffsets(ctx, "pipe"); err == nil {
 			os.Each(func(o kadm.OffsetResponse) { sum += o.At })
 		}
-		if sum >= inputs {
-			break
-		}
-		if time.Now().After(deadline) {
-			close(stop)
-			t.Fatalf("pipeline committed %d of %d inputs (kills %d, commits %d, aborts %d)", sum, inputs, kills.Load(), commits.Load(), aborts.Load())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return sum >= inputs
+	}) {
+		close(stop)
+		t.Fatalf("pipeline committed %d of %d inputs (kills %d, commits %d, aborts %d)", sum, inputs, kills.Load(), commits.Load(), aborts.Load())
 	}
 	close(stop)
 	<-chaosDone
