@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 func fetchReq(version int16, topic string, partition int32, offset int64) *kmsg.FetchRequest {
@@ -211,11 +213,18 @@ func TestFetchSessions(t *testing.T) {
 	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].Partition != 0 {
 		t.Fatalf("after forgetting p1: %+v", r)
 	}
-	// Long poll in a session wakes on news.
+	// Long poll in a session wakes on news: the produce goes once the
+	// fetch is parked on fs-0.
+	fs0, err := c.b.Partition("fs", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pc := dialRaw(t, c.addr)
 	produced := make(chan kmsg.Response, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		if !testwait.Until(10*time.Second, func() bool { return fs0.Notified() > 0 }) {
+			t.Error("the session's long poll never parked on fs-0")
+		}
 		req := produceReq(9, -1, "fs", 0, makeBatch(batchOpts{}, values(1, "w")...))
 		corr := pc.corr + 1
 		pc.corr = corr
@@ -303,7 +312,11 @@ func TestFetchLongPollWakesOnProduce(t *testing.T) {
 	req.MaxWaitMillis = 10000
 	start := time.Now()
 	corr := fc.send(req)
-	time.Sleep(200 * time.Millisecond)
+	lp2, err := c.b.Partition("lp", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, func() bool { return lp2.Notified() > 0 }, "the fetch never parked on lp-2")
 	pc := dialRaw(t, c.addr)
 	produceN(t, pc, "lp", 2, 1, 1)
 	r := fc.recv(req, corr).(*kmsg.FetchResponse)

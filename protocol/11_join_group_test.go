@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -175,20 +176,17 @@ func TestGroupConsumersReadEverything(t *testing.T) {
 			if err != nil || len(listed) != 1 {
 				t.Fatalf("list %s groups: %v %+v", tc.groupType, err, listed)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				off, err := adm.FetchOffsets(testCtx(t), "g")
-				var sum int64
+			var sum int64
+			if !testwait.Until(10*time.Second, func() bool {
+				var off kadm.OffsetResponses
+				off, err = adm.FetchOffsets(testCtx(t), "g")
+				sum = 0
 				if err == nil {
 					off.Each(func(o kadm.OffsetResponse) { sum += o.At })
 				}
-				if sum == 5000 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("committed offsets sum to %d, not 5000 (%v)", sum, err)
-				}
-				time.Sleep(100 * time.Millisecond)
+				return sum == 5000
+			}) {
+				t.Fatalf("committed offsets sum to %d, not 5000 (%v)", sum, err)
 			}
 		})
 	}
@@ -292,13 +290,10 @@ func TestGroupOldestVersions(t *testing.T) {
 	jr.Version, jr.Group, jr.SessionTimeoutMillis, jr.ProtocolType = 0, "old", 10000, "consumer"
 	jr.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
 	var join *kmsg.JoinGroupResponse
-	for i := 0; i < 50; i++ { // the first request may find the partition still loading
+	testwait.Until(time.Second, func() bool { // the first request may find the partition still loading
 		join = rc.roundTrip(jr).(*kmsg.JoinGroupResponse)
-		if join.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return join.ErrorCode != kerr.CoordinatorLoadInProgress.Code
+	})
 	if join.ErrorCode != 0 || join.Generation != 1 || join.LeaderID != join.MemberID || len(join.Members) != 1 {
 		t.Fatalf("join v0: %+v", join)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // ofleReq builds an OffsetForLeaderEpoch request for one partition.
@@ -185,11 +187,21 @@ func TestOffsetForLeaderEpochKgo(t *testing.T) {
 		t.Fatalf("from 4 in epoch %d: first %d, loss %v", e, first, loss)
 	}
 	// Offset 15 in epoch e is past the end of epoch e (10): data loss,
-	// and kgo resumes at 10, the first record produced next.
+	// and kgo resumes at 10, the first record produced next: it is
+	// produced once the consumer's fetch is parked at the end (a fetch
+	// before the reset, at 15, is out of range and does not park). The
+	// first consumer's last long poll ends first.
+	part, err := c.b.Partition("ofle-kgo", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, func() bool { return part.Notified() == 0 }, "the first consumer's long poll never ended")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(300 * time.Millisecond)
+		if !testwait.Until(10*time.Second, func() bool { return part.Notified() > 0 }) {
+			t.Error("the consumer never parked a fetch at the end of ofle-kgo-0")
+		}
 		prod.ProduceSync(ctx, kgo.StringRecord("after"))
 	}()
 	first, loss := consumeFrom(kgo.NewOffset().At(15).WithEpoch(e))

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // kadm's reassignment calls against the single-node default: a move to
@@ -37,19 +39,15 @@ func TestPartitionReassignmentsKadm(t *testing.T) {
 			t.Errorf("%s-%d: %v, want %v", want.topic, want.p, got.Err, want.err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ls, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"ra": {0: {}, 1: {}}})
-		if err != nil {
+	var ls kadm.ListPartitionReassignmentsResponses
+	if !testwait.Until(10*time.Second, func() bool {
+		var err error
+		if ls, err = adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"ra": {0: {}, 1: {}}}); err != nil {
 			t.Fatal(err)
 		}
-		if len(ls) == 0 || len(ls["ra"]) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reassignment to the same replica never finished: %+v", ls)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(ls) == 0 || len(ls["ra"]) == 0
+	}) {
+		t.Fatalf("reassignment to the same replica never finished: %+v", ls)
 	}
 	// Bad replica lists: Kafka's INVALID_REPLICA_ASSIGNMENT, nothing recorded.
 	for _, bad := range [][]int32{{1, 1}, {-1}, {1, 7}} {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 func apiVersionsReq(v int16) *kmsg.ApiVersionsRequest {
@@ -158,7 +160,11 @@ func TestCloseWithLongPollInFlight(t *testing.T) {
 	fetch := fetchReq(11, "cl", 0, 0)
 	fetch.MaxWaitMillis = 60000
 	rc.send(fetch)
-	time.Sleep(100 * time.Millisecond)
+	cl0, err := c.b.Partition("cl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, func() bool { return cl0.Notified() > 0 }, "the long poll never parked on cl-0")
 	start := time.Now()
 	if err := c.s.Close(); err != nil {
 		t.Fatal(err)
@@ -213,17 +219,12 @@ func TestMaxConnections(t *testing.T) {
 	c.expectClosed()
 	a.nc.Close()
 	// The slot frees once the server notices; bounded retry.
-	for i := 0; ; i++ {
+	testwait.For(t, time.Second, func() bool {
 		d := dialRaw(t, addr)
 		d.send(apiVersionsReq(3))
-		if _, err := d.readFrame(); err == nil {
-			break
-		}
-		if i == 50 {
-			t.Fatal("slot never freed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, err := d.readFrame()
+		return err == nil
+	}, "slot never freed")
 }
 
 func TestIdleConnectionClosed(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // Large record sets go out by sendfile, framed exactly as kmsg frames
@@ -68,9 +70,7 @@ func TestFetchSendfileMatchesCopy(t *testing.T) {
 		}
 		// The writer counts after sendfile returns, which may be after the
 		// client has read the bytes.
-		for w := 0; w < 200 && sentByFile.Load()-before < int64(len(want.Records)); w++ {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Until(time.Second, func() bool { return sentByFile.Load()-before >= int64(len(want.Records)) })
 		if sentByFile.Load()-before != int64(len(want.Records)) {
 			t.Fatalf("v%d: %d bytes went by sendfile, want %d", v, sentByFile.Load()-before, len(want.Records))
 		}
@@ -165,9 +165,7 @@ func TestFetchSmallRegionsReadIntoResponse(t *testing.T) {
 		if len(got[1]) >= inlineRecordBytes || len(got[0]) < inlineRecordBytes {
 			t.Fatalf("v%d: the test needs a large partition 0 (%d bytes) and small others (%d)", v, len(got[0]), len(got[1]))
 		}
-		for w := 0; w < 200 && sentByFile.Load()-before < int64(len(got[0])); w++ {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Until(time.Second, func() bool { return sentByFile.Load()-before >= int64(len(got[0])) })
 		if sent := sentByFile.Load() - before; sent != int64(len(got[0])) {
 			t.Fatalf("v%d: %d bytes went by sendfile, want partition 0's %d only", v, sent, len(got[0]))
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strata-io/strata/internal/groupconfig"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 )
@@ -378,17 +379,14 @@ func TestShareGroupTimeoutsFromGroupConfigs(t *testing.T) {
 	}
 	join := func(group string) int32 {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			resp := shareHB(t, cl, group, "AAAAAAAAAAAAAAAAAAAAAA", 0, "hb-topic")
-			if resp.ErrorCode == 0 {
-				return resp.HeartbeatIntervalMillis
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("join %s: error %d", group, resp.ErrorCode)
-			}
-			time.Sleep(50 * time.Millisecond)
+		var resp *kmsg.ShareGroupHeartbeatResponse
+		if !testwait.Until(15*time.Second, func() bool {
+			resp = shareHB(t, cl, group, "AAAAAAAAAAAAAAAAAAAAAA", 0, "hb-topic")
+			return resp.ErrorCode == 0
+		}) {
+			t.Fatalf("join %s: error %d", group, resp.ErrorCode)
 		}
+		return resp.HeartbeatIntervalMillis
 	}
 	if got := join("tuned"); got != 6000 {
 		t.Fatalf("tuned group's heartbeat interval %d ms, want 6000", got)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestMemBudget: queued.max.request.bytes makes a reader wait while the
@@ -22,18 +24,11 @@ func TestMemBudget(t *testing.T) {
 	}
 	got := make(chan bool, 1)
 	go func() { got <- b.acquire(10, never) }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	testwait.For(t, 10*time.Second, func() bool {
 		b.mu.Lock()
-		w := b.waiters
-		b.mu.Unlock()
-		if w == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second acquire never waited")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer b.mu.Unlock()
+		return b.waiters == 1
+	}, "the second acquire never waited")
 	select {
 	case <-got:
 		t.Fatal("acquired past the budget")

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/internal/groupconfig"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -197,13 +199,15 @@ func TestShareGroupKgoMembersSharePartition(t *testing.T) {
 		wg.Wait()
 	}()
 	adm := c.admin()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var n, members int
+	var ds kadm.DescribedShareGroups
+	var err error
+	if !testwait.Until(30*time.Second, func() bool {
 		mu.Lock()
-		n := len(seen)
+		n = len(seen)
 		mu.Unlock()
-		ds, err := adm.DescribeShareGroups(testCtx(t), "pool")
-		members := 0
+		ds, err = adm.DescribeShareGroups(testCtx(t), "pool")
+		members = 0
 		if err == nil {
 			for _, m := range ds["pool"].Members {
 				if ps := m.Assignment["q"]; len(ps) == 1 {
@@ -213,13 +217,9 @@ func TestShareGroupKgoMembersSharePartition(t *testing.T) {
 				}
 			}
 		}
-		if n == 300 && members == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumed %d of 300, %d members assigned q-0: %v %+v", n, members, err, ds)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+		return n == 300 && members == 3
+	}) {
+		t.Fatalf("consumed %d of 300, %d members assigned q-0: %v %+v", n, members, err, ds)
 	}
 	mu.Lock()
 	per := map[string]int{}
@@ -233,15 +233,10 @@ func TestShareGroupKgoMembersSharePartition(t *testing.T) {
 	mu.Unlock()
 
 	clients["w3"].Close()
-	deadline = time.Now().Add(15 * time.Second)
-	for {
-		ds, err := adm.DescribeShareGroups(testCtx(t), "pool")
-		if err == nil && len(ds["pool"].Members) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("w3 never left: %v %+v", err, ds)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	if !testwait.Until(15*time.Second, func() bool {
+		ds, err = adm.DescribeShareGroups(testCtx(t), "pool")
+		return err == nil && len(ds["pool"].Members) == 2
+	}) {
+		t.Fatalf("w3 never left: %v %+v", err, ds)
 	}
 }

@@ -401,16 +401,13 @@ func TestShareGroupOffsetsRefusedWhileActive(t *testing.T) {
 		}
 	}()
 	adm := c.admin()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ds, err := adm.DescribeShareGroups(testCtx(t), "busy")
-		if err == nil && len(ds["busy"].Members) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the share consumer never joined: %v %+v", err, ds)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	var ds kadm.DescribedShareGroups
+	var err error
+	if !testwait.Until(15*time.Second, func() bool {
+		ds, err = adm.DescribeShareGroups(testCtx(t), "busy")
+		return err == nil && len(ds["busy"].Members) > 0
+	}) {
+		t.Fatalf("the share consumer never joined: %v %+v", err, ds)
 	}
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "busyq", Partition: 0, At: 0})

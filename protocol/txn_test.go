@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/txncoord"
 )
@@ -231,22 +232,19 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 		t.Fatal(err)
 	}
 	adm := c.admin()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var d kadm.DescribedTransaction
+	if !testwait.Until(5*time.Second, func() bool {
 		dt, err := adm.DescribeTransactions(ctx, "slow")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := dt["slow"]; d.State == "CompleteAbort" {
-			if d.ProducerEpoch != 1 {
-				t.Fatalf("epoch after the timeout abort %d, want 1", d.ProducerEpoch)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not aborted: %+v", dt["slow"])
-		}
-		time.Sleep(50 * time.Millisecond)
+		d = dt["slow"]
+		return d.State == "CompleteAbort"
+	}) {
+		t.Fatalf("not aborted: %+v", d)
+	}
+	if d.ProducerEpoch != 1 {
+		t.Fatalf("epoch after the timeout abort %d, want 1", d.ProducerEpoch)
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err == nil {
 		t.Fatal("commit after the timeout abort succeeded")
