@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/kafkajars"
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // kafkaTools maps the scripts of Kafka's distribution (bin/<name>.sh) to
@@ -200,17 +201,14 @@ func with(base []string, more ...string) []string {
 // waitTool polls a tool until its stdout contains want, for up to 30 s.
 func (r *toolRunner) waitTool(want, tool string, args ...string) string {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var last toolResult
-	for time.Now().Before(deadline) {
+	if !testwait.Until(30*time.Second, func() bool {
 		last = r.run("", tool, args...)
-		if last.Exit == 0 && strings.Contains(last.Out, want) {
-			return last.Out
-		}
-		time.Sleep(200 * time.Millisecond)
+		return last.Exit == 0 && strings.Contains(last.Out, want)
+	}) {
+		r.t.Fatalf("%s %s: never printed %q; last: %s", tool, strings.Join(args, " "), want, last)
 	}
-	r.t.Fatalf("%s %s: never printed %q; last: %s", tool, strings.Join(args, " "), want, last)
-	return ""
+	return last.Out
 }
 
 // TestKafkaTools runs Kafka 4.4.0's command-line tools, from its jars and
@@ -240,14 +238,11 @@ func TestKafkaTools(t *testing.T) {
 		r.ok("kafka-topics", append(bs, "--create", "--topic", "tools-doomed", "--partitions", "1")...)
 		wantLines(t, "list", r.ok("kafka-topics", append(bs, "--list")...), "tools-topics\n", "tools-doomed\n")
 		r.ok("kafka-topics", append(bs, "--delete", "--topic", "tools-doomed")...)
-		deadline := time.Now().Add(30 * time.Second)
-		for out := ""; ; time.Sleep(200 * time.Millisecond) {
-			if out = r.ok("kafka-topics", append(bs, "--list")...); !strings.Contains(out, "tools-doomed") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("tools-doomed still listed 30 s after --delete:\n%s", out)
-			}
+		if !testwait.Until(30*time.Second, func() bool {
+			out = r.ok("kafka-topics", append(bs, "--list")...)
+			return !strings.Contains(out, "tools-doomed")
+		}) {
+			t.Fatalf("tools-doomed still listed 30 s after --delete:\n%s", out)
 		}
 		r.fails("Topic 'tools-doomed' does not exist as expected", "kafka-topics", append(bs, "--describe", "--topic", "tools-doomed")...)
 	})
@@ -600,16 +595,12 @@ func TestKafkaTools(t *testing.T) {
 		describeShare := func(want string) {
 			t.Helper()
 			row := regexp.MustCompile(`(?m)^tools-sg\s+tools-share\s+0\s+` + want + `\s*$`)
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				out := r.ok("kafka-share-groups", append(bs, "--describe", "--group", "tools-sg")...)
-				if row.MatchString(out) {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("kafka-share-groups --describe never showed START-OFFSET LAG %q:\n%s", want, out)
-				}
-				time.Sleep(300 * time.Millisecond)
+			var out string
+			if !testwait.Until(30*time.Second, func() bool {
+				out = r.ok("kafka-share-groups", append(bs, "--describe", "--group", "tools-sg")...)
+				return row.MatchString(out)
+			}) {
+				t.Fatalf("kafka-share-groups --describe never showed START-OFFSET LAG %q:\n%s", want, out)
 			}
 		}
 		share()
@@ -742,20 +733,16 @@ func TestKafkaToolsCluster(t *testing.T) {
 	}
 	waitLine := func(p int, want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			l := partitionLine(p)
+		var l string
+		if !testwait.Until(60*time.Second, func() bool {
+			l = partitionLine(p)
 			ok := true
 			for _, w := range want {
 				ok = ok && strings.Contains(l, w)
 			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("partition %d never showed %q: %s", p, want, l)
-			}
-			time.Sleep(300 * time.Millisecond)
+			return ok
+		}) {
+			t.Fatalf("partition %d never showed %q: %s", p, want, l)
 		}
 	}
 
@@ -780,23 +767,18 @@ func TestKafkaToolsCluster(t *testing.T) {
 		`{"topic":"tools-move","partition":1,"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}`)
 	wantLines(t, "execute", r.ok("kafka-reassign-partitions", with(bs, "--execute", "--reassignment-json-file", plan)...),
 		"Successfully started partition reassignments for tools-move-0,tools-move-1")
-	var deadline time.Time
 	verify := func(plan string, parts ...int) {
 		t.Helper()
-		deadline = time.Now().Add(90 * time.Second)
-		for {
-			res := r.run("", "kafka-reassign-partitions", with(bs, "--verify", "--reassignment-json-file", plan)...)
+		var res toolResult
+		if !testwait.Until(90*time.Second, func() bool {
+			res = r.run("", "kafka-reassign-partitions", with(bs, "--verify", "--reassignment-json-file", plan)...)
 			done := res.Exit == 0
 			for _, p := range parts {
 				done = done && strings.Contains(res.Out, fmt.Sprintf("Reassignment of partition tools-move-%d is completed.", p))
 			}
-			if done {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("reassignment never completed: %s", res)
-			}
-			time.Sleep(500 * time.Millisecond)
+			return done
+		}) {
+			t.Fatalf("reassignment never completed: %s", res)
 		}
 	}
 	verify(plan, 0, 1)
@@ -835,12 +817,11 @@ func TestKafkaToolsCluster(t *testing.T) {
 	if out := r.ok("kafka-leader-election", all...); out != "" && !strings.HasPrefix(out, "Successfully completed leader election (PREFERRED) for partitions ") {
 		t.Fatalf("all partitions: %s", out)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for out := r.ok("kafka-leader-election", all...); strings.TrimSpace(out) != ""; out = r.ok("kafka-leader-election", all...) {
-		if time.Now().After(deadline) {
-			t.Fatalf("all partitions, 30 s after electing the preferred leaders: want no output, got:\n%s", out)
-		}
-		time.Sleep(500 * time.Millisecond)
+	if !testwait.Until(30*time.Second, func() bool {
+		out = r.ok("kafka-leader-election", all...)
+		return strings.TrimSpace(out) == ""
+	}) {
+		t.Fatalf("all partitions, 30 s after electing the preferred leaders: want no output, got:\n%s", out)
 	}
 
 	wantLines(t, "log-dirs", r.ok("kafka-log-dirs", with(bs, "--describe", "--topic-list", "tools-move")...),
