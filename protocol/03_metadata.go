@@ -52,6 +52,9 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	b := s.broker
 	live := make(map[int32]bool)
 	for _, bi := range b.Brokers() {
+		if bi.Fenced {
+			continue // its replicas are reported offline (replication/fencing.go)
+		}
 		live[bi.NodeID] = true
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port, mb.Rack = bi.NodeID, bi.Host, bi.Port, nullableString(bi.Rack)

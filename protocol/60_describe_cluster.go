@@ -15,8 +15,9 @@ import (
 //     MISMATCHED_ENDPOINT_TYPE, what a Kafka broker listener answers (KIP-919:
 //     controllers are asked on the controller listener); anything else gets
 //     UNSUPPORTED_ENDPOINT_TYPE.
-//   - IncludeFencedBrokers (v2+): Strata does not fence brokers, so every
-//     broker is listed with IsFenced false.
+//   - Brokers the controller fenced (not heard from for
+//     broker.session.timeout.ms; replication/fencing.go) are left out, or,
+//     with IncludeFencedBrokers (v2+), listed with IsFenced true.
 //   - Cluster authorized operations: -2147483648 (not computed, no ACLs yet).
 //
 // Version notes:
@@ -40,8 +41,12 @@ func (s *Server) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeCl
 	resp.ClusterID = b.ClusterID()
 	resp.ControllerID = b.ControllerID()
 	for _, bi := range b.Brokers() {
+		if bi.Fenced && (req.Version < 2 || !req.IncludeFencedBrokers) {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = bi.NodeID, bi.Host, bi.Port, nullableString(bi.Rack)
+		rb.IsFenced = bi.Fenced
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return resp, nil

@@ -37,6 +37,10 @@ var (
 // BrokerInfo is one registered broker.
 type BrokerInfo struct {
 	NodeID int32
+	// Fenced is set by the controller when it has not heard from the
+	// broker for broker.session.timeout.ms (fencing.go): Metadata leaves
+	// it out until it is heard from again.
+	Fenced bool `json:",omitempty"`
 	Host   string
 	Port   int32
 	Rack   string // "" = none
@@ -122,6 +126,10 @@ type BrokerConfig struct {
 	// LeaderRebalance gives leaderships back to preferred replicas
 	// (auto.leader.rebalance.enable; rebalance.go). Off when zero.
 	LeaderRebalance LeaderRebalanceConfig
+	// BrokerSessionTimeout is broker.session.timeout.ms: the controller
+	// fences a broker it has not heard from for this long (fencing.go).
+	// 0 = no fencing.
+	BrokerSessionTimeout time.Duration
 }
 
 // Voter is one member of the metadata quorum: controller.quorum.voters'

@@ -92,6 +92,8 @@ type Broker struct {
 	reassignDone chan struct{}
 	// rebalanceDone closes when rebalanceLoop (rebalance.go) ends.
 	rebalanceDone chan struct{}
+	// fenceDone closes when fenceLoop (fencing.go) ends.
+	fenceDone chan struct{}
 	// announce wakes announceCommits (broker_raft.go) after a proposal
 	// committed here; announceDone closes when it ends.
 	announce     chan struct{}
@@ -148,7 +150,8 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
 		observerDone: make(chan struct{}), memoDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{}),
-		announce: make(chan struct{}, 1), announceDone: make(chan struct{}), rebalanceDone: make(chan struct{})}
+		announce: make(chan struct{}, 1), announceDone: make(chan struct{}), rebalanceDone: make(chan struct{}),
+		fenceDone: make(chan struct{})}
 	if cfg.PartitionHeartbeat > 0 {
 		b.partitionTiming = partitionTimingFor(cfg.PartitionHeartbeat)
 	}
@@ -162,6 +165,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	go b.reassignLoop()
 	go b.announceCommits()
 	go b.rebalanceLoop()
+	go b.fenceLoop()
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -196,7 +200,7 @@ func (b *Broker) closeRaft() error {
 	// Bounded: a report proposed just as raft shut down may wait on a
 	// future raft never answers (an entry left in its apply queue); its
 	// goroutine must not hold Close forever.
-	for _, done := range []chan struct{}{b.observerDone, b.memoDone, b.reporterDone, b.reassignDone, b.announceDone, b.rebalanceDone} {
+	for _, done := range []chan struct{}{b.observerDone, b.memoDone, b.reporterDone, b.reassignDone, b.announceDone, b.rebalanceDone, b.fenceDone} {
 		select {
 		case <-done:
 		case <-time.After(2 * time.Second):
@@ -516,11 +520,13 @@ func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment,
 }
 
 // autoAssign places partitions first..first+n-1 round-robin over the
-// registered brokers, rf replicas each.
+// registered brokers that are not fenced, rf replicas each.
 func autoAssign(img *image, first, n int32, rf int) ([]Assignment, error) {
 	nodes := make([]int32, 0, len(img.brokers))
-	for id := range img.brokers {
-		nodes = append(nodes, id)
+	for id, bi := range img.brokers {
+		if !bi.Fenced {
+			nodes = append(nodes, id)
+		}
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
 	if rf <= 0 {

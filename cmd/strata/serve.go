@@ -155,7 +155,8 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		ReplicationListener:      repLn, // owned by the broker from here on
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
 		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
-		LeaderRebalance:          cfg.Rebalance,
+		LeaderRebalance:          cfg.Rebalance.LeaderRebalanceConfig,
+		BrokerSessionTimeout:     cfg.Rebalance.SessionTimeout,
 		FS:                       faults.FS,
 		Now:                      faults.Now,
 	}, logs)
