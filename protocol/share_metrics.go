@@ -17,6 +17,8 @@ import (
 //	strata_share_acknowledgements_total{group,topic,partition,type}   accept, release, reject, renew, gap
 //	strata_share_records_archived_total{group,topic,partition,cause}  delivery_limit (poison), rejected, skipped (control, aborted, gone)
 //	strata_share_lock_expirations_total{group,topic,partition}        locks that lapsed
+//	strata_share_redeliveries_delayed_total{group,topic,partition}    records released (or lapsed) that wait for their backoff
+//	strata_share_records_delayed{group,topic,partition}               records waiting for their redelivery backoff now
 //	strata_share_partition_lag{group,topic,partition}                 records not yet acknowledged or archived (backlog)
 //	strata_share_records_in_flight{group,topic,partition}             records acquired under a live lock
 //	strata_share_oldest_unacked_age_seconds{group,topic,partition}    age (by record timestamp) of the oldest such record
@@ -28,7 +30,7 @@ import (
 // groups and partitions that exist.
 
 type shareCounters struct {
-	acquired, redelivered, expired              int64
+	acquired, redelivered, expired, delayed     int64
 	accepted, released, rejected, renewed, gaps int64
 	archivedLimit, archivedSkip                 int64
 }
@@ -53,6 +55,7 @@ func (m *shareMetrics) add(k shareKey, st sharepart.Stats) {
 	c.acquired += int64(st.Acquired)
 	c.redelivered += int64(st.Redelivered)
 	c.expired += int64(st.Expired)
+	c.delayed += int64(st.Delayed)
 	c.accepted += int64(st.Accepted)
 	c.released += int64(st.Released)
 	c.rejected += int64(st.Rejected)
@@ -69,6 +72,8 @@ var (
 	descShareAcks     = prometheus.NewDesc("strata_share_acknowledgements_total", "Records acknowledged, by acknowledgement type (accept, release, reject, renew, gap).", append(shareLabels[:3:3], "type"), nil)
 	descShareArchived = prometheus.NewDesc("strata_share_records_archived_total", "Records archived without being accepted, by cause: delivery_limit (the delivery count limit), rejected, skipped (control batches, aborted transactions, records gone from the log).", append(shareLabels[:3:3], "cause"), nil)
 	descShareExpired  = prometheus.NewDesc("strata_share_lock_expirations_total", "Acquisition locks that lapsed before their records were acknowledged.", shareLabels, nil)
+	descShareDelayedT = prometheus.NewDesc("strata_share_redeliveries_delayed_total", "Records released, or whose lock lapsed, that were made to wait for their redelivery backoff (strata.share.redelivery.backoff.*).", shareLabels, nil)
+	descShareDelayed  = prometheus.NewDesc("strata_share_records_delayed", "Records waiting for their redelivery backoff: available again, not before a later time.", shareLabels, nil)
 	descShareLag      = prometheus.NewDesc("strata_share_partition_lag", "Records of the partition not yet acknowledged or archived by the share group (its backlog).", shareLabels, nil)
 	descShareInFlight = prometheus.NewDesc("strata_share_records_in_flight", "Records acquired by a member under a live lock.", shareLabels, nil)
 	descShareOldest   = prometheus.NewDesc("strata_share_oldest_unacked_age_seconds", "Age, by its timestamp, of the oldest record not yet acknowledged or archived (0 when none).", shareLabels, nil)
@@ -79,7 +84,7 @@ var (
 type shareCollector struct{ s *Server }
 
 func (c shareCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descShareAcquired, descShareRedeliv, descShareAcks, descShareArchived, descShareExpired, descShareLag, descShareInFlight, descShareOldest, descShareSessions} {
+	for _, d := range []*prometheus.Desc{descShareAcquired, descShareRedeliv, descShareAcks, descShareArchived, descShareExpired, descShareDelayedT, descShareDelayed, descShareLag, descShareInFlight, descShareOldest, descShareSessions} {
 		ch <- d
 	}
 	dlqDescribe(ch)
@@ -107,6 +112,7 @@ func (c shareCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descShareAcquired, v.acquired)
 		counter(descShareRedeliv, v.redelivered)
 		counter(descShareExpired, v.expired)
+		counter(descShareDelayedT, v.delayed)
 		counter(descShareAcks, v.accepted, "accept")
 		counter(descShareAcks, v.released, "release")
 		counter(descShareAcks, v.rejected, "reject")
@@ -146,6 +152,7 @@ func (c shareCollector) Collect(ch chan<- prometheus.Metric) {
 				acquired, _, _ := st.Counts(now.UnixMilli())
 				ch <- prometheus.MustNewConstMetric(descShareLag, prometheus.GaugeValue, float64(sharepart.Lag(st, hw)), lv...)
 				ch <- prometheus.MustNewConstMetric(descShareInFlight, prometheus.GaugeValue, float64(acquired), lv...)
+				ch <- prometheus.MustNewConstMetric(descShareDelayed, prometheus.GaugeValue, float64(st.Delayed(now.UnixMilli())), lv...)
 				age := 0.0
 				if off := sharepart.OldestUnacked(st, hw); off >= 0 {
 					if ts, ok := lp.FirstTimestamp(off); ok {

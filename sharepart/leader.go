@@ -114,6 +114,9 @@ type Stats struct {
 	Renewed     int
 	Gaps        int
 	Expired     int // locks that lapsed (Expire)
+	// Delayed: records released, or whose lock lapsed, that wait for
+	// their redelivery backoff (strata.share.redelivery.backoff.*).
+	Delayed int
 	// Archived by cause: the delivery count limit, or skipped (control
 	// batches, aborted transactions, records below the log start).
 	ArchivedLimit int
@@ -134,6 +137,7 @@ func (s *Stats) Add(o Stats) {
 	s.Renewed += o.Renewed
 	s.Gaps += o.Gaps
 	s.Expired += o.Expired
+	s.Delayed += o.Delayed
 	s.ArchivedLimit += o.ArchivedLimit
 	s.ArchivedSkip += o.ArchivedSkip
 	s.DeadLettered += o.DeadLettered
@@ -301,9 +305,11 @@ func Ack(s *State, group, member string, cfg Config, batches []AckBatch, renew b
 				x.Deadline = notBefore(cfg, off, r.count, nowMs)
 				st.Released++
 				if r.count >= cfg.DeliveryLimit {
-					x.State = Archived
+					x.State, x.Deadline = Archived, 0
 					st.ArchivedLimit++
 					dead.add(off, r, ReasonMaxDeliveries, member)
+				} else if x.Deadline > 0 {
+					st.Delayed++
 				}
 			case AckReject:
 				x.State = Archived
@@ -400,9 +406,11 @@ func Expire(s *State, group string, cfg Config, nowMs int64) (Delta, Stats, int6
 		x := Range{First: off, Last: off, State: Available, Count: r.count, FirstMs: r.first, LastMs: r.last, Deadline: notBefore(cfg, off, r.count, r.deadline)}
 		st.Expired++
 		if r.count >= cfg.DeliveryLimit {
-			x.State = Archived
+			x.State, x.Deadline = Archived, 0
 			st.ArchivedLimit++
 			dead.add(off, r, ReasonMaxDeliveries, "")
+		} else if x.Deadline > nowMs {
+			st.Delayed++
 		}
 		ranges = appendRange1(ranges, x)
 	}

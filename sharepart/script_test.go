@@ -315,6 +315,7 @@ func stats(st Stats) string {
 	add("renewed", st.Renewed)
 	add("gaps", st.Gaps)
 	add("expired", st.Expired)
+	add("delayed", st.Delayed)
 	add("archived-limit", st.ArchivedLimit)
 	add("archived-skip", st.ArchivedSkip)
 	add("dead-lettered", st.DeadLettered)

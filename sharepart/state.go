@@ -96,6 +96,18 @@ func (s *State) Counts(nowMs int64) (acquired, available, done int) {
 	return
 }
 
+// Delayed counts the records that wait for their redelivery backoff at
+// now (unix ms): available again, but not before a later time.
+func (s *State) Delayed(nowMs int64) int {
+	n := 0
+	for _, r := range s.recs {
+		if r.state == Available && r.deadline > nowMs {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *State) clone() *State {
 	c := *s
 	c.recs = append([]rec(nil), s.recs...)
