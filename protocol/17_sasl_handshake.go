@@ -10,7 +10,7 @@ import (
 	"github.com/strata-io/strata/internal/auth"
 )
 
-// SaslHandshake: v1
+// SaslHandshake: v0-1
 //
 // Behaviour:
 //   - On a SASL listener (SASL_PLAINTEXT, SASL_SSL), before
@@ -23,9 +23,14 @@ import (
 //   - The reader handles it before reading the next request
 //     (listener_security.go).
 //
-// Differences from Kafka: v0 (raw SASL tokens after the handshake) is not
-// served (Kafka 4 removed it, KIP-896).
-func init() { register(17, 1, 1, barrier, (*Server).handleSaslHandshake) }
+// Version notes:
+//   - v0 is listed because librdkafka takes SaslHandshake support from
+//     v0 being in the range (Kafka 4 keeps it for that reason), then uses
+//     v1. After a v0 handshake Kafka expects raw SASL tokens without
+//     request framing (pre-KIP-152 clients); Strata does not, so such a
+//     client's next frame fails to parse and the connection closes.
+//   - v1: SaslAuthenticate carries the exchange.
+func init() { register(17, 0, 1, barrier, (*Server).handleSaslHandshake) }
 
 func (s *Server) handleSaslHandshake(ctx context.Context, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)

@@ -116,7 +116,7 @@
 //	 14 SyncGroup                        0-5      barrier    14_sync_group.go
 //	 15 DescribeGroups                   0-6      concurrent 15_describe_groups.go
 //	 16 ListGroups                       0-5      concurrent 16_list_groups.go
-//	 17 SASLHandshake                    1-1      barrier    17_sasl_handshake.go
+//	 17 SASLHandshake                    0-1      barrier    17_sasl_handshake.go
 //	 18 ApiVersions                      0-4      concurrent 18_api_versions.go
 //	 19 CreateTopics                     0-7      barrier    19_create_topics.go
 //	 20 DeleteTopics                     0-6      barrier    20_delete_topics.go

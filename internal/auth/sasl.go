@@ -289,7 +289,10 @@ func (s *scram) final(msg string) ([]byte, bool, string, error) {
 	if len(order) < 2 || order[0] != 'c' || order[1] != 'r' {
 		return nil, false, "", fmt.Errorf("%w: SCRAM client-final message needs c= and r=", ErrBadMessage)
 	}
-	if attrs['r'] != s.nonce {
+	// The nonce must end with the server's (as Kafka checks it): librdkafka
+	// sends its own nonce again before the server's. The proof covers the
+	// message as sent, so the fresh server nonce still prevents replays.
+	if !strings.HasSuffix(attrs['r'], s.nonce) {
 		return nil, false, "", fmt.Errorf("%w: SCRAM nonce mismatch", ErrBadMessage)
 	}
 	cb, err := base64.StdEncoding.DecodeString(attrs['c'])
