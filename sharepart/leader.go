@@ -1,6 +1,9 @@
 package sharepart
 
-import "errors"
+import (
+	"errors"
+	"sort"
+)
 
 // The leader's decisions: each reads a State (never changes it) and
 // returns the Delta that carries it out once applied. The caller holds the
@@ -117,6 +120,9 @@ type Stats struct {
 	// Delayed: records released, or whose lock lapsed, that wait for
 	// their redelivery backoff (strata.share.redelivery.backoff.*).
 	Delayed int
+	// Hurried: waiting records delivered before their backoff ended
+	// because the record-lock window was full (Acquire).
+	Hurried int
 	// Archived by cause: the delivery count limit, or skipped (control
 	// batches, aborted transactions, records below the log start).
 	ArchivedLimit int
@@ -138,6 +144,7 @@ func (s *Stats) Add(o Stats) {
 	s.Gaps += o.Gaps
 	s.Expired += o.Expired
 	s.Delayed += o.Delayed
+	s.Hurried += o.Hurried
 	s.ArchivedLimit += o.ArchivedLimit
 	s.ArchivedSkip += o.ArchivedSkip
 	s.DeadLettered += o.DeadLettered
@@ -199,6 +206,7 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		st.ArchivedSkip += int(min(p.LogStart, s.End()) - s.Start)
 	}
 	from := max(s.Start, p.LogStart)
+	var waiting []int64 // records passed over for their backoff, in offset order
 	for off := from; off < s.End() && n < p.Max; off++ {
 		r := s.recs[off-s.Start]
 		if r.state != Available && (r.state != Acquired || r.deadline > p.NowMs) {
@@ -207,9 +215,11 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		// Delayed redelivery: a released record's not-before time, or a
 		// lapsed lock's deadline plus the backoff.
 		if r.state == Available && r.deadline > p.NowMs {
+			waiting = append(waiting, off)
 			continue
 		}
 		if r.state == Acquired && r.count < cfg.DeliveryLimit && r.deadline+cfg.BackoffAt(r.count, off) > p.NowMs {
+			waiting = append(waiting, off)
 			continue
 		}
 		if r.count >= cfg.DeliveryLimit {
@@ -247,11 +257,41 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		take(first, last, 1, p.NowMs)
 		next = last + 1
 	}
+	// A backoff never stalls the partition: a waiting record holds the
+	// start offset, so with the record-lock window full (records past it
+	// wait in the log) nothing else could be delivered until its time;
+	// then the oldest waiting records are delivered now instead.
+	if n < p.Max && len(waiting) > 0 && blockedBy(batches, window) {
+		for _, off := range waiting {
+			if n >= p.Max {
+				break
+			}
+			r := s.recs[off-s.Start]
+			firstMs := r.first
+			if firstMs == 0 {
+				firstMs = p.NowMs
+			}
+			take(off, off, r.count+1, firstMs)
+			st.Hurried++
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].First < out[j].First })
+	}
 	if len(ranges) > 0 || start >= 0 {
 		d.Set(group, start, ranges...)
 	}
 	dead.into(&d, group, &st)
 	return d, out, st
+}
+
+// blockedBy reports whether records wait in the log at or past window
+// (the first offset past the record-lock window).
+func blockedBy(batches []Batch, window int64) bool {
+	for _, b := range batches {
+		if b.Last >= window {
+			return true
+		}
+	}
+	return false
 }
 
 // AckBatch is one acknowledgement batch: Types has one type for every

@@ -316,6 +316,7 @@ func stats(st Stats) string {
 	add("gaps", st.Gaps)
 	add("expired", st.Expired)
 	add("delayed", st.Delayed)
+	add("hurried", st.Hurried)
 	add("archived-limit", st.ArchivedLimit)
 	add("archived-skip", st.ArchivedSkip)
 	add("dead-lettered", st.DeadLettered)
