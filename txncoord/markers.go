@@ -147,7 +147,7 @@ func (c *Coordinator) writeMarkers(stop <-chan struct{}, partition int32, j mark
 			return nil
 		}
 		c.stats.markerFailures.Add(int64(len(failed)))
-		c.cfg.Logger.Warn("transaction markers not written yet; retrying", "transactional_id", j.id, "partitions", len(failed), "err", lastErr)
+		c.cfg.Logger.Warn("transaction markers not written yet; retrying", "transactional_id", j.id, "partitions", len(failed), "first", failed[0].topic+"-"+strconv.Itoa(int(failed[0].partition)), "err", lastErr)
 		remaining = failed
 		t := time.NewTimer(backoff)
 		select {

@@ -228,10 +228,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var wg sync.WaitGroup
 	var werrs []error
 	var werrMu sync.Mutex
+	running := map[string]bool{} // protected by werrMu
+	n := 0
 	spawn := func(f func() error) {
 		wg.Add(1)
+		n++
+		name := fmt.Sprintf("workload %d", n)
+		werrMu.Lock()
+		running[name] = true
+		werrMu.Unlock()
 		go func() {
 			defer wg.Done()
+			defer func() {
+				werrMu.Lock()
+				delete(running, name)
+				werrMu.Unlock()
+			}()
 			if err := f(); err != nil {
 				werrMu.Lock()
 				werrs = append(werrs, err)
@@ -276,11 +288,33 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	sleepUntil(context.Background(), healed.Add(o.ResumeWithin))
 	stopped := time.Now()
 	close(stop)
-	wg.Wait()
+	// Every client's calls are bounded (20 s at most), but a client can
+	// still hang (franz-go retries InitProducerId for ever while the
+	// coordinator answers CONCURRENT_TRANSACTIONS): a client not done a
+	// minute after the stop is a finding, and the run goes on to check.
+	stopped2 := make(chan struct{})
+	go func() { wg.Wait(); close(stopped2) }()
+	var hung []string
+	select {
+	case <-stopped2:
+	case <-time.After(time.Minute):
+		werrMu.Lock()
+		for name := range running {
+			hung = append(hung, name)
+		}
+		werrMu.Unlock()
+		sort.Strings(hung)
+	}
+	rec.close()
 	o.Logf("workload stopped %v after the heal", time.Since(healed).Round(time.Millisecond))
 
+	werrMu.Lock()
 	res := &Result{History: &rec.h, AdminCycles: admin.cycles, AdminFailed: admin.failed, AdminLast: admin.last}
 	res.Problems = append(res.Problems, errStrings(werrs)...)
+	werrMu.Unlock()
+	for _, h := range hung {
+		res.Problems = append(res.Problems, fmt.Sprintf("%s (1 p1, 2 p2, 3 x1 transactional, 4 ru, 5 rc, 6 g1, 7 g2, 8-9 share, 10 admin) still running a minute after the stop", h))
+	}
 	// Admin operations work again after the heal: one whole cycle.
 	if err := adminCycle(adm, "faults-admin-after", o.Brokers, 1); err != nil {
 		res.Problems = append(res.Problems, fmt.Sprintf("admin after the heal: %v (last failure during the faults: %s)", err, admin.last))

@@ -18,13 +18,22 @@ import (
 
 // recorder is the history being written by the workload's goroutines.
 type recorder struct {
-	mu sync.Mutex
-	h  check.History // protected by mu
+	mu     sync.Mutex
+	h      check.History // protected by mu
+	closed bool          // no more ops (a client still hung at the check); protected by mu
 }
 
 func (r *recorder) add(op check.Op) {
 	r.mu.Lock()
-	r.h.Add(op)
+	if !r.closed {
+		r.h.Add(op)
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) close() {
+	r.mu.Lock()
+	r.closed = true
 	r.mu.Unlock()
 }
 
