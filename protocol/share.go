@@ -404,7 +404,7 @@ func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxRecords
 				}
 			}
 		}
-		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: min(h.LastOffset(), end-1), Skip: skip})
+		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: min(h.LastOffset(), end-1), Skip: skip, MaxTs: h.MaxTimestamp})
 		if !skip {
 			records += int(h.LastOffset() - max(h.BaseOffset, from) + 1)
 		}

@@ -52,13 +52,15 @@ type shareSettings struct {
 	backoffInitial, backoffMax time.Duration
 	backoffMultiplier          float64
 	backoffJitter              float64
+	// ttl is strata.share.record.ttl.ms (0 = none).
+	ttl time.Duration
 }
 
 // part is the sharepart decision inputs of these settings.
 func (st shareSettings) part() sharepart.Config {
 	return sharepart.Config{LockMs: st.lock.Milliseconds(), DeliveryLimit: int16(st.deliveryLimit), MaxLocks: st.maxLocks,
 		BackoffInitialMs: st.backoffInitial.Milliseconds(), BackoffMaxMs: st.backoffMax.Milliseconds(), BackoffMultiplier: st.backoffMultiplier,
-		BackoffJitter: st.backoffJitter}
+		BackoffJitter: st.backoffJitter, TTLMs: st.ttl.Milliseconds()}
 }
 
 // shareSettings returns group's effective share settings: the group's
@@ -83,6 +85,7 @@ func (s *Server) shareSettings(group string) shareSettings {
 		backoffMax:        e.BackoffMax,
 		backoffMultiplier: e.BackoffMultiplier,
 		backoffJitter:     e.BackoffJitter,
+		ttl:               e.RecordTTL,
 	}
 }
 

@@ -120,7 +120,7 @@ type dlqWriter struct {
 
 	// Metrics (share_metrics.go).
 	waiting     atomic.Int64    // letters waiting on the partitions led here, last pass
-	written     [3]atomic.Int64 // letters written, by sharepart.Reason
+	written     [4]atomic.Int64 // letters written, by sharepart.Reason
 	recorded    atomic.Int64    // letters recorded by this broker's decisions
 	dropped     atomic.Int64    // records archived without a letter (MaxDeadLetters waiting)
 	failures    atomic.Int64    // writes that failed (retried)
@@ -737,7 +737,7 @@ func dlqDescribe(ch chan<- *prometheus.Desc) {
 }
 
 func (w *dlqWriter) collect(ch chan<- prometheus.Metric) {
-	for _, r := range []sharepart.Reason{sharepart.ReasonMaxDeliveries, sharepart.ReasonRejected} {
+	for _, r := range []sharepart.Reason{sharepart.ReasonMaxDeliveries, sharepart.ReasonRejected, sharepart.ReasonTTLExpired} {
 		ch <- prometheus.MustNewConstMetric(descDLQWritten, prometheus.CounterValue, float64(w.written[r].Load()), r.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descDLQWaiting, prometheus.GaugeValue, float64(w.waiting.Load()))

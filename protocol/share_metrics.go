@@ -19,6 +19,7 @@ import (
 //	strata_share_lock_expirations_total{group,topic,partition}        locks that lapsed
 //	strata_share_redeliveries_delayed_total{group,topic,partition}    records released (or lapsed) that wait for their backoff
 //	strata_share_records_delayed{group,topic,partition}               records waiting for their redelivery backoff now
+//	strata_share_records_expired_total{group,topic,partition}         records archived undelivered: older than strata.share.record.ttl.ms
 //	strata_share_redeliveries_hurried_total{group,topic,partition}    waiting records delivered early: the record-lock window was full
 //	strata_share_partition_lag{group,topic,partition}                 records not yet acknowledged or archived (backlog)
 //	strata_share_records_in_flight{group,topic,partition}             records acquired under a live lock
@@ -32,7 +33,7 @@ import (
 
 type shareCounters struct {
 	acquired, redelivered, expired, delayed     int64
-	hurried                                     int64
+	hurried, ttlExpired                         int64
 	accepted, released, rejected, renewed, gaps int64
 	archivedLimit, archivedSkip                 int64
 }
@@ -59,6 +60,7 @@ func (m *shareMetrics) add(k shareKey, st sharepart.Stats) {
 	c.expired += int64(st.Expired)
 	c.delayed += int64(st.Delayed)
 	c.hurried += int64(st.Hurried)
+	c.ttlExpired += int64(st.TTLExpired)
 	c.accepted += int64(st.Accepted)
 	c.released += int64(st.Released)
 	c.rejected += int64(st.Rejected)
@@ -77,6 +79,7 @@ var (
 	descShareExpired  = prometheus.NewDesc("strata_share_lock_expirations_total", "Acquisition locks that lapsed before their records were acknowledged.", shareLabels, nil)
 	descShareDelayedT = prometheus.NewDesc("strata_share_redeliveries_delayed_total", "Records released, or whose lock lapsed, that were made to wait for their redelivery backoff (strata.share.redelivery.backoff.*).", shareLabels, nil)
 	descShareHurried  = prometheus.NewDesc("strata_share_redeliveries_hurried_total", "Records delivered before their redelivery backoff ended because they held the start offset with the record-lock window full (a backoff never stalls a partition).", shareLabels, nil)
+	descShareTTL      = prometheus.NewDesc("strata_share_records_expired_total", "Records archived without being delivered: their batch was older than strata.share.record.ttl.ms (dead-lettered with reason ttl-expired when the group has a dead-letter topic).", shareLabels, nil)
 	descShareDelayed  = prometheus.NewDesc("strata_share_records_delayed", "Records waiting for their redelivery backoff: available again, not before a later time.", shareLabels, nil)
 	descShareLag      = prometheus.NewDesc("strata_share_partition_lag", "Records of the partition not yet acknowledged or archived by the share group (its backlog).", shareLabels, nil)
 	descShareInFlight = prometheus.NewDesc("strata_share_records_in_flight", "Records acquired by a member under a live lock.", shareLabels, nil)
@@ -88,7 +91,7 @@ var (
 type shareCollector struct{ s *Server }
 
 func (c shareCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descShareAcquired, descShareRedeliv, descShareAcks, descShareArchived, descShareExpired, descShareDelayedT, descShareHurried, descShareDelayed, descShareLag, descShareInFlight, descShareOldest, descShareSessions} {
+	for _, d := range []*prometheus.Desc{descShareAcquired, descShareRedeliv, descShareAcks, descShareArchived, descShareExpired, descShareDelayedT, descShareHurried, descShareTTL, descShareDelayed, descShareLag, descShareInFlight, descShareOldest, descShareSessions} {
 		ch <- d
 	}
 	dlqDescribe(ch)
@@ -118,6 +121,7 @@ func (c shareCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descShareExpired, v.expired)
 		counter(descShareDelayedT, v.delayed)
 		counter(descShareHurried, v.hurried)
+		counter(descShareTTL, v.ttlExpired)
 		counter(descShareAcks, v.accepted, "accept")
 		counter(descShareAcks, v.released, "release")
 		counter(descShareAcks, v.rejected, "reject")

@@ -28,6 +28,9 @@ const (
 	ReasonMaxDeliveries Reason = 1
 	// ReasonRejected: a member acknowledged it with REJECT.
 	ReasonRejected Reason = 2
+	// ReasonTTLExpired: never delivered, older than the group's
+	// time-to-live (strata.share.record.ttl.ms).
+	ReasonTTLExpired Reason = 3
 )
 
 // String is the reason as the strata.dlq.reason header carries it.
@@ -37,6 +40,8 @@ func (r Reason) String() string {
 		return "max-deliveries"
 	case ReasonRejected:
 		return "rejected"
+	case ReasonTTLExpired:
+		return "ttl-expired"
 	}
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
@@ -48,11 +53,15 @@ func (r Reason) Message() string {
 		return "Offset delivery count exceeded the threshold."
 	case ReasonRejected:
 		return "Offset rejected by client."
+	case ReasonTTLExpired:
+		return "Record time-to-live expired before delivery."
 	}
 	return r.String()
 }
 
-func validReason(r Reason) bool { return r == ReasonMaxDeliveries || r == ReasonRejected }
+func validReason(r Reason) bool {
+	return r == ReasonMaxDeliveries || r == ReasonRejected || r == ReasonTTLExpired
+}
 
 // DeadLetter is one record waiting to be written to the dead-letter topic.
 type DeadLetter struct {

@@ -36,6 +36,10 @@ type Config struct {
 	// delay d becomes one in (d*(1-BackoffJitter), d], drawn per record
 	// and delivery (BackoffAt).
 	BackoffJitter float64
+	// TTLMs (strata.share.record.ttl.ms; 0 = none): a batch never
+	// delivered whose newest timestamp is older than this is archived
+	// (dead-lettered with ReasonTTLExpired) instead of delivered.
+	TTLMs int64
 }
 
 // Backoff is how long a record delivered count times waits before it is
@@ -98,6 +102,8 @@ type Batch struct {
 	// Skip: a control batch, or an aborted transaction's batch read
 	// read_committed: never delivered, archived as it is passed.
 	Skip bool
+	// MaxTs is the batch's newest record timestamp (unix ms; 0 = unknown).
+	MaxTs int64
 }
 
 // AcquiredRange is a range of offsets acquired with one delivery count, as a
@@ -123,6 +129,8 @@ type Stats struct {
 	// Hurried: waiting records delivered before their backoff ended
 	// because the record-lock window was full (Acquire).
 	Hurried int
+	// TTLExpired: records archived undelivered, older than the TTL.
+	TTLExpired int
 	// Archived by cause: the delivery count limit, or skipped (control
 	// batches, aborted transactions, records below the log start).
 	ArchivedLimit int
@@ -145,6 +153,7 @@ func (s *Stats) Add(o Stats) {
 	s.Expired += o.Expired
 	s.Delayed += o.Delayed
 	s.Hurried += o.Hurried
+	s.TTLExpired += o.TTLExpired
 	s.ArchivedLimit += o.ArchivedLimit
 	s.ArchivedSkip += o.ArchivedSkip
 	s.DeadLettered += o.DeadLettered
@@ -248,6 +257,17 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		if b.Skip {
 			ranges = append(ranges, Range{First: first, Last: last, State: Archived})
 			st.ArchivedSkip += int(last - first + 1)
+			next = last + 1
+			continue
+		}
+		if cfg.TTLMs > 0 && b.MaxTs > 0 && b.MaxTs+cfg.TTLMs <= p.NowMs {
+			// Expired before its first delivery: every record of the
+			// batch is older than the TTL.
+			ranges = append(ranges, Range{First: first, Last: last, State: Archived})
+			st.TTLExpired += int(last - first + 1)
+			for off := first; off <= last; off++ {
+				dead.add(off, rec{}, ReasonTTLExpired, "")
+			}
 			next = last + 1
 			continue
 		}

@@ -18,9 +18,9 @@ import (
 // Commands (the format: internal/script; GROUP is a share group's name,
 // every state-changing command prints the group's state after it):
 //
-//	config [lock=MS] [limit=N] [locks=N] [backoff=INITIAL,MAX,MULTIPLIER] [jitter=F] [paused=on|off] [dlq=on|off]
+//	config [lock=MS] [limit=N] [locks=N] [backoff=INITIAL,MAX,MULTIPLIER] [jitter=F] [ttl=MS] [paused=on|off] [dlq=on|off]
 //	                                      config lock=1000 limit=4
-//	log [start=N] SPAN...                 log 0-4 c5 6-9 a10-12   (batches; c: control, a: aborted, both skipped)
+//	log [start=N] SPAN[@AGE]...           log 0-4 c5 6-9 a10-12 13-15@5000 (batches; c: control, a: aborted, both skipped; @AGE: newest timestamp AGE ms ago)
 //	advance MS                            advance 1500            (moves the clock)
 //	init GROUP start=N                    init g start=0
 //	reset GROUP start=N                   reset g start=10
@@ -157,6 +157,10 @@ func (sc *shareScript) config(c *script.Case) string {
 		}
 		return b.String() + " ms"
 	}
+	if v, ok := c.Arg("ttl"); ok {
+		sc.cfg.TTLMs = sc.atoi(v)
+		return fmt.Sprintf("ttl=%d", sc.cfg.TTLMs)
+	}
 	if v, ok := c.Arg("paused"); ok {
 		sc.cfg.Paused = v == "on"
 		return fmt.Sprintf("lock=%d limit=%d locks=%d paused=%v", sc.cfg.LockMs, sc.cfg.DeliveryLimit, sc.cfg.MaxLocks, sc.cfg.Paused)
@@ -177,8 +181,13 @@ func (sc *shareScript) log(c *script.Case) string {
 			continue
 		}
 		skip := strings.HasPrefix(x, "c") || strings.HasPrefix(x, "a")
-		a, b := sc.span(strings.TrimLeft(x, "ca"))
-		sc.batches = append(sc.batches, Batch{First: a, Last: b, Skip: skip})
+		x, ts, _ := strings.Cut(x, "@") // SPAN@MS: the batch's newest timestamp, MS before now
+		bt := Batch{Skip: skip}
+		bt.First, bt.Last = sc.span(strings.TrimLeft(x, "ca"))
+		if ts != "" {
+			bt.MaxTs = sc.now - sc.atoi(ts)
+		}
+		sc.batches = append(sc.batches, bt)
 	}
 	return fmt.Sprintf("%d batches", len(sc.batches))
 }
@@ -317,6 +326,7 @@ func stats(st Stats) string {
 	add("expired", st.Expired)
 	add("delayed", st.Delayed)
 	add("hurried", st.Hurried)
+	add("ttl-expired", st.TTLExpired)
 	add("archived-limit", st.ArchivedLimit)
 	add("archived-skip", st.ArchivedSkip)
 	add("dead-lettered", st.DeadLettered)

@@ -256,6 +256,8 @@ const (
 	BackoffMaxMs      = "strata.share.redelivery.backoff.max.ms"
 	BackoffMultiplier = "strata.share.redelivery.backoff.multiplier"
 	BackoffJitter     = "strata.share.redelivery.backoff.jitter"
+	// RecordTTLMs is Strata's time-to-live of undelivered records.
+	RecordTTLMs = "strata.share.record.ttl.ms"
 )
 
 // Defs are the group configs Strata serves, in DescribeConfigs' order.
@@ -285,6 +287,9 @@ var Defs = []Def{
 		Doc: "Strata's: the factor the redelivery delay grows by with each delivery (at least 1)."},
 	{Name: BackoffJitter, Type: TypeDouble, Default: "0.0",
 		Doc: "Strata's: the share of each redelivery delay drawn at random, 0 to 1: a delay d becomes one between d*(1-jitter) and d, so records released together do not all come back at once. 0 (the default) = exactly d."},
+	{Name: RecordTTLMs, Type: TypeInt, Min: 0, Default: "0",
+		Doc:    "Strata's: a record never delivered to the share group whose batch's newest timestamp is older than this is not delivered: it is archived and, with a dead-letter topic, dead-lettered with reason ttl-expired. 0 (the default) = no limit.",
+		bounds: func(Broker) (int64, int64, int64) { return 0, 2147483647, 0 }},
 	{Name: FloodPaused, Type: TypeBoolean, Default: "false",
 		Doc: "Strata's: true while the share group is paused by the dead-letter flood guard (its dead letters exceeded strata.share.dlq.flood.ratio of its deliveries): no records are delivered to it. Delete it (strata share-group resume GROUP) to resume."},
 	{Name: ShareAutoOffsetReset, Type: TypeString, Default: "latest",
@@ -539,6 +544,7 @@ type Effective struct {
 	BackoffMax        time.Duration // strata.share.redelivery.backoff.max.ms
 	BackoffMultiplier float64       // strata.share.redelivery.backoff.multiplier
 	BackoffJitter     float64       // strata.share.redelivery.backoff.jitter
+	RecordTTL         time.Duration // strata.share.record.ttl.ms (0 = none)
 	// Share-group membership.
 	ShareSessionTimeout    time.Duration // share.session.timeout.ms
 	ShareHeartbeatInterval time.Duration // share.heartbeat.interval.ms
@@ -626,6 +632,7 @@ func Resolve(overrides map[string]string, b Broker) Effective {
 	}
 	msOf(BackoffInitialMs, &e.BackoffInitial)
 	msOf(BackoffMaxMs, &e.BackoffMax)
+	msOf(RecordTTLMs, &e.RecordTTL)
 	if v, ok := overrides[BackoffMultiplier]; ok {
 		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 1 && f <= 1000 {
 			e.BackoffMultiplier = f
