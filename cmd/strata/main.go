@@ -68,6 +68,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return brokerCommand(args[1:], environ, stdout, stderr)
 	case "bench":
 		return benchCommand(args[1:], environ, stdout, stderr)
+	case "certs":
+		return certsCommand(args[1:], stdout, stderr)
+	case "user":
+		return userCommand(args[1:], environ, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "strata: unknown command %q\n\n", args[0])
 	usage(stderr)
@@ -96,6 +100,8 @@ Commands:
   txn list|describe          transactions: state, producer, partitions (strata txn help)
   bench produce|consume|e2e|workload|compare
                              load tool for any Kafka-compatible broker (strata bench help)
+  certs ca|issue             a cluster CA and the certificates it signs, as PEM (strata certs help)
+  user set|delete|list       SCRAM users, salted and replicated (strata user help)
 
 `)
 }

@@ -247,6 +247,13 @@ func parseSecuritySettings(merged map[string]rawValue, cfg *Config) error {
 		}
 	}
 	out[0], out[idx] = out[idx], out[0]
+	if out[0].Protocol != protocol.ProtoPlaintext {
+		// Strata's own clients (transaction markers, share-group state, the
+		// dead-letter writer) connect to the registered address without TLS
+		// or SASL yet.
+		return fmt.Errorf("%w: the inter-broker listener %s is %s: it must be PLAINTEXT for now (Strata's own inter-broker clients speak neither TLS nor SASL); add a PLAINTEXT listener bound to loopback or a private network and name it in inter.broker.listener.name",
+			errConfig, out[0].Name, out[0].Protocol)
+	}
 	cfg.Security = securityConfig{Listeners: out}
 	cfg.Listener, cfg.Advertised = out[0].Bind, out[0].Advertised
 	return nil

@@ -84,6 +84,7 @@ func TestSecurityConfig(t *testing.T) {
 		{"bad JAAS", []string{"--listeners", "SASL_SSL://127.0.0.1:1", "--set", "ssl.keystore.location=" + ks, "--set", "listener.name.sasl_ssl.plain.sasl.jaas.config=nope"}, []string{"listener.name.sasl_ssl.plain.sasl.jaas.config"}},
 		{"inter-broker listener unknown", []string{"--set", "inter.broker.listener.name=NOPE"}, []string{"inter.broker.listener.name"}},
 		{"advertised names an unknown listener", []string{"--set", "advertised.listeners=PLAINTEXT://h:1,SSL://h:2"}, []string{"advertised.listeners", "SSL"}},
+		{"secured inter-broker listener", []string{"--listeners", "SSL://127.0.0.1:1", "--set", "ssl.keystore.location=" + ks}, []string{"inter-broker listener SSL", "PLAINTEXT"}},
 		{"unknown per-listener setting", []string{"--set", "listener.name.x.nope=1"}, []string{"listener.name.x.nope"}},
 	}
 	for _, tt := range errs {
