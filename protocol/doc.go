@@ -141,6 +141,7 @@
 //	 47 OffsetDelete                     0-0      barrier    47_offset_delete.go
 //	 50 DescribeUserSCRAMCredentials     0-0      concurrent 50_describe_user_scram_credentials.go
 //	 51 AlterUserSCRAMCredentials        0-0      barrier    51_alter_user_scram_credentials.go
+//	 55 DescribeQuorum                   0-2      concurrent 55_describe_quorum.go
 //	 57 UpdateFeatures                   0-2      barrier    57_update_features.go
 //	 60 DescribeCluster                  0-2      concurrent 60_describe_cluster.go
 //	 61 DescribeProducers                0-0      concurrent 61_describe_producers.go
