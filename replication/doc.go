@@ -392,8 +392,15 @@
 // StoreLogs on a follower is as durable as the topic's flush policy
 // (flush.messages=1 for Raft's strict rule), like Kafka's replication;
 // the entries of one StoreLogs call share one fsync (log.HoldFlush), taken
-// before StoreLogs returns, so before raft counts any of them stored;
-// the side log and the vote are always fsync'd. The commit rule is a
+// before StoreLogs returns, so before raft counts any of them stored.
+// The side log (share state, delete-records, raft's own entries) follows
+// the same policy (flush.messages counts its entries, flush.ms their age),
+// with one rule more: it is fsync'd before a batch is appended after it,
+// so a crash may lose its tail but never an entry before a surviving
+// batch (which would shift every later index; TestPartitionSideLogCrash-
+// LeavesNoHole). Share state had fsync'd every acquisition and
+// acknowledgement (a share fetch's latency on one broker); Kafka writes
+// it without fsync too. The vote is always fsync'd. The commit rule is a
 // majority of the voters; min.insync.replicas is accepted and not used.
 //
 // # Staying up under load

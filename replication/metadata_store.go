@@ -62,6 +62,9 @@ type raftLogFile struct {
 	path string
 	// sparse allows gaps between indexes (a partition group's side log
 	// holds only raft's own entries, doc.go); indexes still only grow.
+	// A sparse log is also written without fsync: its owner
+	// (partitionStore) calls Sync, before any later batch reaches the
+	// segments and as the partition's flush policy says.
 	sparse bool
 
 	mu      sync.RWMutex
@@ -70,6 +73,7 @@ type raftLogFile struct {
 	pos     []int64      // protected by mu; file position of each entry's record
 	size    int64        // protected by mu; bytes of whole records
 	werr    error        // protected by mu; sticky write error
+	dirty   bool         // protected by mu; written since the last fsync (sparse only)
 }
 
 var _ raft.LogStore = (*raftLogFile)(nil)
@@ -228,9 +232,9 @@ func (l *raftLogFile) GetLog(index uint64, out *raft.Log) error {
 
 func (l *raftLogFile) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 
-// StoreLogs appends entries with one write and one fsync. Raft only
-// appends after the last entry (it deletes a conflicting suffix first);
-// anything else is refused.
+// StoreLogs appends entries with one write and one fsync (a sparse log's
+// fsync is its owner's: Sync). Raft only appends after the last entry (it
+// deletes a conflicting suffix first); anything else is refused.
 func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
@@ -266,7 +270,9 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 		l.werr = fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, l.path, err)
 		return l.werr
 	}
-	if err := l.f.Sync(); err != nil {
+	if l.sparse {
+		l.dirty = true
+	} else if err := l.f.Sync(); err != nil {
 		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrMetadataStorage, l.path, err)
 		return l.werr
 	}
@@ -311,7 +317,7 @@ func (l *raftLogFile) DeleteRange(min, max uint64) error {
 			l.werr = fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, l.path, err)
 			return l.werr
 		}
-		l.entries, l.pos, l.size = l.entries[:lo], l.pos[:lo], cut
+		l.entries, l.pos, l.size, l.dirty = l.entries[:lo], l.pos[:lo], cut, false
 		return nil
 	case lo == 0: // prefix: rewrite what is left
 		return l.rewriteLocked(l.entries[hi:])
@@ -357,7 +363,7 @@ func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
 		return err
 	}
 	l.f.Close()
-	l.f = f
+	l.f, l.dirty = f, false
 	l.entries = append([]*raft.Log(nil), keep...)
 	l.pos, l.size = pos, int64(len(buf))
 	return nil
@@ -374,13 +380,48 @@ func (l *raftLogFile) Err() error {
 	return l.werr
 }
 
+// Sync makes every entry stored so far durable (a no-op when nothing was
+// written since the last fsync).
+func (l *raftLogFile) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.syncLocked()
+}
+
+func (l *raftLogFile) syncLocked() error {
+	if l.werr != nil {
+		return l.werr
+	}
+	if !l.dirty {
+		return nil
+	}
+	if err := l.f.Sync(); err != nil {
+		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrMetadataStorage, l.path, err)
+		return l.werr
+	}
+	l.dirty = false
+	return nil
+}
+
+// Dirty reports whether entries were stored since the last fsync.
+func (l *raftLogFile) Dirty() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.dirty
+}
+
 func (l *raftLogFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
+	wasDirty := l.dirty && l.werr == nil
+	serr := l.syncLocked()
 	err := l.f.Close()
+	if err == nil && wasDirty {
+		err = serr
+	}
 	l.f = nil
 	if l.werr == nil {
 		l.werr = fmt.Errorf("%w: closed", ErrMetadataStorage)

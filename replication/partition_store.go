@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -149,6 +150,12 @@ type partitionStore struct {
 	// memo keeps the batches raft is about to read back for followers
 	// (partition_memo.go).
 	memo batchMemo
+
+	// The side log is written without fsync (syncSideLocked): sideCount
+	// entries stored since its last fsync, the first at sideSince.
+	// Protected by mu.
+	sideCount int64
+	sideSince time.Time
 }
 
 var _ raft.LogStore = (*partitionStore)(nil)
@@ -365,6 +372,12 @@ func (s *partitionStore) StoreLogs(logs []*raft.Log) (err error) {
 			}
 			continue
 		}
+		// A batch follows side entries only once they are durable: a
+		// crash may lose the segments' unflushed tail, never a side entry
+		// before a batch that survives (a hole in raft's log).
+		if err := s.syncSideLocked(); err != nil {
+			return err
+		}
 		if len(e.Extensions) == 1 && e.Extensions[0] == extUnstamped {
 			res, err := s.appendLeaderLocked(e)
 			if err != nil {
@@ -425,6 +438,31 @@ func (s *partitionStore) storeSideLocked(e *raft.Log, leo int64) error {
 		return err
 	}
 	s.locs = append(s.locs, entryLoc{term: e.Term, offset: leo, last: -1, appendTime: -1})
+	if s.sideCount == 0 {
+		s.sideSince = time.Now()
+	}
+	s.sideCount++
+	// The partition's flush policy (flush.messages, flush.ms) holds for
+	// its side entries as for its batches; by default neither forces an
+	// fsync and replication, not fsync, keeps them (as Kafka's share
+	// state, written without fsync).
+	cfg := s.p.Config()
+	if (cfg.FlushIntervalMessages > 0 && s.sideCount >= cfg.FlushIntervalMessages) ||
+		(cfg.FlushInterval > 0 && time.Since(s.sideSince) >= cfg.FlushInterval) {
+		return s.syncSideLocked()
+	}
+	return nil
+}
+
+// syncSideLocked makes the side entries stored so far durable.
+func (s *partitionStore) syncSideLocked() error {
+	if s.sideCount == 0 {
+		return nil
+	}
+	if err := s.side.Sync(); err != nil {
+		return err
+	}
+	s.sideCount = 0
 	return nil
 }
 
