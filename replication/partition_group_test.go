@@ -133,7 +133,10 @@ func TestProduceThroughRaftKeepsNoBuffer(t *testing.T) {
 // The same through a three-replica group: after producers reuse their
 // buffers, every replica's segments hold the original bytes.
 func TestPartitionGroupProduceKeepsNoBufferRF3(t *testing.T) {
-	pc := newPartitionCluster(t)
+	// It produces through one leader's raft, so a leader that steps down
+	// under load (fastTiming's 200 ms lease at load 30) would fail it:
+	// timing that a loaded machine keeps (what is tested is the buffer).
+	pc := newPartitionClusterT(t, 3, raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 10 * time.Millisecond, Lease: time.Second}, 4096)
 	leader, err := pc.h.Leader(0, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
