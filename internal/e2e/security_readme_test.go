@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSecuringReadme follows README's "Securing a cluster" with the
+// strata binary: strata certs, the server.properties shown (on free
+// ports), strata user set/list, kcat over SASL_SSL SCRAM-SHA-512 and mTLS.
+func TestSecuringReadme(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	kcat := needTool(t, "kcat")
+	dir := t.TempDir()
+	certs := filepath.Join(dir, "certs")
+	strata := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(strataBin, args...)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("strata %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	strata("", "certs", "ca", "--dir", "certs")
+	strata("", "certs", "issue", "--dir", "certs", "--name", "broker1", "--host", "localhost,127.0.0.1")
+	strata("", "certs", "issue", "--dir", "certs", "--name", "app1")
+	internal, clients, mtls := freeAddr(t), freeAddr(t), freeAddr(t)
+	props := "node.id=1\nlog.dirs=" + filepath.Join(dir, "data") + "\n" +
+		"listeners=INTERNAL://" + internal + ",CLIENTS://" + clients + ",MTLS://" + mtls + "\n" +
+		"listener.security.protocol.map=INTERNAL:PLAINTEXT,CLIENTS:SASL_SSL,MTLS:SSL\n" +
+		"inter.broker.listener.name=INTERNAL\n" +
+		"ssl.keystore.location=" + filepath.Join(certs, "broker1.pem") + "\n" +
+		"listener.name.clients.sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256\n" +
+		"listener.name.mtls.ssl.client.auth=required\n" +
+		"listener.name.mtls.ssl.truststore.location=" + filepath.Join(certs, "ca.pem") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(props), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The harness passes listeners and log.dirs as flags: the same values.
+	b := &broker{t: t, dataDir: filepath.Join(dir, "data"), addr: internal, logs: new(bytes.Buffer),
+		args: []string{"--config", filepath.Join(dir, "server.properties"),
+			"--set", "listeners=INTERNAL://" + internal + ",CLIENTS://" + clients + ",MTLS://" + mtls}}
+	b.start()
+	t.Cleanup(func() {
+		b.kill()
+		if t.Failed() {
+			t.Logf("broker log:\n%s", b.logText())
+		}
+	})
+	strata("alice-secret\n", "user", "set", "alice", "--bootstrap-server", internal)
+	if out := strata("", "user", "list", "--bootstrap-server", internal); !strings.Contains(out, "alice SCRAM-SHA-256(iterations=8192) SCRAM-SHA-512(iterations=8192)") {
+		t.Fatalf("strata user list:\n%s", out)
+	}
+	ca := filepath.Join(certs, "ca.pem")
+	run(t, time.Minute, "hello\n", kcat, "-b", clients, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+		"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-X", "ssl.ca.location="+ca, "-P", "-t", "greetings")
+	out := run(t, time.Minute, "", kcat, "-b", mtls, "-X", "security.protocol=SSL", "-X", "ssl.ca.location="+ca,
+		"-X", "ssl.certificate.location="+filepath.Join(certs, "app1.crt"), "-X", "ssl.key.location="+filepath.Join(certs, "app1.key"),
+		"-C", "-t", "greetings", "-o", "beginning", "-e", "-q")
+	if strings.TrimSpace(out) != "hello" {
+		t.Fatalf("consumed %q", out)
+	}
+	strata("", "user", "delete", "alice", "--bootstrap-server", internal)
+	if out := strata("", "user", "list", "--bootstrap-server", internal); strings.Contains(out, "alice") {
+		t.Fatalf("alice still listed:\n%s", out)
+	}
+}
