@@ -145,6 +145,7 @@
 //	 57 UpdateFeatures                   0-2      barrier    57_update_features.go
 //	 60 DescribeCluster                  0-2      concurrent 60_describe_cluster.go
 //	 61 DescribeProducers                0-0      concurrent 61_describe_producers.go
+//	 64 UnregisterBroker                 0-0      barrier    64_unregister_broker.go
 //	 65 DescribeTransactions             0-0      concurrent 65_describe_transactions.go
 //	 66 ListTransactions                 0-1      concurrent 66_list_transactions.go
 //	 68 ConsumerGroupHeartbeat           0-1      barrier    68_consumer_group_heartbeat.go

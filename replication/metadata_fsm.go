@@ -75,6 +75,8 @@ func (t CommandType) String() string {
 		return "Reassign"
 	case CmdReassignDone:
 		return "ReassignDone"
+	case CmdUnregisterBroker:
+		return "UnregisterBroker"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -350,6 +352,12 @@ func (im *image) Apply(c Command) (*image, error) {
 	case CmdScramCredentials:
 		if err := next.applyScram(c.Scram); err != nil {
 			return reject("%v", err)
+		}
+
+	case CmdUnregisterBroker:
+		if err := next.applyUnregister(c.Broker); err != nil {
+			same, rerr := reject("%v", err)
+			return same, also{rerr, ErrBrokerNotRegistered}
 		}
 
 	default:
