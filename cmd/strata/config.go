@@ -33,7 +33,12 @@ const envPrefix = "STRATA_"
 var toolEnv = []string{
 	"STRATA_KAFKA_CLASSPATH", "STRATA_PYTHON_VENV", "STRATA_METRICS_URL",
 	"STRATA_CHAOS_", "STRATA_STABILITY_", "STRATA_SHARE_", "STRATA_BENCH_", "STRATA_JAVA_",
-	"STRATA_FAULTS_", // faultinject.go (test only)
+	"STRATA_FAULTS_",  // faultinject.go (test only)
+	"STRATA_CONSOLE_", // the console tests' screenshots and benchmark (.ci/run exports STRATA_CONSOLE_ARTIFACTS)
+	"STRATA_SEED", "STRATA_OUTAGE_SECONDS", "STRATA_SCRAPE_", "STRATA_IDLE_", "STRATA_RAFT_MEASURE",
+	"STRATA_DLQ_", // the redrive test's kill point
+	// The CLI's own (admin commands, strata user).
+	"STRATA_BOOTSTRAP_SERVER", "STRATA_USER_PASSWORD",
 }
 
 func isToolEnv(k string) bool {

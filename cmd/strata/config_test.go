@@ -240,7 +240,7 @@ func TestIdleSettings(t *testing.T) {
 // (STRATA_KAFKA_CLASSPATH, exported by .ci/run) are not settings; an
 // unknown STRATA_ setting still fails.
 func TestToolEnvIgnored(t *testing.T) {
-	env := []string{"STRATA_KAFKA_CLASSPATH=/x.jar:/y.jar", "STRATA_PYTHON_VENV=/opt/v/bin/python", "STRATA_CHAOS_LONG=1", "STRATA_SHARE_FAILOVER_LONG=1", "STRATA_LOG_DIRS=/tmp/d"}
+	env := []string{"STRATA_KAFKA_CLASSPATH=/x.jar:/y.jar", "STRATA_PYTHON_VENV=/opt/v/bin/python", "STRATA_CHAOS_LONG=1", "STRATA_SHARE_FAILOVER_LONG=1", "STRATA_CONSOLE_ARTIFACTS=/tmp/shots", "STRATA_SEED=7", "STRATA_BOOTSTRAP_SERVER=127.0.0.1:9092", "STRATA_LOG_DIRS=/tmp/d"}
 	cfg, _, err := loadConfig(nil, env, nil, nil)
 	if err != nil {
 		t.Fatal(err)
