@@ -28,15 +28,23 @@ type testQuorum struct {
 func newTestQuorum(t *testing.T) *testQuorum {
 	t.Helper()
 	q := &testQuorum{t: t}
+	// The three ports are held open together until all are chosen (a port
+	// closed at once can come back for the next: "found duplicate address
+	// in configuration" under a loaded CI); each broker listens on its own
+	// itself (start).
+	var held []net.Listener
 	for i := 0; i < 3; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln.Close() // the broker listens on it itself (start)
+		held = append(held, ln)
 		q.dirs = append(q.dirs, t.TempDir())
 		q.addrs = append(q.addrs, ln.Addr().String())
 		q.voters = append(q.voters, Voter{NodeID: int32(i + 1), Addr: ln.Addr().String()})
+	}
+	for _, ln := range held {
+		ln.Close()
 	}
 	q.brokers = make([]*Broker, 3)
 	var wg sync.WaitGroup
