@@ -50,11 +50,17 @@ const (
 )
 
 // kafkaClusterID is a random cluster id as kafka-storage.sh random-uuid
-// prints it: 16 bytes, URL-safe base64 without padding.
+// prints it: 16 bytes, URL-safe base64 without padding, never starting
+// with '-' (as Kafka's Uuid.randomUuid: kafka-storage's argument parser
+// takes "-t -xyz" for a missing value, one run in 64).
 func kafkaClusterID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // kafkaProperties is node id's server.properties in a cluster of n
