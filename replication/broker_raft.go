@@ -326,6 +326,13 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 	proposed := time.Now()
 	f := b.raft.Apply(data, metadataApplyTimeout)
 	if err := b.waitFuture(f); err != nil {
+		if serr := b.rlog.Err(); serr != nil {
+			// The log failed under this or another command (a broker
+			// registration in the background) and raft stepped down
+			// because of it: the storage error is the cause, not the
+			// lost leadership.
+			return nil, 0, serr
+		}
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return nil, 0, fmt.Errorf("%w: %v", ErrNotController, err)
 		}
