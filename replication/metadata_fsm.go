@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/auth"
 )
 
@@ -77,6 +78,8 @@ func (t CommandType) String() string {
 		return "ReassignDone"
 	case CmdUnregisterBroker:
 		return "UnregisterBroker"
+	case CmdACLs:
+		return "ACLs"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -119,6 +122,9 @@ type Command struct {
 
 	// ScramCredentials (scram.go).
 	Scram []ScramChange `json:"scram,omitempty"`
+
+	// ACLs (acls.go).
+	ACLs *ACLChange `json:"acls,omitempty"`
 }
 
 // pendingDelete is a topic removed from metadata whose logs may still be
@@ -158,6 +164,8 @@ type image struct {
 	featuresEpoch int64
 	// scram are the SCRAM credentials by user and mechanism (scram.go).
 	scram map[scramKey]auth.ScramCredential
+	// acls are the ACL bindings (acls.go); nil when there are none.
+	acls *acl.Set
 }
 
 func (im *image) partitionCount() int { return im.partitions }
@@ -351,6 +359,11 @@ func (im *image) Apply(c Command) (*image, error) {
 
 	case CmdScramCredentials:
 		if err := next.applyScram(c.Scram); err != nil {
+			return reject("%v", err)
+		}
+
+	case CmdACLs:
+		if err := next.applyACLs(c.ACLs); err != nil {
 			return reject("%v", err)
 		}
 

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // metadataFSM is the metadata group's raft.FSM: image.Apply over raft
@@ -177,6 +179,8 @@ type imageJSON struct {
 	FeaturesEpoch int64                        `json:"featuresEpoch,omitempty"`
 	// Scram are the SCRAM credentials (scram.go).
 	Scram []ScramChange `json:"scram,omitempty"`
+	// ACLs are the ACL bindings (acls.go), sorted.
+	ACLs []acl.Binding `json:"acls,omitempty"`
 }
 
 type pendingJSON struct {
@@ -199,6 +203,7 @@ func encodeImage(im *image) ([]byte, error) {
 	}
 	sort.Slice(j.Brokers, func(a, b int) bool { return j.Brokers[a].NodeID < j.Brokers[b].NodeID })
 	j.Scram = im.scramSnapshot()
+	j.ACLs = im.acls.All()
 	for id, p := range im.pending {
 		j.Pending = append(j.Pending, pendingJSON{ID: id, Name: p.Name, Partitions: p.Partitions})
 	}
@@ -268,6 +273,9 @@ func decodeImage(b []byte) (*image, error) {
 	}
 	im.featuresEpoch = j.FeaturesEpoch
 	if err := im.restoreScram(j.Scram); err != nil {
+		return nil, err
+	}
+	if err := im.restoreACLs(j.ACLs); err != nil {
 		return nil, err
 	}
 	return im, nil
