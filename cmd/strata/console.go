@@ -101,6 +101,7 @@ func startConsole(cfg *Config, kafkaAddr net.Addr, reg prometheus.Gatherer, m *m
 	boot := loopbackAddr(kafkaAddr)
 	c, err := console.New(console.Options{
 		Bootstrap:   boot,
+		NodeID:      cfg.NodeID,
 		Gatherer:    reg,
 		Admin:       cc.Admin,
 		Actions:     consoleActions(boot),
@@ -117,6 +118,16 @@ func startConsole(cfg *Config, kafkaAddr net.Addr, reg prometheus.Gatherer, m *m
 	m.ui.Store(http.Handler(c))
 	logger.Info("console at /ui", "admin", cc.Admin)
 	return c
+}
+
+// advertiseConsole sets metrics.listener, as DescribeConfigs reports it
+// for this broker, to the listener's bound address (a port 0 resolved):
+// the console on another broker finds this one's Raft figures there
+// (internal/console/raft.go).
+func advertiseConsole(cfg *Config, m *monitor) {
+	if m != nil && m.addr != nil {
+		cfg.BrokerProps["metrics.listener"] = m.addr.String()
+	}
 }
 
 // loopbackAddr is addr with an unspecified host (0.0.0.0, ::) replaced by

@@ -420,6 +420,27 @@ func TestConsoleAPI(t *testing.T) {
 	if ends, err := adm.ListEndOffsets(ctx, "jobs"); err != nil || ends["jobs"][0].Offset != 5 {
 		t.Errorf("jobs after the redrive: %v %v, want end 5", ends, err)
 	}
+	// The share group's lag history, as a consumer group's: the redriven
+	// record is waiting (nobody polls now; its transaction's marker
+	// counts in the share-partition lag until delivery skips it), and
+	// the sparkline's last point is the lag the page shows.
+	var sl struct {
+		Partitions []struct {
+			Lag   int64 `json:"lag"`
+			Trend *struct {
+				Points []struct{ T, Lag int64 } `json:"points"`
+			} `json:"trend"`
+		} `json:"partitions"`
+	}
+	testwait.For(t, 30*time.Second, func() bool {
+		sl.Partitions = nil
+		getJSON(t, ui+"api/share-groups/workers", &sl)
+		if len(sl.Partitions) != 1 || sl.Partitions[0].Trend == nil {
+			return false
+		}
+		p := sl.Partitions[0]
+		return p.Lag >= 1 && len(p.Trend.Points) >= 2 && p.Trend.Points[len(p.Trend.Points)-1].Lag == p.Lag
+	}, "workers' lag history ending at the lag of the redriven record: %+v", &sl)
 	if code := postJSON(t, ui+"api/share-groups/workers/redrive", map[string]any{"reason": "sideways"}, false, &act); code != http.StatusConflict {
 		t.Errorf("redrive of an unknown reason: %d %+v", code, act)
 	}

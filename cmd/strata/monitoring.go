@@ -83,6 +83,7 @@ type monitor struct {
 	srv   *http.Server
 	ready atomic.Bool
 	ui    atomic.Value // http.Handler of the console, once started (console.go)
+	addr  net.Addr     // the bound address
 	done  chan struct{}
 }
 
@@ -98,7 +99,7 @@ func startMonitor(cfg monitoringConfig, reg *prometheus.Registry, logger *slog.L
 		return nil, fmt.Errorf("listen on metrics.listener %s: %w", cfg.Listener, err)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := &monitor{done: make(chan struct{})}
+	m := &monitor{done: make(chan struct{}), addr: ln.Addr()}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

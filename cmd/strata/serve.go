@@ -104,6 +104,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		ln.Close()
 		return err
 	}
+	advertiseConsole(cfg, mon)
 	// The shutdown's watchdog, once armed, covers the deferred closes too.
 	var watchdog *shutdownWatchdog
 	defer func() {

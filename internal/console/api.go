@@ -618,9 +618,11 @@ func (c *Console) sampleOnce(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	var groups []string
+	var groups, shares []string
 	for _, l := range listed {
-		if l.GroupType != "share" {
+		if l.GroupType == "share" {
+			shares = append(shares, l.Group)
+		} else {
 			groups = append(groups, l.Group)
 		}
 	}
@@ -642,10 +644,58 @@ func (c *Console) sampleOnce(ctx context.Context) {
 			}
 		}
 	}
+	if len(shares) > 0 {
+		samples = append(samples, c.shareSamples(ctx, shares)...)
+	}
 	if ctx.Err() != nil {
 		return
 	}
 	c.hist.Record(time.Now(), samples)
+}
+
+// shareSamples are the share groups' lag per partition, as the sampler
+// records consumer groups' lag: the partition's end offset, and as the
+// group's position the end less the share-partition lag
+// (DescribeShareGroupOffsets), so that the same History and
+// lagrate.Window give its sparkline, growth and time to drain.
+func (c *Console) shareSamples(ctx context.Context, groups []string) []Sample {
+	offs, err := c.adm.DescribeShareGroupOffsets(ctx, groups...)
+	if err != nil && len(offs) == 0 {
+		return nil
+	}
+	topics := map[string]bool{}
+	for _, d := range offs {
+		for t := range d.Offsets {
+			topics[t] = true
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	ends, err := c.adm.ListEndOffsets(ctx, names...)
+	if err != nil {
+		return nil
+	}
+	var out []Sample
+	for g, d := range offs {
+		if d.Err != nil {
+			continue
+		}
+		for _, ps := range d.Offsets {
+			for _, o := range ps {
+				e, ok := ends.Lookup(o.Topic, o.Partition)
+				if o.Err != nil || o.Lag < 0 || !ok || e.Err != nil {
+					continue
+				}
+				out = append(out, Sample{Key: SeriesKey{g, o.Topic, o.Partition}, End: e.Offset, Committed: e.Offset - o.Lag})
+			}
+		}
+	}
+	return out
 }
 
 // --- share groups ---
@@ -663,8 +713,9 @@ type sharePartition struct {
 	StartOffset  int64            `json:"startOffset"`
 	Lag          int64            `json:"lag"`
 	InFlight     *float64         `json:"inFlight,omitempty"`
-	Acknowledged map[string]int64 `json:"acknowledged"` // by type (accept, release, reject, ...)
-	Archived     map[string]int64 `json:"archived"`     // by cause
+	Trend        *Trend           `json:"trend,omitempty"` // the lag history, as a consumer group's
+	Acknowledged map[string]int64 `json:"acknowledged"`    // by type (accept, release, reject, ...)
+	Archived     map[string]int64 `json:"archived"`        // by cause
 	Err          string           `json:"error,omitempty"`
 }
 
@@ -738,6 +789,9 @@ func (c *Console) shareGroup(ctx context.Context, r *http.Request) (any, error) 
 					Acknowledged: map[string]int64{}, Archived: map[string]int64{}}
 				if o.Err != nil {
 					sp.Err = o.Err.Error()
+				}
+				if t, ok := c.hist.Trend(SeriesKey{name, o.Topic, o.Partition}); ok {
+					sp.Trend = &t
 				}
 				match := func(s sample) bool {
 					return s.labels["group"] == name && s.labels["topic"] == o.Topic && s.labels["partition"] == strconv.Itoa(int(o.Partition))

@@ -57,6 +57,9 @@ type Actions struct {
 type Options struct {
 	// Bootstrap is the broker's own Kafka listener, host:port.
 	Bootstrap string
+	// NodeID is the broker's node ID: its own row of the Raft view is
+	// read from Gatherer, the others' from their consoles.
+	NodeID int32
 	// Gatherer is the broker's metrics registry; nil: no Raft or share
 	// counts.
 	Gatherer prometheus.Gatherer
@@ -90,6 +93,8 @@ type Console struct {
 	gatherMu  sync.Mutex
 	gathered  time.Time
 	gatherOut map[string][]sample // by metric name, cached for gatherTTL
+
+	raft raftState // the Raft view's readings and peer addresses (raft.go)
 
 	stop    context.CancelFunc
 	ctx     context.Context
@@ -160,7 +165,9 @@ func (c *Console) History() *History { return c.hist }
 
 // ServeHTTP serves /ui and /ui/...
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c.startSampler()
+	if r.URL.Path != "/ui/api/raft/local" { // another broker's console asking: nobody opened this one
+		c.startSampler()
+	}
 	c.mux.ServeHTTP(w, r)
 }
 
@@ -172,6 +179,8 @@ func (c *Console) routes() {
 	m.Handle("GET /ui/", files)
 	m.HandleFunc("GET /ui/api/info", c.api(c.info))
 	m.HandleFunc("GET /ui/api/cluster", c.api(c.cluster))
+	m.HandleFunc("GET /ui/api/raft", c.api(c.raftView))
+	m.HandleFunc("GET /ui/api/raft/local", c.api(c.raftLocal))
 	m.HandleFunc("GET /ui/api/topics", c.api(c.topics))
 	m.HandleFunc("GET /ui/api/topics/{topic}", c.api(c.topic))
 	m.HandleFunc("GET /ui/api/topics/{topic}/records", c.api(c.records))

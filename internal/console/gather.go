@@ -10,6 +10,7 @@ import (
 type sample struct {
 	labels map[string]string
 	value  float64
+	hist   *dto.Histogram // a histogram's buckets (nil for other types)
 }
 
 // gather returns the broker's metrics by name, walking the registry at
@@ -32,6 +33,9 @@ func (c *Console) gather() map[string][]sample {
 				s.labels[lp.GetName()] = lp.GetValue()
 			}
 			s.value = metricValue(mf.GetType(), m)
+			if mf.GetType() == dto.MetricType_HISTOGRAM {
+				s.hist = m.GetHistogram()
+			}
 			out[mf.GetName()] = append(out[mf.GetName()], s)
 		}
 	}

@@ -174,7 +174,7 @@ func TestConsoleBrowser(t *testing.T) {
 	if err := chromedp.Do(bctx, chromedp.Navigate(ui)); err != nil {
 		t.Fatal(err)
 	}
-	wait("the cluster view", text("#view")+`.includes("Raft on the broker serving this page")`)
+	wait("the cluster view with its Raft per broker", text(`#raft tr[data-node="1"] td.state`)+` === "reachable" && `+text(`#raft tr[data-node="1"] td.role`)+`.includes("leader")`)
 	shot("cluster")
 	if err := chromedp.Do(bctx, chromedp.Navigate(ui+"#/topics")); err != nil {
 		t.Fatal(err)
@@ -205,6 +205,7 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("the dead letter with its reason", text("#letters")+`.includes("rejected") && `+text("#letters")+`.includes("Offset rejected by client.") && `+text("#letters")+`.includes("poison")`)
+	wait("the share group's lag history", `document.querySelector('#sharelag tr[data-tp="console-jobs/0"] svg.spark') !== null`)
 	shot("share-group")
 
 	// A redrive from the page: a dry-run plan, then its confirmation; the

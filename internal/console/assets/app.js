@@ -52,24 +52,62 @@ function sparkline(points, w = 160, h = 28) {
     `<polyline fill="none" stroke="#2456c7" stroke-width="1.5" points="${xy.map((p) => p[0].toFixed(1) + "," + p[1].toFixed(1)).join(" ")}"/></svg>`;
 }
 
+// trendCells are a lag history's cells: its sparkline, growth and time
+// to drain (consumer and share groups alike).
+function trendCells(trend) {
+  const tr = trend || {};
+  const growth = tr.growth == null ? "-" : (tr.growth > 0 ? "+" : "") + tr.growth.toFixed(2) + "/s";
+  return `<td>${sparkline(tr.points)}</td><td class="num growth ${tr.growth > 0 ? "bad" : tr.growth < 0 ? "good" : ""}">${growth}</td><td class="num">${dur(tr.drain)}</td>`;
+}
+
+// ms shows a latency in milliseconds.
+function ms(v) { return v == null ? "-" : v < 10 ? v.toFixed(2) + " ms" : v.toFixed(0) + " ms"; }
+
+// raftTable is the per-broker Raft view (/ui/api/raft): each broker's part
+// in the metadata quorum, the partition groups it leads and follows, its
+// elections and leaderships, and its leaders' commit latency.
+function raftTable(r) {
+  if (r.error) return `<h2>Raft</h2><div class="err">${esc(r.error)}</div>`;
+  const g = (m, k) => num(m ? m[k] : null);
+  const lat = (l) => !l || !l.count ? '<span class="muted">none</span>' : `${ms(l.p50Ms)} / ${ms(l.p99Ms)} <span class="muted">(${num(l.count)})</span>`;
+  const rows = r.brokers.map((b) => {
+    const l = b.local, rc = l && l.recent;
+    const role = b.quorum ? `<span class="tag ${b.quorum === "leader" ? "" : "muted"}">${esc(b.quorum)}</span>` : '<span class="muted">-</span>';
+    const behind = b.behind > 0 ? ` <span class="warn">${num(b.behind)} behind</span>` : "";
+    const seen = b.lastFetchAgoMs >= 0 ? `<span class="muted">${(b.lastFetchAgoMs / 1000).toFixed(1)} s ago</span>` : "";
+    const recent = rc ? `${g(rc.elections, "metadata")} / ${g(rc.elections, "partition")} <span class="muted">(${rc.seconds.toFixed(0)} s)</span>` : '<span class="muted">collecting</span>';
+    return `<tr data-node="${b.nodeId}"><td>${b.nodeId}${b.nodeId === r.serving ? ' <span class="muted">(this page)</span>' : ""}</td>
+      <td class="role">${role}${behind}</td><td>${seen}</td>
+      <td class="num leads">${b.leads}</td><td class="num follows">${b.follows}</td>
+      <td class="num">${l ? num(l.led) + " / " + num(l.hosted) : "-"}</td><td class="num ${l && l.underReplicated ? "bad" : ""}">${l ? num(l.underReplicated) : "-"}</td>
+      <td class="num elections">${l ? g(l.elections, "metadata") + " / " + g(l.elections, "partition") : "-"}</td><td class="num">${l ? recent : "-"}</td>
+      <td class="num">${l ? g(l.leaderChanges, "metadata") + " / " + g(l.leaderChanges, "partition") : "-"}</td>
+      <td class="num commit">${l ? lat((rc && rc.commit.partition && rc.commit.partition.count ? rc.commit : l.commit).partition) : "-"}</td>
+      <td class="num">${l ? lat((rc && rc.commit.metadata && rc.commit.metadata.count ? rc.commit : l.commit).metadata) : "-"}</td>
+      <td class="num">${l ? lat(l.heartbeatRound) : "-"}</td><td class="num">${l ? num(l.snapshotInstalls) : "-"}</td>
+      <td class="${b.error ? "bad" : "good"} state">${b.error ? esc(b.error) : "reachable"}</td></tr>`;
+  }).join("");
+  const q = r.quorumError ? `<div class="err">metadata quorum: ${esc(r.quorumError)}</div>` : `<p class="muted">Metadata quorum: leader ${r.quorumLeader}, epoch ${r.quorumEpoch}, committed up to ${num(r.highWatermark)}.</p>`;
+  return `<h2>Raft per broker</h2>${q}
+    <table id="raft"><tr><th>Node</th><th>Metadata quorum</th><th>Last heard</th><th class="num">Leads</th><th class="num">Follows</th><th class="num">Groups led / hosted</th><th class="num">Under-replicated (led)</th>
+    <th class="num">Elections started (metadata / partition)</th><th class="num">Last minute</th><th class="num">Leaderships won</th>
+    <th class="num">Commit p50 / p99, partitions</th><th class="num">Commit p50 / p99, metadata</th><th class="num">Heartbeat round p50 / p99</th><th class="num">Snapshot installs</th><th>Console</th></tr>${rows}</table>
+    <p class="muted">Leads and follows: partitions, from Metadata. The rest from each broker's own metrics, read from its console (metrics.listener); commit latency over the last minute when there were commits, else since the broker started.</p>`;
+}
+
 function card(k, v, cls = "") { return `<div class="card"><div class="k">${esc(k)}</div><div class="v ${cls}">${v}</div></div>`; }
 
 // --- views: each returns {html} from data, and may wire handlers after ---
 
 const views = {
   async cluster() {
-    const c = await api("cluster");
-    const l = c.local || {};
+    const [c, r] = await Promise.all([api("cluster"), api("raft").catch((e) => ({ error: e.message, brokers: [] }))]);
     const rows = c.brokers.map((b) => `<tr><td>${b.nodeId}${b.controller ? ' <span class="tag">controller</span>' : ""}</td><td>${esc(b.host)}:${b.port}</td><td>${esc(b.rack || "-")}</td><td class="num">${b.leaders}</td><td class="num">${b.replicas}</td></tr>`).join("");
     return `<h1>Cluster <span class="muted">${esc(c.clusterId)}</span></h1>
       <div class="cards">${card("Brokers", c.brokers.length)}${card("Controller", c.controller)}${card("Topics", c.topics)}${card("Partitions", c.partitions)}
       ${card("Under-replicated", c.underReplicated, c.underReplicated ? "bad" : "good")}${card("Offline", c.offline, c.offline ? "bad" : "good")}</div>
       <h2>Brokers</h2><table><tr><th>Node</th><th>Address</th><th>Rack</th><th class="num">Leads (partitions)</th><th class="num">Replicas</th></tr>${rows}</table>
-      <h2>Raft on the broker serving this page</h2>
-      <div class="cards">${card("Raft leader of", num(l.kafka_server_replicamanager_leadercount))}${card("Replicas hosted", num(l.kafka_server_replicamanager_partitioncount))}
-      ${card("Metadata quorum", l.kafka_controller_kafkacontroller_activecontrollercount ? "leader" : "follower")}
-      ${card("Under-replicated (led here)", num(l.kafka_server_replicamanager_underreplicatedpartitions), l.kafka_server_replicamanager_underreplicatedpartitions ? "bad" : "good")}
-      ${card("Elections started", num(l.strata_raft_elections_total))}${card("Leaderships won", num(l.strata_raft_leader_changes_total))}${card("Snapshot installs", num(l.strata_partition_snapshot_installs_total))}</div>`;
+      ${raftTable(r)}`;
   },
 
   async topics() {
@@ -100,11 +138,7 @@ const views = {
   async group(name) {
     const g = await api("groups/" + encodeURIComponent(name));
     const members = g.members.map((m) => `<tr><td>${esc(m.clientId)}</td><td>${esc(m.memberId)}</td><td>${esc(m.clientHost)}</td><td>${Object.entries(m.assignment).map(([t, ps]) => esc(t) + " [" + ps.join(", ") + "]").join("; ")}</td></tr>`).join("");
-    const parts = g.partitions.map((p) => {
-      const tr = p.trend || {};
-      const growth = tr.growth == null ? "-" : (tr.growth > 0 ? "+" : "") + tr.growth.toFixed(2) + "/s";
-      return `<tr data-tp="${esc(p.topic)}/${p.partition}"><td>${esc(p.topic)}</td><td class="num">${p.partition}</td><td class="num">${num(p.committed)}</td><td class="num">${num(p.end)}</td><td class="num lag">${num(p.lag)}</td><td>${sparkline(tr.points)}</td><td class="num ${tr.growth > 0 ? "bad" : tr.growth < 0 ? "good" : ""}">${growth}</td><td class="num">${dur(tr.drain)}</td><td class="muted">${esc(p.member || "")}</td></tr>`;
-    }).join("");
+    const parts = g.partitions.map((p) => `<tr data-tp="${esc(p.topic)}/${p.partition}"><td>${esc(p.topic)}</td><td class="num">${p.partition}</td><td class="num">${num(p.committed)}</td><td class="num">${num(p.end)}</td><td class="num lag">${num(p.lag)}</td>${trendCells(p.trend)}<td class="muted">${esc(p.member || "")}</td></tr>`).join("");
     return `<h1>Consumer group ${esc(g.group)}</h1>
       <div class="cards">${card("State", esc(g.state))}${card("Members", g.members.length)}${card("Total lag", num(g.lag), g.lag > 0 ? "warn" : "good")}${card("Assignor", esc(g.protocol || "-"))}</div>
       <h2>Lag per partition <span class="muted">(sparkline: the last hour)</span></h2>
@@ -116,13 +150,13 @@ const views = {
   async share(name) {
     const s = await api("share-groups/" + encodeURIComponent(name));
     const kv = (o) => Object.entries(o || {}).map(([k, v]) => `${esc(k)} ${num(v)}`).join(", ") || "-";
-    const parts = s.partitions.map((p) => `<tr><td>${esc(p.topic)}</td><td class="num">${p.partition}</td><td class="num">${num(p.startOffset)}</td><td class="num">${num(p.lag)}</td><td class="num">${p.inFlight == null ? "-" : num(p.inFlight)}</td><td>${kv(p.acknowledged)}</td><td>${kv(p.archived)}</td></tr>`).join("");
+    const parts = s.partitions.map((p) => `<tr data-tp="${esc(p.topic)}/${p.partition}"><td>${esc(p.topic)}</td><td class="num">${p.partition}</td><td class="num">${num(p.startOffset)}</td><td class="num lag">${num(p.lag)}</td>${trendCells(p.trend)}<td class="num">${p.inFlight == null ? "-" : num(p.inFlight)}</td><td>${kv(p.acknowledged)}</td><td>${kv(p.archived)}</td></tr>`).join("");
     const letters = s.deadLetters.map((d) => `<tr><td><span class="tag bad">${esc(d.reason || "?")}</span></td><td>${esc(d.message)}</td><td>${esc(d.source)}</td><td class="num">${esc(d.deliveryCount)}</td><td>${ts(d.timestamp)}</td><td><pre>${esc(d.value.isText ? d.value.text : d.value.hex)}</pre></td><td class="num">${d.partition}@${d.offset}</td></tr>`).join("");
     const members = s.members.map((m) => `<tr><td>${esc(m.clientId)}</td><td>${esc(m.memberId)}</td><td>${esc(m.clientHost)}</td><td>${Object.entries(m.assignment).map(([t, ps]) => esc(t) + " [" + ps.join(", ") + "]").join("; ")}</td></tr>`).join("");
     return `<h1>Share group ${esc(s.group)}</h1>
       <div class="cards">${card("State", esc(s.state || "-"))}${card("Members", s.members.length)}${card("Delivery", s.paused ? "PAUSED" : "running", s.paused ? "bad" : "good")}${card("Dead-letter topic", esc(s.dlqTopic || "none"))}${card("Dead letters shown", s.deadLetters.length, s.deadLetters.length ? "bad" : "")}</div>
       ${s.note ? `<div class="err">${esc(s.note)}</div>` : ""}
-      <h2>Partitions</h2><table><tr><th>Topic</th><th class="num">Partition</th><th class="num">Start offset</th><th class="num">Lag</th><th class="num">In flight</th><th>Acknowledged</th><th>Archived</th></tr>${parts}</table>
+      <h2>Partitions <span class="muted">(sparkline: the last hour of lag)</span></h2><table id="sharelag"><tr><th>Topic</th><th class="num">Partition</th><th class="num">Start offset</th><th class="num">Lag</th><th>Last hour</th><th class="num">Growth</th><th class="num">Time to drain</th><th class="num">In flight</th><th>Acknowledged</th><th>Archived</th></tr>${parts}</table>
       <h2>Dead letters <span class="muted">(newest first, from ${esc(s.dlqTopic || "-")})</span></h2>
       <table id="letters"><tr><th>Reason</th><th>Message</th><th>Source record</th><th class="num">Deliveries</th><th>Time</th><th>Value</th><th class="num">Letter</th></tr>${letters}</table>
       <h2>Members</h2><table><tr><th>Client ID</th><th>Member ID</th><th>Host</th><th>Assignment</th></tr>${members}</table>
