@@ -113,6 +113,10 @@ type BrokerConfig struct {
 	// ReplicationAdvertise is the address other brokers dial to reach
 	// ReplicationListener; empty = its address.
 	ReplicationAdvertise string
+	// ReplicationTLS, when set, is mutual TLS with node certificates on
+	// the replication listener and every connection to a peer
+	// (transport_tls.go); nil = plaintext.
+	ReplicationTLS *TransportTLS
 	// PartitionHeartbeat is the raft HeartbeatTimeout of partition groups
 	// with several voters (a follower that hears nothing from its leader
 	// for this long to twice it starts an election): the time a dead

@@ -99,7 +99,7 @@ func (b *Broker) openRaft() (err error) {
 		return err
 	}
 	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Logger: b.cfg.Logger,
-		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer})
+		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward})
 	if err != nil {
 		return err
 	}
@@ -146,8 +146,8 @@ func (b *Broker) openRaft() (err error) {
 // (controller.quorum.voters; every broker is one today) or
 // a broker registered in the metadata. Everyone else is refused before a
 // byte of their requests is read (transport.go). Without TLS the ID is the
-// peer's claim: mTLS, with the node ID in the certificate, will make it an
-// authentication.
+// peer's claim; with TLS (BrokerConfig.ReplicationTLS) admitPeer is not
+// asked: the node certificate authenticates and admits (transport_tls.go).
 func (b *Broker) admitPeer(id string) error {
 	node := parseServerID(raft.ServerID(id))
 	if node < 0 || serverID(node) != raft.ServerID(id) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -120,9 +121,17 @@ type MuxConfig struct {
 	// Admit decides whether a peer that named itself id in its preface
 	// may use this Mux; nil admits every peer. A broker admits metadata
 	// voters and registered brokers (Broker.admitPeer). Without TLS the
-	// name is a claim, not an authentication.
-	Admit  func(id string) error
-	Logger *slog.Logger
+	// name is a claim, not an authentication. With TLS it is not asked:
+	// the certificate admits the node (transport_tls.go).
+	Admit func(id string) error
+	// TLS, when set, makes every connection mutual TLS with node
+	// certificates (transport_tls.go); nil = plaintext.
+	TLS *TransportTLS
+	// CheckForward, when set, checks a forwarded request against the
+	// node of the connection it came on ("" when the dialer named none)
+	// before the forward handler sees it (Broker.checkForward).
+	CheckForward func(peer string, req []byte) error
+	Logger       *slog.Logger
 }
 
 // Mux is one broker's raft transport. Groups get their raft.Transport from
@@ -198,6 +207,9 @@ type Mux struct {
 	// bad preface) and framesRefused frames that broke a rule of
 	// transport_validate.go: both close their connection.
 	peersRefused, framesRefused atomic.Uint64
+
+	// tlsServer and tlsClient are set with MuxConfig.TLS (setupTLS).
+	tlsServer, tlsClient *tls.Config
 }
 
 // maxForwardsInFlight bounds concurrent forwarded requests per Mux.
@@ -229,10 +241,17 @@ func (m *Mux) Forward(target raft.ServerAddress, req []byte, timeout time.Durati
 	return resp.b, nil
 }
 
-func (m *Mux) handleForward(f frame, w *frameWriter) error {
+func (m *Mux) handleForward(f frame, w *frameWriter, peer string) error {
 	var req rawMsg
 	if err := decodeRPC(f.body, &req); err != nil {
 		return err
+	}
+	if m.cfg.CheckForward != nil {
+		if err := m.cfg.CheckForward(peer, req.b); err != nil {
+			m.framesRefused.Add(1)
+			m.logger.Warn("raft transport: forwarded request refused", "node", peer, "err", err)
+			return w.writeError(f.reqID, nil, err.Error())
+		}
 	}
 	m.fwdMu.Lock()
 	fn := m.fwd
@@ -314,6 +333,9 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		waitSem:      make(chan struct{}, maxGroupWaits),
 		shutdown:     make(chan struct{}),
 		fwdSem:       make(chan struct{}, maxForwardsInFlight),
+	}
+	if err := m.setupTLS(); err != nil {
+		return nil, err
 	}
 	m.dialCtx, m.dialCancel = context.WithCancel(context.Background())
 	if m.ln != nil {
@@ -444,6 +466,13 @@ func (m *Mux) serve(c net.Conn) {
 	defer m.wg.Done()
 	defer m.forget(c)
 	defer m.recoverConn("accepted connection", c.RemoteAddr())
+	tc, certID, err := m.acceptTLS(c)
+	if err != nil {
+		m.peersRefused.Add(1)
+		m.logger.Warn("raft transport: TLS handshake failed; closing", "remote", c.RemoteAddr().String(), "err", err)
+		return
+	}
+	c = tc // closed through the raw connection (forget)
 	r := bufio.NewReaderSize(c, 64<<10)
 	c.SetReadDeadline(time.Now().Add(m.cfg.RPCTimeout))
 	var pre [len(muxMagic) + 3]byte
@@ -461,7 +490,13 @@ func (m *Mux) serve(c net.Conn) {
 	}
 	c.SetReadDeadline(time.Time{})
 	peer := string(idb)
-	if m.cfg.Admit != nil {
+	if m.tlsServer != nil {
+		if err := admitAuthenticated(peer, certID); err != nil {
+			m.peersRefused.Add(1)
+			m.logger.Warn("raft transport: peer refused; closing", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
+			return
+		}
+	} else if m.cfg.Admit != nil {
 		if err := m.cfg.Admit(peer); err != nil {
 			m.peersRefused.Add(1)
 			m.logger.Warn("raft transport: peer refused; closing", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
@@ -518,7 +553,7 @@ func (m *Mux) handle(f frame, w *frameWriter, peer string) (kept bool, err error
 	var cmd any
 	switch f.kind {
 	case kindForward:
-		return false, m.handleForward(f, w)
+		return false, m.handleForward(f, w, peer)
 	case kindHeartbeats:
 		return false, m.handleHeartbeats(f, w, peer)
 	case kindAppendEntries:
@@ -821,6 +856,14 @@ func (m *Mux) dial(target raft.ServerAddress, mode byte) (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errDial, target, err)
 	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	raw := c
+	if c, err = m.dialTLS(ctx, c); err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("%w %s: TLS: %w", errDial, target, err)
+	}
 	pre := append([]byte(muxMagic), muxProtocolVersion, mode, byte(len(m.cfg.LocalID)))
 	pre = append(pre, m.cfg.LocalID...)
 	c.SetWriteDeadline(time.Now().Add(m.cfg.RPCTimeout))
@@ -829,9 +872,6 @@ func (m *Mux) dial(target raft.ServerAddress, mode byte) (net.Conn, error) {
 		return nil, fmt.Errorf("%w %s: %w", errDial, target, err)
 	}
 	c.SetWriteDeadline(time.Time{})
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
 	return c, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,12 +24,15 @@ const certsUsage = `Usage:
   strata certs ca --dir DIR [--name NAME] [--days N]
       make a CA: DIR/ca.pem (the certificate: ssl.truststore.location for
       brokers and ssl.ca.location for clients) and DIR/ca.key (keep it safe)
-  strata certs issue --dir DIR --name NAME [--host H1,H2,...] [--days N]
+  strata certs issue --dir DIR --name NAME [--host H1,H2,...] [--node-id ID] [--days N]
       sign a certificate for NAME (its subject is CN=NAME) with DIR's CA,
       valid for servers and clients, with the hosts (DNS names or IP
       addresses) as subject alternative names: DIR/NAME.pem is a PEM
       keystore (key and chain: ssl.keystore.location), DIR/NAME.crt the
-      chain and DIR/NAME.key the key (for clients such as librdkafka)
+      chain and DIR/NAME.key the key (for clients such as librdkafka).
+      --node-id makes a node certificate for the replication listener
+      (replication.ssl.keystore.location): the URI SAN strata://node/ID
+      names the broker whose node.id is ID; --name defaults to node-ID
 `
 
 func certsCommand(args []string, stdout, stderr io.Writer) int {
@@ -42,6 +46,7 @@ func certsCommand(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("name", "", "the CA's or the certificate's common name")
 	hosts := fs.String("host", "", "subject alternative names, comma-separated (DNS names or IP addresses)")
 	days := fs.Int("days", 365, "validity in days")
+	nodeID := fs.Int("node-id", -1, "issue a node certificate: its URI SAN strata://node/ID names the broker of node.id ID")
 	if err := fs.Parse(args[1:]); err != nil {
 		return parseExit(err)
 	}
@@ -77,6 +82,13 @@ func certsCommand(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	case "issue":
+		if *nodeID > math.MaxInt32 || *nodeID < -1 {
+			fmt.Fprintf(stderr, "strata certs issue: --node-id %d: a node.id is 0..%d\n", *nodeID, math.MaxInt32)
+			return exitConfig
+		}
+		if *name == "" && *nodeID >= 0 {
+			*name = fmt.Sprintf("node-%d", *nodeID)
+		}
 		if *name == "" || strings.ContainsAny(*name, "/\\") {
 			fmt.Fprint(stderr, "strata certs issue: --name is required (no slashes)\n\n"+certsUsage)
 			return exitConfig
@@ -99,7 +111,11 @@ func certsCommand(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		var is *auth.Issued
-		if is, err = ca.Issue(*name, hs, nil, validity); err != nil {
+		var uris []string
+		if *nodeID >= 0 {
+			uris = append(uris, auth.NodeURI(int32(*nodeID)))
+		}
+		if is, err = ca.Issue(*name, hs, uris, validity); err != nil {
 			break
 		}
 		if err = write(*name+".pem", is.KeystorePEM(ca), 0o600); err == nil {

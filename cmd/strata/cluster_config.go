@@ -21,11 +21,11 @@ import (
 // (replication.listener overrides where it binds, e.g. 0.0.0.0:9093, when
 // the voters list names an address other brokers reach). Empty = this
 // broker alone, one voter, no replication listener.
-var clusterSettings = []setting{
+var clusterSettings = append([]setting{
 	{"controller.quorum.voters", "", "Metadata quorum, Kafka syntax id@host:port,...; host:port is each voter's replication listener. Empty: this broker alone."},
 	{"replication.listener", "", "Where this broker binds its replication listener (Strata-specific); default: its own entry in controller.quorum.voters."},
 	{"strata.partition.heartbeat.timeout.ms", "2000", "Raft heartbeat timeout of partition groups with several replicas (Strata-specific): a follower that hears nothing from its leader for this long to twice it starts an election, so a dead leader is replaced in about this time; lower costs more idle traffic per partition. 100..60000."},
-}
+}, replicationSecuritySettings...)
 
 // clusterConfig is the parsed cluster part of Config.
 type clusterConfig struct {
@@ -37,6 +37,9 @@ type clusterConfig struct {
 	Advertise string
 	// PartitionHeartbeat is strata.partition.heartbeat.timeout.ms.
 	PartitionHeartbeat time.Duration
+	// TLS is the replication transport's mutual TLS; nil = plaintext
+	// (replication_security.go).
+	TLS *replication.TransportTLS
 }
 
 // maxVoters bounds controller.quorum.voters (Raft quorums are small).
@@ -112,5 +115,5 @@ func parseClusterSettings(merged map[string]rawValue, cfg *Config) error {
 		return bad(hbName, "expected milliseconds between 100 and 60000")
 	}
 	cfg.Cluster.PartitionHeartbeat = time.Duration(hb) * time.Millisecond
-	return nil
+	return parseReplicationSecurity(merged, cfg)
 }

@@ -16,7 +16,8 @@ func TestControllerQuorumVoters(t *testing.T) {
 	if len(c.Voters) != 3 || c.Voters[2].NodeID != 3 || c.Voters[2].Addr != "h3:9095" || c.Advertise != "127.0.0.1:9094" || c.Bind != "127.0.0.1:9094" {
 		t.Fatalf("%+v", c)
 	}
-	cfg, _, err = loadConfig([]string{"--set", "node.id=1", "--set", "controller.quorum.voters=1@b1:9093", "--set", "replication.listener=0.0.0.0:9093"}, nil, nil, nil)
+	cfg, _, err = loadConfig([]string{"--set", "node.id=1", "--set", "controller.quorum.voters=1@b1:9093", "--set", "replication.listener=0.0.0.0:9093",
+		"--set", "replication.plaintext.allow.nonloopback=true"}, nil, nil, nil)
 	if err != nil || cfg.Cluster.Bind != "0.0.0.0:9093" || cfg.Cluster.Advertise != "b1:9093" {
 		t.Fatalf("%+v %v", cfg, err)
 	}

@@ -155,6 +155,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		Voters:                   cfg.Cluster.Voters,
 		ReplicationListener:      repLn, // owned by the broker from here on
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
+		ReplicationTLS:           cfg.Cluster.TLS,
 		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
 		LeaderRebalance:          cfg.Rebalance.LeaderRebalanceConfig,
 		BrokerSessionTimeout:     cfg.Rebalance.SessionTimeout,

@@ -85,6 +85,9 @@ func newCluster(bin, dir string, nw *netns, n int, hb time.Duration, extra []str
 			"--set", "listeners=PLAINTEXT://" + nd.kafka,
 			"--set", "advertised.listeners=PLAINTEXT://" + nd.addr,
 			"--set", "replication.listener=" + nw.ip(id) + ":9093",
+			// The namespaces' addresses are not loopback: plaintext
+			// replication there must be allowed (cmd/strata/replication_security.go).
+			"--set", "replication.plaintext.allow.nonloopback=true",
 			"--set", "log.dirs=" + nd.dir,
 			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
 			"--set", fmt.Sprintf("strata.partition.heartbeat.timeout.ms=%d", hb.Milliseconds()),

@@ -1,0 +1,39 @@
+package replication
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// checkForward checks a request another broker forwarded over the
+// replication transport against the node of its connection (peer; ""
+// when the dialer named none: a test's Mux). With mTLS the peer is
+// authenticated (transport_tls.go), and a node speaks only for itself:
+// a broker's registration (its addresses, rack, endpoints) is written by
+// that broker alone. Another node may forward only a change of a
+// registered broker's Fenced flag (fencing.go: the controller fences and
+// unfences brokers, and a command in flight when the controller moved is
+// forwarded to the next one). Anything else is refused before the
+// handler sees it: answered with an error and logged (handleForward).
+func (b *Broker) checkForward(peer string, body []byte) error {
+	if peer == "" {
+		return nil
+	}
+	var req forwardRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil // the handler answers a request that does not decode
+	}
+	c := req.Command
+	if c.Type != CmdRegisterBroker || c.Broker == nil || strconv.Itoa(int(c.Broker.NodeID)) == peer {
+		return nil
+	}
+	if img := b.img.Load(); img != nil {
+		if cur, ok := img.brokers[c.Broker.NodeID]; ok {
+			cur.Fenced = c.Broker.Fenced
+			if cur == *c.Broker {
+				return nil
+			}
+		}
+	}
+	return refused("node %s forwarded the registration of node %d", peer, c.Broker.NodeID)
+}
