@@ -192,6 +192,12 @@ func startChaosCluster(t *testing.T, n int, hb time.Duration, extra ...string) *
 		c.nodes = append(c.nodes, node)
 	}
 	for _, node := range c.nodes {
+		// "{node.id}" in a setting stands for the node's ID (a keystore
+		// per node: replication_tls_test.go).
+		own := make([]string, len(extra))
+		for i, a := range extra {
+			own[i] = strings.ReplaceAll(a, "{node.id}", strconv.Itoa(int(node.id)))
+		}
 		node.args = append([]string{"serve",
 			"--set", fmt.Sprintf("node.id=%d", node.id),
 			"--set", "listeners=PLAINTEXT://" + node.kafka,
@@ -199,7 +205,7 @@ func startChaosCluster(t *testing.T, n int, hb time.Duration, extra ...string) *
 			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
 			"--set", "replication.listener=" + node.rep,
 			"--set", fmt.Sprintf("strata.partition.heartbeat.timeout.ms=%d", hb.Milliseconds()),
-		}, extra...)
+		}, own...)
 	}
 	t.Cleanup(func() {
 		for _, node := range c.nodes {
