@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-io/strata/internal/acl"
+	"github.com/strata-io/strata/internal/auth"
 	"github.com/strata-io/strata/internal/console"
 	"github.com/strata-io/strata/internal/dlq"
 )
@@ -23,7 +25,8 @@ import (
 // (internal/console).
 var consoleSettings = []setting{
 	{"strata.console.enable", "true", "Serve the web console at /ui on metrics.listener (Strata-specific)."},
-	{"strata.console.admin.enable", "false", "Let the console reset offsets, delete groups, resume paused share groups and redrive dead letters, from loopback addresses only (Strata has no authentication yet) (Strata-specific)."},
+	{"strata.console.admin.enable", "false", "Let the console reset offsets, delete groups, resume paused share groups and redrive dead letters: from loopback as the local operator, from elsewhere as a SCRAM user (HTTP basic auth) holding the Kafka ACLs the action needs when ACLs are on (Strata-specific)."},
+	{"strata.console.admin.auth", "remote", "Which console admin requests must authenticate as a SCRAM user: remote (all but loopback's) or always (loopback's too: a shared host, or a proxy on the same host in front of the console) (Strata-specific)."},
 	{"strata.console.lag.sample.ms", "15000", "How often the console samples every consumer group's lag for its last-hour sparklines (Strata-specific). 1000..600000."},
 	{"strata.console.lag.history.max.series", "2000", "Most group partitions the console keeps a lag history of, about 2.6 KiB each at the default sampling (Strata-specific). 1..1000000."},
 	{"strata.console.lag.history.eager", "false", "Sample lag from start-up; by default sampling starts when the console is first opened (Strata-specific)."},
@@ -33,6 +36,7 @@ var consoleSettings = []setting{
 type consoleConfig struct {
 	Disabled    bool
 	Admin       bool
+	AuthAlways  bool // strata.console.admin.auth=always
 	SampleEvery time.Duration
 	MaxSeries   int
 	Eager       bool
@@ -52,6 +56,13 @@ func parseConsoleSettings(merged map[string]rawValue, cfg *Config) error {
 		default:
 			return bad(name, "expected true or false")
 		}
+	}
+	switch merged["strata.console.admin.auth"].value {
+	case "always":
+		c.AuthAlways = true
+	case "remote", "":
+	default:
+		return bad("strata.console.admin.auth", "expected remote or always")
 	}
 	switch merged["strata.console.enable"].value {
 	case "false":
@@ -89,22 +100,38 @@ func (m *monitor) serveUI(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(w, r)
 }
 
+// consoleBroker is what the console's admin gate reads of the broker:
+// SCRAM credentials and ACL bindings (replication.Broker).
+type consoleBroker interface {
+	ScramCredential(user, mech string) (auth.ScramCredential, bool)
+	ACLs() *acl.Set
+}
+
+// consoleAuthorizer is the authorizer that decides an authenticated
+// console user's admin actions: the broker's own (authorizer.class.name),
+// nil while ACLs are off.
+func consoleAuthorizer(cfg *Config) *acl.Authorizer {
+	return nil // HOOK(acl): the broker's authorizer, cfg.ACLs.Authorizer, once its setting lands
+}
+
 // startConsole starts the console against the broker's own Kafka
 // listener at kafkaAddr and mounts it on the monitor; nil when there is no
 // monitor or the console is off. Close it with (*console.Console).Close
 // (nil-safe).
-func startConsole(cfg *Config, kafkaAddr net.Addr, reg prometheus.Gatherer, m *monitor, logger *slog.Logger) *console.Console {
+func startConsole(cfg *Config, kafkaAddr net.Addr, reg prometheus.Gatherer, m *monitor, b consoleBroker, logger *slog.Logger) *console.Console {
 	cc := cfg.Monitoring.Console
 	if m == nil || cc.Disabled {
 		return nil
 	}
 	boot := loopbackAddr(kafkaAddr)
 	c, err := console.New(console.Options{
-		Bootstrap:   boot,
-		NodeID:      cfg.NodeID,
-		Gatherer:    reg,
-		Admin:       cc.Admin,
-		Actions:     consoleActions(boot),
+		Bootstrap: boot,
+		NodeID:    cfg.NodeID,
+		Gatherer:  reg,
+		Admin:     cc.Admin,
+		Actions:   consoleActions(boot),
+		Auth: console.Auth{Always: cc.AuthAlways, Credential: b.ScramCredential, Authorizer: consoleAuthorizer(cfg),
+			ACLs: b.ACLs},
 		SampleEvery: cc.SampleEvery,
 		MaxSeries:   cc.MaxSeries,
 		RateWindow:  cfg.Groups.LagWindow,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
+	"github.com/strata-io/strata/internal/auth"
+	"github.com/strata-io/strata/internal/console"
 	"github.com/strata-io/strata/internal/testwait"
 )
 
@@ -510,5 +514,218 @@ func TestConsoleReadOnly(t *testing.T) {
 	}
 	if _, _, err := loadConfig([]string{"--set", "strata.console.lag.sample.ms=10"}, nil, nil, io.Discard); err == nil {
 		t.Error("strata.console.lag.sample.ms=10 accepted")
+	}
+}
+
+// nonLoopbackIP is an IPv4 address of this host that is not loopback
+// ("" when it has none).
+func nonLoopbackIP() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// postAuth POSTs an admin request as the page does, with basic auth when
+// user is not "", and returns the status, the error and the
+// WWW-Authenticate header.
+func postAuth(t *testing.T, url string, body any, user, pass string, page bool) (int, string, string) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
+	if page {
+		req.Header.Set("X-Strata-Console", "1")
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Error string `json:"error"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out.Error, resp.Header.Get("WWW-Authenticate")
+}
+
+// TestConsoleAdminAuth: admin actions from an address other than
+// loopback need a SCRAM user's name and password (HTTP basic auth,
+// checked against the credentials `strata user` stores through
+// AlterUserScramCredentials); with strata.console.admin.auth=always,
+// loopback's too. The console listens on this host's non-loopback
+// address, so its requests really come from off loopback.
+func TestConsoleAdminAuth(t *testing.T) {
+	requireStorage(t)
+	ip := nonLoopbackIP()
+	if ip == "" {
+		t.Skip("this host has no non-loopback IPv4 address")
+	}
+	addr, ui := startServeConsole(t, "--set", "strata.console.admin.enable=true", "--set", "metrics.listener="+ip+":0")
+	if !strings.Contains(ui, ip) {
+		t.Fatalf("console at %s, want it on %s", ui, ip)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "audit"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "audit", Partition: 0, At: 0, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(ctx, "auditors", os); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-secret"},
+		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	plan := map[string]any{"topic": "audit", "to": "earliest"}
+	// No credentials: 401, and a script is asked for basic auth.
+	code, msg, challenge := postAuth(t, ui+"api/groups/auditors/reset-offsets", plan, "", "", false)
+	if code != http.StatusForbidden && code != http.StatusUnauthorized {
+		t.Fatalf("no credentials: %d %q", code, msg)
+	}
+	code, msg, challenge = postAuth(t, ui+"api/groups/auditors/reset-offsets", plan, "", "", true)
+	if code != http.StatusUnauthorized || !strings.Contains(msg, "SCRAM user") || challenge != "" {
+		t.Errorf("no credentials from the page: %d %q %q", code, msg, challenge)
+	}
+	req, _ := http.NewRequest(http.MethodPost, ui+"api/groups/auditors/delete", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic ") {
+		t.Errorf("a script without credentials: %v %+v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
+	var info struct {
+		AdminHere bool   `json:"adminHere"`
+		SignIn    bool   `json:"signIn"`
+		Principal string `json:"principal"`
+		Reason    string `json:"adminReason"`
+	}
+	if getJSON(t, ui+"api/info", &info); info.AdminHere || !info.SignIn {
+		t.Errorf("info without credentials: %+v", info)
+	}
+	// A wrong password, an unknown user: refused alike.
+	for _, up := range [][2]string{{"alice", "wrong"}, {"mallory", "alice-secret"}, {"bob", "alice-secret"}} {
+		if code, msg, _ := postAuth(t, ui+"api/groups/auditors/reset-offsets", plan, up[0], up[1], true); code != http.StatusUnauthorized || msg != "authentication failed: invalid credentials" {
+			t.Errorf("%s with a wrong password: %d %q", up[0], code, msg)
+		}
+	}
+	// The right ones (SHA-512 and SHA-256 users): the action runs.
+	for _, up := range [][2]string{{"alice", "alice-secret"}, {"bob", "bob-secret"}} {
+		if code, msg, _ := postAuth(t, ui+"api/groups/auditors/reset-offsets", plan, up[0], up[1], true); code != http.StatusOK {
+			t.Errorf("%s's reset plan: %d %q", up[0], code, msg)
+		}
+	}
+	req, _ = http.NewRequest(http.MethodGet, ui+"api/info", nil)
+	req.SetBasicAuth("alice", "alice-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if !info.AdminHere || info.Principal != "User:alice" {
+		t.Errorf("info as alice: %+v", info)
+	}
+
+	// strata.console.admin.auth=always: loopback authenticates too.
+	_, ui = startServeConsole(t, "--set", "strata.console.admin.enable=true", "--set", "strata.console.admin.auth=always")
+	if code, msg, _ := postAuth(t, ui+"api/groups/auditors/reset-offsets", plan, "", "", true); code != http.StatusUnauthorized || !strings.Contains(msg, "strata.console.admin.auth=always") {
+		t.Errorf("loopback without credentials under auth=always: %d %q", code, msg)
+	}
+	if _, _, err := loadConfig([]string{"--set", "strata.console.admin.auth=sometimes"}, nil, nil, io.Discard); err == nil {
+		t.Error("strata.console.admin.auth=sometimes accepted")
+	}
+}
+
+// TestConsoleAdminACLs: with ACLs on, an authenticated user's admin
+// action needs the Kafka ACLs its requests would (the broker's
+// authorizer, internal/acl, over a set of bindings): a reset's plan
+// DESCRIBE of the group and the topic, its execution READ, a delete
+// DELETE of the group. The console runs against a real broker with
+// strata.console.admin.auth=always (so that loopback authenticates), its
+// users' credentials and bindings made here.
+func TestConsoleAdminACLs(t *testing.T) {
+	requireStorage(t)
+	addr, _ := startServeConsole(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "ledger"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "ledger", Partition: 0, At: 0, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(ctx, "clerks", offs); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	creds := map[string]auth.ScramCredential{}
+	for _, u := range []string{"alice", "bob"} {
+		c, err := auth.NewScramCredential(auth.MechScramSHA256, u+"-secret", []byte("salt-of-"+u), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds[u] = c
+	}
+	allow := func(p string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) acl.Binding {
+		return acl.Binding{ResourceType: rt, ResourceName: name, PatternType: acl.Literal, Principal: p, Host: "*", Operation: op, Permission: acl.Allow}
+	}
+	set := acl.NewSet([]acl.Binding{
+		allow("User:alice", acl.Read, acl.Group, "clerks"), allow("User:alice", acl.Read, acl.Topic, "ledger"),
+		allow("User:bob", acl.Describe, acl.Group, "clerks"), allow("User:bob", acl.Describe, acl.Topic, "ledger"),
+	})
+	c, err := console.New(console.Options{Bootstrap: addr, Admin: true, Actions: consoleActions(addr), Auth: console.Auth{
+		Always: true,
+		Credential: func(user, mech string) (auth.ScramCredential, bool) {
+			c, ok := creds[user]
+			return c, ok && mech == auth.MechScramSHA256
+		},
+		Authorizer: &acl.Authorizer{}, ACLs: func() *acl.Set { return set }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	ui := srv.URL + "/ui/"
+	reset := func(user string, execute bool) (int, string) {
+		code, msg, _ := postAuth(t, ui+"api/groups/clerks/reset-offsets", map[string]any{"topic": "ledger", "to": "latest", "execute": execute}, user, user+"-secret", true)
+		return code, msg
+	}
+	if code, msg := reset("bob", false); code != http.StatusOK {
+		t.Errorf("bob's plan (DESCRIBE): %d %q", code, msg)
+	}
+	if code, msg := reset("bob", true); code != http.StatusForbidden || msg != `GROUP_AUTHORIZATION_FAILED: User:bob may not READ GROUP "clerks"` {
+		t.Errorf("bob's reset (no READ): %d %q", code, msg)
+	}
+	if code, msg := reset("alice", true); code != http.StatusOK {
+		t.Errorf("alice's reset (READ): %d %q", code, msg)
+	}
+	if code, msg, _ := postAuth(t, ui+"api/groups/clerks/delete", map[string]any{}, "alice", "alice-secret", true); code != http.StatusForbidden || !strings.Contains(msg, "may not DELETE GROUP") {
+		t.Errorf("alice's delete (no DELETE): %d %q", code, msg)
+	}
+	set = set.With([]acl.Binding{allow("User:alice", acl.Delete, acl.Group, "clerks")}, nil)
+	if code, msg, _ := postAuth(t, ui+"api/groups/clerks/delete", map[string]any{}, "alice", "alice-secret", true); code != http.StatusOK {
+		t.Errorf("alice's delete with DELETE: %d %q", code, msg)
 	}
 }

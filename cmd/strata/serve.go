@@ -201,7 +201,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	extra.serve(srv, serveErr)
 	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),
 		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
-	cons := startConsole(cfg, ln.Addr(), reg, mon, logger)
+	cons := startConsole(cfg, ln.Addr(), reg, mon, broker, logger)
 	mon.setReady(true)
 	if ready != nil {
 		ready <- ln.Addr()

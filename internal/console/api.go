@@ -16,6 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
+	"github.com/strata-io/strata/internal/dlq"
 )
 
 // --- info and cluster ---
@@ -24,13 +27,19 @@ type infoResp struct {
 	Admin       bool   `json:"admin"`       // admin actions are on
 	AdminHere   bool   `json:"adminHere"`   // and allowed for this request
 	AdminReason string `json:"adminReason"` // why not, if not
-	History     Stats  `json:"history"`
-	Redrive     bool   `json:"redrive"` // a redrive action exists
+	// SignIn: this request may run admin actions once it authenticates
+	// (HTTP basic auth as a SCRAM user); Principal who it is when it did.
+	SignIn    bool   `json:"signIn"`
+	Principal string `json:"principal,omitempty"`
+	ACLs      bool   `json:"acls"` // ACLs decide an authenticated user's actions
+	History   Stats  `json:"history"`
+	Redrive   bool   `json:"redrive"` // a redrive action exists
 }
 
 func (c *Console) info(_ context.Context, r *http.Request) (any, error) {
-	ok, why := c.adminAllowed(r)
-	return infoResp{Admin: c.opts.Admin, AdminHere: ok, AdminReason: why, History: c.hist.Stats(), Redrive: c.opts.Actions.Redrive != nil}, nil
+	id, status, why := c.adminAllowed(r)
+	return infoResp{Admin: c.opts.Admin, AdminHere: status == 0, AdminReason: why, SignIn: status == http.StatusUnauthorized,
+		Principal: id.principal, ACLs: c.opts.Auth.Authorizer != nil, History: c.hist.Stats(), Redrive: c.opts.Actions.Redrive != nil}, nil
 }
 
 type brokerJSON struct {
@@ -921,6 +930,14 @@ func (c *Console) resetOffsets(ctx context.Context, r *http.Request) (any, error
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		return nil, badRequest("body: " + err.Error())
 	}
+	// As OffsetFetch (a plan) and OffsetCommit (its execution).
+	op := acl.Describe
+	if req.Execute {
+		op = acl.Read
+	}
+	if err := c.authorize(ctx, check{op, acl.Group, r.PathValue("group")}, check{op, acl.Topic, req.Topic}); err != nil {
+		return nil, err
+	}
 	out, err := c.opts.Actions.ResetOffsets(ctx, c.adm, r.PathValue("group"), req.Topic, req.To, req.Execute)
 	if err != nil {
 		return nil, &httpError{http.StatusConflict, err.Error()}
@@ -940,6 +957,9 @@ func (c *Console) deleteGroup(ctx context.Context, r *http.Request) (any, error)
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		return nil, badRequest("body: " + err.Error())
 	}
+	if err := c.authorize(ctx, check{acl.Delete, acl.Group, r.PathValue("group")}); err != nil { // as DeleteGroups
+		return nil, err
+	}
 	out, err := c.opts.Actions.DeleteGroup(ctx, c.adm, r.PathValue("group"), req.Share)
 	if err != nil {
 		return nil, &httpError{http.StatusConflict, err.Error()}
@@ -950,6 +970,10 @@ func (c *Console) deleteGroup(ctx context.Context, r *http.Request) (any, error)
 func (c *Console) resumeShare(ctx context.Context, r *http.Request) (any, error) {
 	if c.opts.Actions.ResumeShare == nil {
 		return nil, notFound("resume is not available")
+	}
+	// As IncrementalAlterConfigs of the group's config, which it is.
+	if err := c.authorize(ctx, check{acl.AlterConfigs, acl.Group, r.PathValue("group")}); err != nil {
+		return nil, err
 	}
 	out, err := c.opts.Actions.ResumeShare(ctx, r.PathValue("group"))
 	if err != nil {
@@ -971,9 +995,66 @@ func (c *Console) redrive(ctx context.Context, r *http.Request) (any, error) {
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		return nil, badRequest("body: " + err.Error())
 	}
+	if err := c.authorize(ctx, c.redriveChecks(ctx, r.PathValue("group"), req.Execute)...); err != nil {
+		return nil, err
+	}
 	out, err := c.opts.Actions.Redrive(ctx, r.PathValue("group"), req.Reason, req.Execute)
 	if err != nil {
 		return nil, &httpError{http.StatusConflict, strings.TrimSpace(out + "\n" + err.Error())}
 	}
 	return actionResp{Output: out, Done: req.Execute}, nil
+}
+
+// redriveChecks are the ACLs a redrive needs: a plan reads the group's
+// dead-letter topic (DESCRIBE the group, READ the topic); its execution
+// also consumes it as the group (READ) and re-publishes, in transactions
+// of the redrive's transactional ID (WRITE), to the topics the group
+// consumes (WRITE each: the letters' sources are among them).
+func (c *Console) redriveChecks(ctx context.Context, group string, execute bool) []check {
+	if c.opts.Auth.Authorizer == nil {
+		return nil
+	}
+	out := []check{{acl.Describe, acl.Group, group}}
+	if execute {
+		out[0].op = acl.Read
+	}
+	if t := c.groupDLQTopic(ctx, group); t != "" {
+		out = append(out, check{acl.Read, acl.Topic, t})
+	}
+	if !execute {
+		return out
+	}
+	out = append(out, check{acl.Write, acl.TransactionalID, dlq.TransactionalID(group)})
+	if offs, err := c.adm.DescribeShareGroupOffsets(ctx, group); err == nil {
+		var topics []string
+		for t := range offs[group].Offsets {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+		for _, t := range topics {
+			out = append(out, check{acl.Write, acl.Topic, t})
+		}
+	}
+	return out
+}
+
+// groupDLQTopic is group's dead-letter topic ("" when none or unknown).
+func (c *Console) groupDLQTopic(ctx context.Context, group string) string {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.ConfigNames = []string{dlqTopicConfig}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return ""
+	}
+	for _, rr := range resp.Resources {
+		for _, cf := range rr.Configs {
+			if cf.Name == dlqTopicConfig && cf.Value != nil {
+				return *cf.Value
+			}
+		}
+	}
+	return ""
 }

@@ -7,9 +7,11 @@
 //
 // It is read-only unless the operator sets strata.console.admin.enable;
 // even then admin actions (reset offsets, delete a group, resume a paused
-// share group, redrive dead letters) are refused to any address but loopback, since Strata has
-// no authentication yet. The actions themselves are the CLI's code paths,
-// handed in as Actions by cmd/strata.
+// share group, redrive dead letters) from any address but loopback need a
+// SCRAM user's name and password (HTTP basic auth) and, with ACLs on, the
+// Kafka ACLs the action's requests need (auth.go). The actions
+// themselves are the CLI's code paths, handed in as Actions by
+// cmd/strata.
 package console
 
 import (
@@ -63,9 +65,10 @@ type Options struct {
 	// Gatherer is the broker's metrics registry; nil: no Raft or share
 	// counts.
 	Gatherer prometheus.Gatherer
-	// Admin turns on the admin actions (from loopback only).
+	// Admin turns on the admin actions; Auth says who may run them.
 	Admin   bool
 	Actions Actions
+	Auth    Auth
 	// SampleEvery is the lag history's sampling period (default 15 s);
 	// HistorySpan how far back it keeps (default an hour); MaxSeries its
 	// limit of group partitions (default DefaultMaxSeries).
@@ -237,15 +240,13 @@ func (c *Console) api(h func(ctx context.Context, r *http.Request) (any, error))
 // console never grants.
 const adminHeader = "X-Strata-Console"
 
-// adminAllowed says whether r may run an admin action, and why not.
-func (c *Console) adminAllowed(r *http.Request) (bool, string) {
+// adminAllowed says whether r may run admin actions, who asks, and why
+// not (with the status to answer).
+func (c *Console) adminAllowed(r *http.Request) (identity, int, string) {
 	if !c.opts.Admin {
-		return false, "admin actions are off (strata.console.admin.enable=false)"
+		return identity{}, http.StatusForbidden, "admin actions are off (strata.console.admin.enable=false)"
 	}
-	if !isLoopback(r.RemoteAddr) {
-		return false, "admin actions are refused off loopback: Strata has no authentication yet"
-	}
-	return true, ""
+	return c.authenticate(r)
 }
 
 func isLoopback(remote string) bool {
@@ -259,9 +260,16 @@ func isLoopback(remote string) bool {
 
 func (c *Console) admin(h func(ctx context.Context, r *http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if ok, why := c.adminAllowed(r); !ok {
+		id, status, why := c.adminAllowed(r)
+		if status != 0 {
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
+			if status == http.StatusUnauthorized && r.Header.Get(adminHeader) == "" {
+				// A script (curl): ask for basic auth. The page (which
+				// sends the header) asks with its own form instead of
+				// the browser's dialog.
+				w.Header().Set("WWW-Authenticate", `Basic realm="strata console admin", charset="UTF-8"`)
+			}
+			w.WriteHeader(status)
 			json.NewEncoder(w).Encode(map[string]string{"error": why})
 			return
 		}
@@ -272,7 +280,11 @@ func (c *Console) admin(h func(ctx context.Context, r *http.Request) (any, error
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		c.log.Info("console admin action", "path", r.URL.Path, "remote", r.RemoteAddr)
-		c.api(h)(w, r)
+		principal := id.principal
+		if principal == "" {
+			principal = "local operator (loopback)"
+		}
+		c.log.Info("console admin action", "path", r.URL.Path, "remote", r.RemoteAddr, "principal", principal)
+		c.api(h)(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 	}
 }

@@ -31,7 +31,14 @@ function dur(s) {
 }
 function ts(ms) { return ms ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "-"; }
 
+// creds are the signed-in user's basic-auth credentials (base64 of
+// "user:password"), kept for this tab only; sent with every request once
+// set (admin actions off loopback need them).
+let creds = sessionStorage.getItem("strata-console-auth") || "";
+
 async function api(path, opts) {
+  opts = opts || {};
+  if (creds) opts.headers = Object.assign({ Authorization: "Basic " + creds, "X-Strata-Console": "1" }, opts.headers || {});
   const r = await fetch("api/" + path, opts);
   const body = await r.json().catch(() => ({ error: r.statusText }));
   if (!r.ok) throw new Error(body.error || r.statusText);
@@ -196,8 +203,38 @@ function recordBrowser(el, topic, partitions) {
   load();
 }
 
+function showMode() {
+  document.getElementById("mode").textContent = info.admin ? (info.adminHere ? "admin" + (info.principal ? " as " + info.principal : "") : "read-only here") : "read-only";
+}
+
+// signIn asks for a SCRAM user's name and password (admin actions off
+// loopback), checks them with /ui/api/info and, when they are good, keeps
+// them for this tab and shows the admin panel.
+function signIn(el, kind, name) {
+  el.innerHTML = `<h2>Admin</h2><p class="muted">${esc(info.adminReason)}</p>
+    <form class="inline" id="signin"><label>User <input name="user" autocomplete="username" size="16"></label>
+    <label>Password <input name="password" type="password" autocomplete="current-password" size="16"></label>
+    <button type="submit">Sign in</button></form><div id="signinout"></div>`;
+  const form = el.querySelector("#signin");
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const f = new FormData(form);
+    creds = btoa(String.fromCharCode(...new TextEncoder().encode(f.get("user") + ":" + f.get("password"))));
+    try { info = await api("info"); } catch (err) { info.adminHere = false; info.adminReason = err.message; }
+    if (info.adminHere) {
+      sessionStorage.setItem("strata-console-auth", creds);
+      showMode();
+      adminPanel(el, kind, name);
+      return;
+    }
+    creds = "";
+    el.querySelector("#signinout").innerHTML = `<div class="err">${esc(info.adminReason)}</div>`;
+  });
+}
+
 function adminPanel(el, kind, name) {
   if (!info.admin) { el.innerHTML = `<p class="muted">Read-only: admin actions are off (strata.console.admin.enable).</p>`; return; }
+  if (!info.adminHere && info.signIn) { signIn(el, kind, name); return; }
   if (!info.adminHere) { el.innerHTML = `<p class="muted">${esc(info.adminReason)}</p>`; return; }
   const out = '<div id="actionout"></div>';
   if (kind === "group") {
@@ -320,7 +357,7 @@ function schedule(key) {
 
 (async () => {
   try { info = await api("info"); } catch (e) { /* shown by render */ }
-  document.getElementById("mode").textContent = info.admin ? (info.adminHere ? "admin" : "read-only here") : "read-only";
+  showMode();
   window.addEventListener("hashchange", navigate);
   navigate();
 })();
