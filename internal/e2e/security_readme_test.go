@@ -8,11 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestSecuringReadme follows README's "Securing a cluster" with the
 // strata binary: strata certs, the server.properties shown (on free
-// ports), strata user set/list, kcat over SASL_SSL SCRAM-SHA-512 and mTLS.
+// ports), strata user set/list, kcat over SASL_SSL SCRAM-SHA-512 and mTLS;
+// and step 5's replication settings on this broker as a one-voter quorum
+// (TestReplicationMTLS runs them on three brokers).
 func TestSecuringReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker")
@@ -34,7 +38,10 @@ func TestSecuringReadme(t *testing.T) {
 	strata("", "certs", "ca", "--dir", "certs")
 	strata("", "certs", "issue", "--dir", "certs", "--name", "broker1", "--host", "localhost,127.0.0.1")
 	strata("", "certs", "issue", "--dir", "certs", "--name", "app1")
-	internal, clients, mtls := freeAddr(t), freeAddr(t), freeAddr(t)
+	if out := strata("", "certs", "issue", "--dir", "certs", "--node-id", "1"); !strings.Contains(out, "node-1.pem") {
+		t.Fatalf("strata certs issue --node-id 1:\n%s", out)
+	}
+	internal, clients, mtls, rep := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	props := "node.id=1\nlog.dirs=" + filepath.Join(dir, "data") + "\n" +
 		"listeners=INTERNAL://" + internal + ",CLIENTS://" + clients + ",MTLS://" + mtls + "\n" +
 		"listener.security.protocol.map=INTERNAL:PLAINTEXT,CLIENTS:SASL_SSL,MTLS:SSL\n" +
@@ -42,7 +49,11 @@ func TestSecuringReadme(t *testing.T) {
 		"ssl.keystore.location=" + filepath.Join(certs, "broker1.pem") + "\n" +
 		"listener.name.clients.sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256\n" +
 		"listener.name.mtls.ssl.client.auth=required\n" +
-		"listener.name.mtls.ssl.truststore.location=" + filepath.Join(certs, "ca.pem") + "\n"
+		"listener.name.mtls.ssl.truststore.location=" + filepath.Join(certs, "ca.pem") + "\n" +
+		"controller.quorum.voters=1@" + rep + "\n" +
+		"replication.security.protocol=SSL\n" +
+		"replication.ssl.keystore.location=" + filepath.Join(certs, "node-1.pem") + "\n" +
+		"replication.ssl.truststore.location=" + filepath.Join(certs, "ca.pem") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(props), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +81,13 @@ func TestSecuringReadme(t *testing.T) {
 	if strings.TrimSpace(out) != "hello" {
 		t.Fatalf("consumed %q", out)
 	}
+	// The replication listener speaks TLS only: a plaintext peer is
+	// refused and logged.
+	if !sendReplication(t, rep, replPreface(2, 0, "1"), nil) {
+		t.Fatal("a plaintext replication connection was kept open")
+	}
+	testwait.For(t, 10*time.Second, func() bool { return strings.Contains(b.logText(), "raft transport: TLS handshake failed") },
+		"no log line for the plaintext replication connection")
 	strata("", "user", "delete", "alice", "--bootstrap-server", internal)
 	if out := strata("", "user", "list", "--bootstrap-server", internal); strings.Contains(out, "alice") {
 		t.Fatalf("alice still listed:\n%s", out)
