@@ -551,6 +551,12 @@ func (p *Partition) Append(records []byte, leaderEpoch int32) (AppendResult, err
 	act := p.segs[len(p.segs)-1]
 	start := act.Size()
 	if err := act.Append(records, infos); err != nil {
+		if act.Err() == nil {
+			// ENOSPC, cut back by the segment: only this append failed
+			// (nothing of it is in the log); appends work again once
+			// space returns.
+			return res, fmt.Errorf("%w: %w", ErrStorage, err)
+		}
 		p.werr = err
 		p.logger.Error("append failed; partition refuses writes until reopened", "err", err)
 		return res, fmt.Errorf("%w: %v", ErrStorage, err)

@@ -57,6 +57,12 @@ func (p *Partition) AppendReplica(batch []byte) (AppendResult, error) {
 	act := p.segs[len(p.segs)-1]
 	start := act.Size()
 	if err := act.Append(batch, info); err != nil {
+		if act.Err() == nil {
+			// ENOSPC, cut back by the segment: only this append failed
+			// (nothing of it is in the log); appends work again once
+			// space returns.
+			return res, fmt.Errorf("%w: %w", ErrStorage, err)
+		}
 		p.werr = err
 		p.logger.Error("replica append failed; partition refuses writes until reopened", "err", err)
 		return res, fmt.Errorf("%w: %v", ErrStorage, err)

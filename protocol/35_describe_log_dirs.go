@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,6 +26,10 @@ import (
 //     available.
 //   - Requested partitions this broker has no log of are left out, as
 //     Kafka does; a repeated partition is answered once.
+//   - The directory's ErrorCode is KAFKA_STORAGE_ERROR while it is below
+//     strata.log.dir.min.free.bytes (produce to it refused; Kafka reports
+//     an offline directory so); its partitions and space are still
+//     listed, since they can still be read.
 //
 // Version notes:
 //   - v1: throttle after the response; v2: flexible; v3: top-level
@@ -34,9 +39,9 @@ import (
 // Differences from Kafka: Kafka lists every topic with a log in the
 // directory, with an empty partition list for those the request did not
 // name; we list only topics with at least one answered partition. There
-// is one directory (log.dirs with several entries is not supported), so
-// a directory is never reported offline: a storage failure shows in the
-// partitions' own errors instead.
+// is one directory (log.dirs with several entries is not supported). An
+// offline directory in Kafka lists nothing; a full one here lists what it
+// holds. Other storage failures show in the partitions' own errors.
 func init() { register(35, 0, 4, concurrent, (*Server).handleDescribeLogDirs) }
 
 func (s *Server) handleDescribeLogDirs(_ context.Context, req *kmsg.DescribeLogDirsRequest) (kmsg.Response, error) {
@@ -49,6 +54,9 @@ func (s *Server) handleDescribeLogDirs(_ context.Context, req *kmsg.DescribeLogD
 	}
 	if req.Version >= 4 {
 		dir.TotalBytes, dir.UsableBytes = diskSpace(dir.Dir)
+	}
+	if err := s.broker.LogDirError(); err != nil {
+		dir.ErrorCode = kerr.KafkaStorageError.Code
 	}
 	// add appends one partition's entry if it has a log here; byTopic
 	// keeps one entry per topic and seen one per partition (a request may

@@ -95,6 +95,18 @@ type BrokerConfig struct {
 	// metadata.log); nil = the operating system's. Tests pass the same
 	// segment.MemFS as the log manager's to simulate crashes.
 	FS segment.FS
+	// MinFreeBytes is strata.log.dir.min.free.bytes: while the file
+	// system holding DataDir has fewer usable bytes, produce is refused
+	// with KAFKA_STORAGE_ERROR and leaderships move to other replicas
+	// (disk_space.go). 0 = no check.
+	MinFreeBytes int64
+	// FreeSpace returns the usable bytes of the file system holding dir;
+	// nil = statfs (tests and the fault injection pass their own).
+	FreeSpace func(dir string) (int64, error)
+	// OnStorageFatal, when set, is called when raft's own state cannot be
+	// saved (its current term: hashicorp/raft panics on that error):
+	// strata serve logs it and exits. nil = raft's panic.
+	OnStorageFatal func(error)
 	// OnBrokerProps, when set, is called with this broker's effective
 	// settings (BrokerProps under the dynamic broker configs) each time a
 	// dynamic broker config change concerns this broker, on raft's FSM

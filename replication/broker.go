@@ -99,6 +99,9 @@ type Broker struct {
 	announce     chan struct{}
 	announceDone chan struct{}
 
+	// disk is the data directory's free-space state (disk_space.go).
+	disk diskState
+
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
 	closeErr  error
@@ -166,6 +169,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	go b.announceCommits()
 	go b.rebalanceLoop()
 	go b.fenceLoop()
+	go b.diskLoop()
 	if err := b.openRaft(); err != nil {
 		return nil, err
 	}
@@ -759,6 +763,9 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 	lp, _, err := b.partition(topic, partition)
 	if err != nil {
 		return log.AppendResult{}, err
+	}
+	if err := b.diskErr(); err != nil {
+		return log.AppendResult{}, err // below strata.log.dir.min.free.bytes
 	}
 	g := b.group(lp.TopicPartition())
 	if g == nil {

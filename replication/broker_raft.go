@@ -90,7 +90,7 @@ func (b *Broker) openRaft() (err error) {
 		return err
 	}
 	closers = append(closers, rlog.Close)
-	stable, err := openRaftStableFile(cfg.FS, cfg.DataDir)
+	stable, err := b.openRaftStable(cfg.DataDir, "metadata")
 	if err != nil {
 		return err
 	}

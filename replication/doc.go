@@ -262,9 +262,10 @@
 //     InstallSnapshot streams the leader's batches (below, "Snapshots and
 //     catch-up").
 //   - StableStore (current term, vote) is a small file per partition
-//     (metadata_store.go's raftStableFile, as for the metadata group): one
-//     CRC-framed record appended and fsync'd per Set, the last one holding
-//     the state, rewritten atomically as one record past 8 KiB.
+//     (metadata_store.go's raftStableFile, as for the metadata group): 4 KiB
+//     reserved when the group opens, two CRC'd slots rewritten in place in
+//     turn, one fsync per Set: a term save never needs disk space (raft
+//     panics when it cannot save its term), so a full disk cannot stop it.
 //
 // Single node: the same code, one voter; Apply commits as soon as the
 // entry is stored.
@@ -423,7 +424,7 @@
 //     broker has at most maxPreVoteRounds in flight; a held-back round is
 //     answered "not granted", so the gate only delays elections;
 //   - less disk per election and per new partition: the stable store
-//     appends (one fsync per Set, not a replaced file), and a new topic's
+//     writes in place (one fsync per Set, not a replaced file), and a new topic's
 //     partitions are created side by side on the FSM goroutine (openLogs);
 //   - a steady group's heartbeat is answered from its follower's last
 //     answer while that broker is heard from (transport_heartbeats.go), so

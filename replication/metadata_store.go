@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/raft"
 
@@ -37,9 +39,9 @@ import (
 // (after a snapshot) rewrites it (tmp, fsync, rename, dir fsync).
 //
 // stable file (metadata-raft.state; each partition group has one too):
-// records as above whose bodies are JSON objects of raft's keys; each Set
-// appends one and fsyncs, the last whole one holds the state, and past
-// stableCompactBytes the file is replaced atomically by one record.
+// 4 KiB reserved at creation, two slots rewritten in place in turn, each
+// a CRC'd JSON object of raft's keys (raftStableFile: a term save never
+// needs disk space).
 
 const (
 	raftLogFileName    = "metadata-raft.log"
@@ -267,6 +269,13 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 		}
 	}
 	if _, err := l.f.WriteAt(buf, l.size); err != nil {
+		if errors.Is(err, syscall.ENOSPC) && l.f.Truncate(l.size) == nil {
+			// The disk is full: nothing past l.size was acknowledged, and
+			// with the partial write cut the file is as before. Only this
+			// append fails (raft steps down or answers its leader so);
+			// appends work again once space returns.
+			return fmt.Errorf("%w: write %s: %w", ErrMetadataStorage, l.path, err)
+		}
 		l.werr = fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, l.path, err)
 		return l.werr
 	}
@@ -432,48 +441,77 @@ func (l *raftLogFile) Close() error {
 // raftStableFile is a raft.StableStore: a handful of keys (current term,
 // last vote). Safe for concurrent use.
 //
-// The file is a log of CRC-framed records, each the whole key map as JSON;
-// the last whole record holds the state. A Set appends one record and
-// fsyncs it: one fsync, no rename. (It used to replace the file on every
-// Set -- write a temporary, fsync, rename, fsync the directory: two fsyncs
-// and a rename, and raft sets three keys per election, so an election
-// cost each voter six fsyncs and three renames per group; under a burst
-// of hundreds of elections that disk work is what the heartbeats waited
-// behind, issue 15.) Past stableCompactBytes the file is rewritten as one
-// record, atomically (the replace above). A crash mid-append leaves a
-// torn tail shorter than one record, whose Set was never acknowledged: it
-// is cut at open. Anything else that does not decode is corruption, and
-// raft must not start with a forgotten vote (it could vote twice in one
-// term).
+// Its space is reserved ahead, so that saving a term never needs a new
+// block of the disk: hashicorp/raft panics when it cannot save its current
+// term, and a full disk must not take the broker down. The file is
+// stableFileBytes long from its creation (written out, not sparse) and
+// holds two slots; a Set writes the new state into the slot that does not
+// hold the current one, in place, and fsyncs it: one write within the
+// file's allocated blocks and one fsync, no rename, no growth, so ENOSPC
+// cannot happen on file systems that overwrite in place (ext4, xfs,
+// tmpfs; copy-on-write ones such as btrfs and zfs may still need space).
+// Each slot:
+//
+//	+-------------+------------+------------+---------+------------------+
+//	| "SST1" (4)  | length u32 | crc32c u32 | seq u64 | JSON of the keys |
+//	+-------------+------------+------------+---------+------------------+
+//
+// length counts seq and the JSON; the CRC covers them. The slot with the
+// higher seq whose CRC holds is the state. A crash mid-write tears only
+// the slot being written, whose Set never returned; the other slot still
+// holds the last acknowledged state. Both slots unreadable is corruption,
+// and raft must not start with a forgotten vote (it could vote twice in
+// one term). The older format (a log of framed records, each the whole
+// key map, compacted by replacing the file) is read and rewritten in this
+// one at open.
+//
+// A failed write sticks (werr): the vote may not be durable, so the store
+// refuses every later Set. When the failed Set is raft's current term,
+// onFatal is called first (Broker.openRaftStable: log and exit the
+// process): raft would panic on the error.
 type raftStableFile struct {
 	fsys segment.FS
 	dir  string
 	path string
+	// onFatal, when set, is called with the error of a failed save of
+	// raft's current term, before Set returns it to raft (which panics).
+	onFatal func(error)
 
 	mu   sync.Mutex
 	kv   map[string][]byte // protected by mu
-	size int64             // protected by mu; end of the last whole record, 0 when the file does not exist
+	seq  uint64            // protected by mu; seq of the current state's slot
 	werr error             // protected by mu
 }
 
 var _ raft.StableStore = (*raftStableFile)(nil)
 
 const (
-	// maxStableKeys bounds the store; raft uses three keys.
+	// maxStableKeys bounds the store; raft uses three keys, partition
+	// groups two more.
 	maxStableKeys = 64
-	// stableCompactBytes: a stable file longer than this is rewritten as
-	// one record (about 50 elections' worth of appends).
-	stableCompactBytes = 8 << 10
-	// maxStableRecordBytes bounds one record (64 keys of raft's sizes
-	// are far below it); a torn tail is shorter.
-	maxStableRecordBytes = 4 << 10
+	// stableFileBytes is the stable file's reserved size: two slots.
+	stableFileBytes = 4096
+	stableSlotBytes = stableFileBytes / 2
+	// stableSlotHeader is magic, length and CRC.
+	stableSlotHeader = 12
+	// maxStableRecordBytes bounds one state (seq and JSON) in a slot.
+	maxStableRecordBytes = stableSlotBytes - stableSlotHeader
+	// legacyStableRecordBytes bounds a record of the older, appended
+	// format; a torn tail is shorter.
+	legacyStableRecordBytes = 4 << 10
+	// keyCurrentTerm is hashicorp/raft's key for its current term.
+	keyCurrentTerm = "CurrentTerm"
 )
+
+var stableMagic = []byte("SST1")
 
 func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
 	s := &raftStableFile{fsys: fsys, dir: dir, path: filepath.Join(dir, raftStableFileName), kv: map[string][]byte{}}
 	f, err := fsys.Open(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+		// Reserve the file's space now, while a failure is an error
+		// opening the group rather than raft's panic.
+		return s, s.rewrite()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, s.path, err)
@@ -483,32 +521,109 @@ func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: size of %s: %v", ErrMetadataStorage, s.path, err)
 	}
+	if size == stableFileBytes {
+		var buf [stableFileBytes]byte
+		if _, err := f.ReadAt(buf[:], 0); err != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", ErrMetadataStorage, s.path, err)
+		}
+		if bytes.Equal(buf[:4], stableMagic) || bytes.Equal(buf[stableSlotBytes:stableSlotBytes+4], stableMagic) {
+			found := false
+			for slot := 0; slot < 2; slot++ {
+				seq, kv, ok := decodeStableSlot(buf[slot*stableSlotBytes : (slot+1)*stableSlotBytes])
+				if ok && (!found || seq > s.seq) {
+					s.seq, s.kv, found = seq, kv, true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("%w: %s is corrupt (neither slot decodes)", ErrMetadataStorage, s.path)
+			}
+			return s, nil
+		}
+	}
+	// The older format: a log of framed records; the last whole one is
+	// the state. Rewritten in the reserved format.
 	bodies, _, good, why := readFramedRecords(f, size)
-	if len(bodies) == 0 || size-good >= maxStableRecordBytes {
+	if len(bodies) == 0 || size-good >= legacyStableRecordBytes {
 		return nil, fmt.Errorf("%w: %s is corrupt (%d whole records, %d bytes after them: %s)", ErrMetadataStorage, s.path, len(bodies), size-good, why)
 	}
 	last := bodies[len(bodies)-1]
-	if len(last) > maxStableRecordBytes {
+	if len(last) > legacyStableRecordBytes {
 		return nil, fmt.Errorf("%w: %s holds a record of %d bytes", ErrMetadataStorage, s.path, len(last))
 	}
 	if err := json.Unmarshal(last, &s.kv); err != nil || len(s.kv) > maxStableKeys {
 		return nil, fmt.Errorf("%w: %s does not decode: %v", ErrMetadataStorage, s.path, err)
 	}
-	if good < size {
-		// A torn append: its Set never returned. The next append
-		// overwrites it; cut it now so that a crash before then reads
-		// the same state.
-		if err := f.Truncate(good); err != nil {
-			return nil, fmt.Errorf("%w: cut the torn tail of %s: %v", ErrMetadataStorage, s.path, err)
-		}
+	return s, s.rewrite()
+}
+
+// decodeStableSlot decodes one slot; ok is false for an empty, torn or
+// corrupt one.
+func decodeStableSlot(b []byte) (seq uint64, kv map[string][]byte, ok bool) {
+	if !bytes.Equal(b[:4], stableMagic) {
+		return 0, nil, false
 	}
-	s.size = good
-	return s, nil
+	n := int(binary.BigEndian.Uint32(b[4:8]))
+	if n < 8 || n > maxStableRecordBytes {
+		return 0, nil, false
+	}
+	rec := b[stableSlotHeader : stableSlotHeader+n]
+	if crc32.Checksum(rec, crcTable) != binary.BigEndian.Uint32(b[8:12]) {
+		return 0, nil, false
+	}
+	kv = map[string][]byte{}
+	if err := json.Unmarshal(rec[8:], &kv); err != nil || len(kv) > maxStableKeys {
+		return 0, nil, false
+	}
+	return binary.BigEndian.Uint64(rec[:8]), kv, true
+}
+
+// encodeStableSlot is the slot holding kv at seq.
+func encodeStableSlot(seq uint64, kv map[string][]byte) ([]byte, error) {
+	body, err := json.Marshal(kv)
+	if err != nil {
+		return nil, fmt.Errorf("replication: encode raft state: %w", err)
+	}
+	n := 8 + len(body)
+	if n > maxStableRecordBytes {
+		return nil, fmt.Errorf("%w: raft state of %d bytes (at most %d)", ErrMetadataStorage, len(body), maxStableRecordBytes-8)
+	}
+	b := make([]byte, stableSlotHeader+n)
+	copy(b, stableMagic)
+	binary.BigEndian.PutUint32(b[4:8], uint32(n))
+	binary.BigEndian.PutUint64(b[stableSlotHeader:], seq)
+	copy(b[stableSlotHeader+8:], body)
+	binary.BigEndian.PutUint32(b[8:12], crc32.Checksum(b[stableSlotHeader:], crcTable))
+	return b, nil
+}
+
+// rewrite replaces the file by a reserved one holding the current state
+// in its slot (seq's parity; a temporary, fsync'd, renamed, the directory
+// fsync'd): at open only, where the disk may still refuse.
+func (s *raftStableFile) rewrite() error {
+	s.seq++
+	slot, err := encodeStableSlot(s.seq, s.kv)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, stableFileBytes)
+	copy(buf[(s.seq%2)*stableSlotBytes:], slot)
+	if err := segment.ReplaceFile(s.fsys, s.path, buf); err != nil {
+		return fmt.Errorf("%w: %w", ErrMetadataStorage, err)
+	}
+	return nil
 }
 
 func (s *raftStableFile) Set(key []byte, val []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	err := s.setLocked(key, val)
+	if err != nil && s.onFatal != nil && string(key) == keyCurrentTerm {
+		s.onFatal(fmt.Errorf("save raft's current term in %s: %w", s.path, err))
+	}
+	return err
+}
+
+func (s *raftStableFile) setLocked(key []byte, val []byte) error {
 	if s.werr != nil {
 		return s.werr
 	}
@@ -520,37 +635,27 @@ func (s *raftStableFile) Set(key []byte, val []byte) error {
 		next[k] = v
 	}
 	next[string(key)] = append([]byte(nil), val...)
-	body, err := json.Marshal(next)
-	if err != nil {
-		return fmt.Errorf("replication: encode raft state: %w", err)
-	}
-	if len(body) > maxStableRecordBytes {
-		return fmt.Errorf("%w: raft state of %d bytes", ErrMetadataStorage, len(body))
-	}
-	rec, err := frameRecord(nil, body)
+	slot, err := encodeStableSlot(s.seq+1, next)
 	if err != nil {
 		return err
 	}
-	if s.size == 0 || s.size+int64(len(rec)) > stableCompactBytes {
-		err = s.replace(rec)
-	} else {
-		err = s.append(rec)
-	}
-	if err != nil {
+	// The current state is in slot seq%2; the next goes in the other.
+	if err := s.writeSlot(slot, int64((s.seq+1)%2)*stableSlotBytes); err != nil {
 		s.werr = err // the vote may not be durable: stop voting
 		return err
 	}
+	s.seq++
 	s.kv = next
 	return nil
 }
 
-// append writes rec after the last whole record and fsyncs it.
-func (s *raftStableFile) append(rec []byte) error {
+// writeSlot writes slot at off, inside the reserved file, and fsyncs it.
+func (s *raftStableFile) writeSlot(slot []byte, off int64) error {
 	f, err := s.fsys.Open(s.path)
 	if err != nil {
 		return fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, s.path, err)
 	}
-	_, err = f.WriteAt(rec, s.size)
+	_, err = f.WriteAt(slot, off)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -558,19 +663,8 @@ func (s *raftStableFile) append(rec []byte) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("%w: append to %s: %v", ErrMetadataStorage, s.path, err)
+		return fmt.Errorf("%w: write %s: %w", ErrMetadataStorage, s.path, err)
 	}
-	s.size += int64(len(rec))
-	return nil
-}
-
-// replace makes rec the file's only record, atomically: a temporary
-// file, fsync'd, renamed over it, the directory fsync'd.
-func (s *raftStableFile) replace(rec []byte) error {
-	if err := segment.ReplaceFile(s.fsys, s.path, rec); err != nil {
-		return fmt.Errorf("%w: %v", ErrMetadataStorage, err)
-	}
-	s.size = int64(len(rec))
 	return nil
 }
 

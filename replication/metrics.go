@@ -54,6 +54,7 @@ var (
 	descCommitLat    = prometheus.NewDesc("strata_raft_commit_seconds", "Time from proposing an entry to its commit and apply on the leader: produced batches (group partition) and metadata commands (group metadata).", []string{"group"}, nil)
 	descOffline      = prometheus.NewDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "On the active controller (0 elsewhere): partitions without a leader.", nil, nil)
 	descLeaderChgs   = prometheus.NewDesc("strata_raft_leader_changes_total", "Raft leaderships this broker won (one per group and term it led).", []string{"group"}, nil)
+	descOfflineDirs  = prometheus.NewDesc("kafka_log_logmanager_offlinelogdirectorycount", "1 while the data directory is below strata.log.dir.min.free.bytes (produce refused with KAFKA_STORAGE_ERROR), else 0.", nil, nil)
 )
 
 // Commit latencies of this process's raft leaders (all brokers of a test
@@ -68,7 +69,7 @@ func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
 type brokerCollector struct{ b *Broker }
 
 func (brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs, descBeatRTT, descBeatGap, descShareEntries, descCommitLat, descOffline} {
+	for _, d := range []*prometheus.Desc{descLeaders, descHosted, descUnderRep, descActiveCtl, descInstalls, descBeats, descBeatsVouched, descBeatFrames, descRepeats, descCatchUp, descElections, descPreVotes, descPreDeferred, descLeaderChgs, descBeatRTT, descBeatGap, descShareEntries, descCommitLat, descOffline, descOfflineDirs} {
 		ch <- d
 	}
 }
@@ -106,6 +107,11 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		offline = 0 // the controller reports them, once for the cluster
 	}
 	ch <- prometheus.MustNewConstMetric(descOffline, prometheus.GaugeValue, float64(offline))
+	offlineDirs := 0.0
+	if b.disk.full.Load() {
+		offlineDirs = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descOfflineDirs, prometheus.GaugeValue, offlineDirs)
 	for _, h := range []struct {
 		group string
 		h     *latencyHist

@@ -126,7 +126,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	if err := fsys.MkdirAll(dir); err != nil {
 		return fmt.Errorf("%w: create %s: %v", log.ErrStorage, dir, err)
 	}
-	stable, err := openRaftStableFile(fsys, dir)
+	stable, err := b.openRaftStable(dir, tp.String())
 	if err != nil {
 		return err
 	}

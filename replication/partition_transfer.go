@@ -107,8 +107,9 @@ func (b *Broker) handleTransfer(req *transferRequest) forwardResponse {
 }
 
 // handOffLeaderships moves every leadership of a group with other voters
-// away from this broker (controlled shutdown), so producers find a new
-// leader in a metadata refresh instead of an election timeout. It is
+// away from this broker (controlled shutdown; a full log directory,
+// disk_space.go), so producers find a new leader in a metadata refresh
+// instead of an election timeout. It is
 // bounded by shutdownHandoffTimeout and by ctx's deadline, whichever
 // comes first: transfers still running then are left to finish or fail
 // on their own (raft bounds each by an election timeout).
@@ -119,7 +120,7 @@ func (b *Broker) handleTransfer(req *transferRequest) forwardResponse {
 // stopped answering, and the transfer would then hold the group (refusing
 // produces) for an election timeout and fail. A group with no live
 // voter but this one is not handed over: it cannot elect anyone anyway.
-func (b *Broker) handOffLeaderships(ctx context.Context) {
+func (b *Broker) handOffLeaderships(ctx context.Context, reason string) {
 	b.groupsMu.RLock()
 	var led []*partitionGroup
 	for _, g := range b.groups {
@@ -174,7 +175,7 @@ dispatch:
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	b.logger.Info("partition leaderships handed off before shutdown", "led", len(led), "started", started, "moved", moved,
+	b.logger.Info("partition leaderships handed off", "reason", reason, "led", len(led), "started", started, "moved", moved,
 		"no_live_replica", stranded, "took", time.Since(start).Round(time.Millisecond))
 }
 

@@ -28,7 +28,7 @@ func (b *Broker) CloseContext(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		// Controlled shutdown: leaderships move to other replicas first,
 		// while this broker still serves (followers catch up from it).
-		b.handOffLeaderships(ctx)
+		b.handOffLeaderships(ctx, "shutdown")
 		b.closed.Store(true)
 		b.stopOnce.Do(func() { close(b.stop) })
 		if b.mux != nil {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 )
 
 // Op names a MemFS operation for fault injection.
@@ -42,6 +44,23 @@ type MemFS struct {
 	// onSync, when set, runs at the start of every File.Sync with the
 	// file's name (tests: a slow disk).
 	onSync func(name string)
+	// full makes what needs new space fail with ENOSPC (SetFull).
+	full atomic.Bool
+}
+
+// SetFull makes the file system full (or not): while full, creating a
+// file or directory, renaming, and writing past a file's end fail with
+// syscall.ENOSPC (a write that runs past the end writes the part inside
+// the file first, as a short write); writes inside a file's current size
+// succeed, as on file systems that overwrite in place (ext4, xfs, tmpfs).
+func (m *MemFS) SetFull(full bool) { m.full.Store(full) }
+
+// noSpace is the ENOSPC error of op on name while the file system is full.
+func (m *MemFS) noSpace(op, name string) error {
+	if m.full.Load() {
+		return &fs.PathError{Op: op, Path: name, Err: syscall.ENOSPC}
+	}
+	return nil
 }
 
 // OnSync installs fn to run at the start of every File.Sync (nil removes
@@ -175,6 +194,9 @@ func (m *MemFS) Create(name string) (File, error) {
 	if m.shouldFail(OpCreate) {
 		return nil, injected(OpCreate, name)
 	}
+	if err := m.noSpace("create", name); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.parentOK(name) {
@@ -225,6 +247,9 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	oldname, newname = clean(oldname), clean(newname)
 	if m.shouldFail(OpRename) {
 		return injected(OpRename, oldname)
+	}
+	if err := m.noSpace("rename", oldname); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -293,6 +318,9 @@ func (m *MemFS) MkdirAll(name string) error {
 	name = clean(name)
 	if m.shouldFail(OpMkdir) {
 		return injected(OpMkdir, name)
+	}
+	if err := m.noSpace("mkdir", name); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -385,6 +413,16 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		p = p[:len(p)/2]
 	}
 	f.ino.mu.Lock()
+	var nospc error
+	if size := int64(len(f.ino.data)); off+int64(len(p)) > size {
+		if nospc = f.fs.noSpace("write", f.name); nospc != nil {
+			if off >= size {
+				f.ino.mu.Unlock()
+				return 0, nospc
+			}
+			p = p[:size-off]
+		}
+	}
 	end := off + int64(len(p))
 	if end > int64(len(f.ino.data)) {
 		if end > int64(cap(f.ino.data)) {
@@ -399,6 +437,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.ino.mu.Unlock()
 	if fail {
 		return len(p), injected(OpWrite, f.name)
+	}
+	if nospc != nil {
+		return len(p), nospc
 	}
 	return len(p), nil
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 )
 
 // ErrStorage wraps every I/O failure; once a write or fsync fails the
@@ -196,6 +197,12 @@ func (s *Segment) Append(buf []byte, batches []BatchInfo) error {
 		return fmt.Errorf("%w: append to a sealed or closed segment %d", ErrStorage, s.base)
 	}
 	if _, err := s.log.Append(buf); err != nil {
+		if errors.Is(err, syscall.ENOSPC) && s.log.Truncate(s.size) == nil {
+			// The disk is full: the partial write is cut, the segment is
+			// as before, and only this append fails (Err stays nil):
+			// appends work again once space returns.
+			return fmt.Errorf("%w: write %s: %w", ErrStorage, s.path(LogExt), err)
+		}
 		s.werr = fmt.Errorf("%w: write %s: %v", ErrStorage, s.path(LogExt), err)
 		return s.werr
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -19,7 +20,13 @@ import (
 //
 //	disk=eio       every write (write, append, truncate, create, mkdir,
 //	               rename) fails with EIO
-//	disk=enospc    they fail with ENOSPC
+//	disk=enospc    the disk is full: what needs new space (create, mkdir,
+//	               rename, append, a write past a file's end, a truncate
+//	               that grows a file) fails with ENOSPC, while writes
+//	               inside a file's size and truncates that shrink it
+//	               succeed (as on ext4, xfs, tmpfs); the broker's
+//	               free-space check (strata.log.dir.min.free.bytes) reads
+//	               0 usable bytes
 //	disk=fsync     every fsync (files and directories) fails with EIO
 //	clock=DURATION the broker's wall clock runs DURATION ahead (or behind,
 //	               negative: clock=-45s): record timestamps, retention,
@@ -37,6 +44,9 @@ const faultControlEnv = "STRATA_FAULTS_CONTROL"
 type faultInjection struct {
 	FS  segment.FS
 	Now func() time.Time
+	// FreeSpace is replication.BrokerConfig.FreeSpace: 0 usable bytes
+	// under disk=enospc, the file system's otherwise.
+	FreeSpace func(dir string) (int64, error)
 
 	disk  atomic.Value // string: "", "eio", "enospc", "fsync"
 	clock atomic.Int64 // offset in nanoseconds
@@ -53,6 +63,12 @@ func startFaultInjection(ctx context.Context, logger *slog.Logger) *faultInjecti
 	fi.disk.Store("")
 	fi.FS = &faultFS{inner: segment.OSFS{}, fi: fi}
 	fi.Now = func() time.Time { return time.Now().Add(time.Duration(fi.clock.Load())) }
+	fi.FreeSpace = func(dir string) (int64, error) {
+		if fi.disk.Load() == "enospc" {
+			return 0, nil
+		}
+		return replication.UsableBytes(dir)
+	}
 	logger.Warn("TEST-ONLY fault injection enabled", "control", path)
 	fi.read(path, logger)
 	go func() {
@@ -90,13 +106,23 @@ func (fi *faultInjection) read(path string, logger *slog.Logger) {
 	}
 }
 
-// writeErr is the error of a write under the current disk fault.
+// writeErr is the error of a write that needs new space under the
+// current disk fault.
 func (fi *faultInjection) writeErr() error {
 	switch fi.disk.Load() {
 	case "eio":
 		return syscall.EIO
 	case "enospc":
 		return syscall.ENOSPC
+	}
+	return nil
+}
+
+// overwriteErr is the error of a write that needs no new space (inside a
+// file, a shrinking truncate): EIO fails it, a full disk does not.
+func (fi *faultInjection) overwriteErr() error {
+	if fi.disk.Load() == "eio" {
+		return syscall.EIO
 	}
 	return nil
 }
@@ -169,7 +195,11 @@ type faultFile struct {
 }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.fi.writeErr(); err != nil {
+	check := f.fi.writeErr
+	if size, err := f.File.Size(); err == nil && off+int64(len(p)) <= size {
+		check = f.fi.overwriteErr
+	}
+	if err := check(); err != nil {
 		return 0, &os.PathError{Op: "write", Path: f.name, Err: err}
 	}
 	return f.File.WriteAt(p, off)
@@ -183,7 +213,11 @@ func (f *faultFile) Append(p []byte) (int, error) {
 }
 
 func (f *faultFile) Truncate(size int64) error {
-	if err := f.fi.writeErr(); err != nil {
+	check := f.fi.writeErr
+	if cur, err := f.File.Size(); err == nil && size <= cur {
+		check = f.fi.overwriteErr
+	}
+	if err := check(); err != nil {
 		return &os.PathError{Op: "truncate", Path: f.name, Err: err}
 	}
 	return f.File.Truncate(size)

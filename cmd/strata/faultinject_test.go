@@ -67,10 +67,28 @@ func TestFaultInjection(t *testing.T) {
 		t.Fatalf("sync under disk=eio: %v", err)
 	}
 	set("disk=enospc\n")
-	wait("writes fail with ENOSPC", func() bool {
-		_, err := f.WriteAt([]byte("x"), 0)
+	wait("writes that need space fail with ENOSPC", func() bool {
+		_, err := f.Append([]byte("x"))
 		return errors.Is(err, syscall.ENOSPC)
 	})
+	// A full disk: writes inside the file and shrinking it need no space;
+	// growing it, a new file and the free-space check see it full.
+	if _, err := f.WriteAt([]byte("y"), 0); err != nil {
+		t.Fatalf("overwrite under disk=enospc: %v", err)
+	}
+	size, _ := f.Size()
+	if _, err := f.WriteAt([]byte("yy"), size-1); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write past the end under disk=enospc: %v", err)
+	}
+	if _, err := fi.FS.Create(filepath.Join(dir, "other")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("create under disk=enospc: %v", err)
+	}
+	if n, err := fi.FreeSpace(dir); err != nil || n != 0 {
+		t.Fatalf("free space under disk=enospc: %d %v", n, err)
+	}
+	if err := f.Truncate(1); err != nil {
+		t.Fatalf("shrinking truncate under disk=enospc: %v", err)
+	}
 	set("disk=fsync\n")
 	wait("fsyncs fail with EIO", func() bool {
 		return errors.Is(f.Sync(), syscall.EIO)

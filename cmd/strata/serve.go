@@ -161,6 +161,9 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		BrokerSessionTimeout:     cfg.Rebalance.SessionTimeout,
 		FS:                       faults.FS,
 		Now:                      faults.Now,
+		MinFreeBytes:             cfg.Disk.MinFreeBytes,
+		FreeSpace:                faults.FreeSpace,
+		OnStorageFatal:           storageFatal(logger),
 	}, logs)
 	if err != nil {
 		ln.Close()

@@ -1,0 +1,195 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/log"
+)
+
+// A full disk (strata.log.dir.min.free.bytes, BrokerConfig.MinFreeBytes).
+//
+// Kafka takes a log directory offline when a write to it fails (an
+// IOException, ENOSPC included): its partitions answer
+// KAFKA_STORAGE_ERROR, their leaderships move to other replicas, and a
+// broker whose only directory failed halts. Strata acts before the disk
+// is full, so that nothing it must write -- raft's entries, its term,
+// the metadata log -- meets ENOSPC: every diskCheckInterval the broker
+// measures the usable bytes of the file system holding its data
+// directory. Below MinFreeBytes the directory is "full":
+//
+//   - Produce to a partition led here answers KAFKA_STORAGE_ERROR (a
+//     retriable error: clients retry, refresh their metadata and follow a
+//     moved leader) before anything is written; reads go on.
+//   - Every partition this broker leads that has another live voter is
+//     handed to it (raft's leadership transfer, as a controlled shutdown
+//     does), and so is the controller (the metadata group's leadership),
+//     repeated every diskMoveInterval while the directory stays full
+//     (elections may hand some back).
+//   - DescribeLogDirs reports the directory with KAFKA_STORAGE_ERROR
+//     (its partitions and space still listed).
+//
+// Once the usable bytes are back at or above diskResumeAt(MinFreeBytes)
+// (10% over the threshold, so that a directory at the edge does not flap)
+// produce is accepted again, by itself; leaderships come back with the
+// preferred-leader balance (auto.leader.rebalance.enable) or ElectLeaders.
+//
+// What still writes while the directory is full: followers' replication
+// (the partitions led elsewhere), internal topics, the metadata log. The
+// threshold is their margin. Raft's stable store (term, vote) needs no
+// space at all (raftStableFile reserves it); a metadata log append that
+// meets ENOSPC is cut back and fails only that write; a partition
+// segment whose append meets ENOSPC refuses writes until the broker
+// restarts, as a failed fsync does.
+
+const (
+	// diskCheckInterval is how often the usable space is measured (one
+	// statfs).
+	diskCheckInterval = 500 * time.Millisecond
+	// diskMoveInterval spaces the leadership moves while full.
+	diskMoveInterval = 2 * time.Second
+)
+
+// diskResumeAt is the usable bytes at which a full directory takes
+// writes again.
+func diskResumeAt(min int64) int64 { return min + min/10 }
+
+// diskState is the data directory's free-space state.
+type diskState struct {
+	full     atomic.Bool
+	free     atomic.Int64 // usable bytes at the last check; -1 before it
+	moving   atomic.Bool  // a leadership move is running
+	lastMove atomic.Int64 // unix nanoseconds of the last move's start
+}
+
+// diskLoop measures the data directory's usable space until the broker
+// stops; off when MinFreeBytes is 0.
+func (b *Broker) diskLoop() {
+	b.disk.free.Store(-1)
+	if b.cfg.MinFreeBytes <= 0 {
+		return
+	}
+	free := b.cfg.FreeSpace
+	if free == nil {
+		free = statfsUsable
+	}
+	t := time.NewTicker(diskCheckInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		n, err := free(b.cfg.DataDir)
+		switch {
+		case err != nil && !failing:
+			failing = true
+			b.logger.Warn("cannot measure the log directory's free space; strata.log.dir.min.free.bytes not enforced until it can", "dir", b.cfg.DataDir, "err", err)
+		case err == nil:
+			failing = false
+			b.noteFree(n)
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// noteFree records a measurement: the state changes and, while full, the
+// leadership moves.
+func (b *Broker) noteFree(n int64) {
+	b.disk.free.Store(n)
+	min := b.cfg.MinFreeBytes
+	switch full := b.disk.full.Load(); {
+	case !full && n < min:
+		b.disk.full.Store(true)
+		b.logger.Error("log directory below its free-space threshold: produce answers KAFKA_STORAGE_ERROR and leaderships move to other replicas until space returns",
+			"dir", b.cfg.DataDir, "usable_bytes", n, "strata.log.dir.min.free.bytes", min, "resume_at_bytes", diskResumeAt(min))
+	case full && n >= diskResumeAt(min):
+		b.disk.full.Store(false)
+		b.logger.Info("log directory has free space again: produce resumes", "dir", b.cfg.DataDir, "usable_bytes", n,
+			"strata.log.dir.min.free.bytes", min)
+	}
+	if b.disk.full.Load() {
+		b.moveOffFullDisk()
+	}
+}
+
+// diskErr is the error of a write refused because the data directory is
+// below its free-space threshold; nil otherwise.
+func (b *Broker) diskErr() error {
+	if !b.disk.full.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: log directory %s has %d usable bytes, below strata.log.dir.min.free.bytes=%d; writes resume at %d",
+		log.ErrStorage, b.cfg.DataDir, b.disk.free.Load(), b.cfg.MinFreeBytes, diskResumeAt(b.cfg.MinFreeBytes))
+}
+
+// LogDirError is the data directory's state for DescribeLogDirs: an
+// error wrapping log.ErrStorage while it is below its free-space
+// threshold, nil otherwise.
+func (b *Broker) LogDirError() error { return b.diskErr() }
+
+// moveOffFullDisk hands this broker's leaderships (partitions with
+// another live voter, and the controller) to other replicas, in the
+// background, at most once per diskMoveInterval.
+func (b *Broker) moveOffFullDisk() {
+	if !b.ready.Load() || b.closed.Load() {
+		return
+	}
+	now := time.Now().UnixNano()
+	if now-b.disk.lastMove.Load() < int64(diskMoveInterval) || !b.disk.moving.CompareAndSwap(false, true) {
+		return
+	}
+	b.disk.lastMove.Store(now)
+	go func() {
+		defer b.disk.moving.Store(false)
+		if r := b.raft; r != nil && r.State() == raft.Leader && metadataVoters(r) > 1 {
+			if err := r.LeadershipTransfer().Error(); err != nil {
+				b.logger.Warn("cannot move the controller off a full log directory", "err", err)
+			} else {
+				b.logger.Info("controller moved off a full log directory")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), transferTimeout)
+		defer cancel()
+		b.handOffLeaderships(ctx, "log directory below its free-space threshold")
+	}()
+}
+
+// metadataVoters counts the voters of r's configuration (0 when unknown).
+func metadataVoters(r *raft.Raft) int {
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	n := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
+}
+
+// openRaftStable opens a raft group's stable store in dir, wired to
+// OnStorageFatal: a term that cannot be saved stops the broker cleanly
+// instead of raft's panic.
+func (b *Broker) openRaftStable(dir, group string) (*raftStableFile, error) {
+	s, err := openRaftStableFile(b.cfg.FS, dir)
+	if err != nil {
+		return nil, err
+	}
+	if fatal := b.cfg.OnStorageFatal; fatal != nil {
+		s.onFatal = func(err error) { fatal(fmt.Errorf("raft group %s: %w", group, err)) }
+	}
+	return s, nil
+}
+
+// UsableBytes returns the bytes of the file system holding dir that an
+// unprivileged writer may still use (statfs), as BrokerConfig.FreeSpace's
+// default measures them.
+func UsableBytes(dir string) (int64, error) { return statfsUsable(dir) }

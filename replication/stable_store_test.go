@@ -1,0 +1,177 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/strata-io/strata/segment"
+)
+
+// The stable file's space is reserved when it opens: on a full disk every
+// Set (hundreds of terms and votes) succeeds and is durable, the file
+// never grows, and a crash finds the last state.
+func TestRaftStableFileNeedsNoSpace(t *testing.T) {
+	fsys := memDir(t)
+	mem := fsys
+	s, err := openRaftStableFile(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetFull(true)
+	path := "d/" + raftStableFileName
+	for term := uint64(1); term <= 300; term++ {
+		if err := s.SetUint64([]byte(keyCurrentTerm), term); err != nil {
+			t.Fatalf("term %d on a full disk: %v", term, err)
+		}
+		if err := s.Set([]byte("LastVoteCand"), []byte(fmt.Sprint(term%3))); err != nil {
+			t.Fatalf("vote %d on a full disk: %v", term, err)
+		}
+		if size, err := mem.Stat(path); err != nil || size != stableFileBytes {
+			t.Fatalf("term %d: stable file of %d bytes (%v), want %d", term, size, err, stableFileBytes)
+		}
+	}
+	mem.ResetToSyncedState() // a crash: every Set returned, so every one is durable
+	check := func(wantTerm uint64, wantVote string) {
+		t.Helper()
+		s, err = openRaftStableFile(fsys, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.GetUint64([]byte(keyCurrentTerm)); err != nil || v != wantTerm {
+			t.Fatalf("term %d %v, want %d", v, err, wantTerm)
+		}
+		if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != wantVote {
+			t.Fatalf("vote %q %v, want %q", v, err, wantVote)
+		}
+	}
+	check(300, "0")
+
+	// A torn write (half a slot, its Set never returned) keeps the last
+	// acknowledged state.
+	mem.FailNext(segment.OpWrite)
+	if err := s.SetUint64([]byte(keyCurrentTerm), 301); err == nil {
+		t.Fatal("injected write failure not reported")
+	}
+	mem.ResetToSyncedState()
+	check(300, "0")
+	if err := s.SetUint64([]byte(keyCurrentTerm), 301); err != nil {
+		t.Fatal(err)
+	}
+	check(301, "0")
+
+	// A new store on a full disk cannot reserve its space: an error at
+	// open (the group does not start), not at raft's term save.
+	fsys.SetFull(false)
+	if err := mem.MkdirAll("e"); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetFull(true)
+	if _, err := openRaftStableFile(fsys, "e"); !errors.Is(err, ErrMetadataStorage) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("open on a full disk: %v", err)
+	}
+}
+
+// A stable file of the older format (appended framed records) opens with
+// its last state and is rewritten reserved.
+func TestRaftStableFileReadsLegacyFormat(t *testing.T) {
+	fsys := memDir(t)
+	var b []byte
+	for _, body := range []string{`{"CurrentTerm":"AAAAAAAAAAU="}`, `{"CurrentTerm":"AAAAAAAAAAc=","LastVoteCand":"Mg=="}`} {
+		var err error
+		if b, err = frameRecord(b, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b = append(b, 0, 0, 0, 40, 1, 2) // a torn append
+	if err := segment.WriteSynced(fsys, "d/"+raftStableFileName, b); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openRaftStableFile(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.GetUint64([]byte(keyCurrentTerm)); err != nil || v != 7 {
+		t.Fatalf("term %d %v", v, err)
+	}
+	if size, _ := fsys.Stat("d/" + raftStableFileName); size != stableFileBytes {
+		t.Fatalf("legacy file not rewritten reserved: %d bytes", size)
+	}
+	fsys.ResetToSyncedState()
+	s, err = openRaftStableFile(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != "2" {
+		t.Fatalf("vote %q %v", v, err)
+	}
+}
+
+// A failed save of raft's current term calls onFatal (the broker stops
+// cleanly instead of raft's panic); the error sticks. A failed vote is
+// only returned (raft does not vote).
+func TestRaftStableFileFatalTermSave(t *testing.T) {
+	fsys := memDir(t)
+	s, err := openRaftStableFile(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fatal []error
+	s.onFatal = func(err error) { fatal = append(fatal, err) }
+	fsys.FailNext(segment.OpSync)
+	if err := s.Set([]byte("LastVoteCand"), []byte("1")); err == nil {
+		t.Fatal("failed fsync not reported")
+	}
+	if len(fatal) != 0 {
+		t.Fatalf("a failed vote save was fatal: %v", fatal)
+	}
+	if err := s.SetUint64([]byte(keyCurrentTerm), 2); !errors.Is(err, ErrMetadataStorage) {
+		t.Fatalf("term save after a failed write: %v", err)
+	}
+	if len(fatal) != 1 || !errors.Is(fatal[0], ErrMetadataStorage) {
+		t.Fatalf("onFatal got %v", fatal)
+	}
+}
+
+// A metadata log append that meets ENOSPC fails alone: the file is cut
+// back, and appends work again once space returns (no sticky error).
+// Another write error sticks.
+func TestRaftLogFileFullDiskRecovers(t *testing.T) {
+	fsys := memDir(t)
+	mem := fsys
+	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StoreLogs(entries(1, 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetFull(true)
+	if err := l.StoreLogs(entries(4, 5, 1)); !errors.Is(err, ErrMetadataStorage) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk: %v", err)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("ENOSPC stuck: %v", err)
+	}
+	checkRange(t, l, 1, 3)
+	fsys.SetFull(false)
+	if err := l.StoreLogs(entries(4, 5, 1)); err != nil {
+		t.Fatalf("append once space returned: %v", err)
+	}
+	l.Close()
+	mem.ResetToSyncedState()
+	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, l, 1, 5)
+	mem.FailNext(segment.OpWrite)
+	if err := l.StoreLogs(entries(6, 6, 1)); err == nil {
+		t.Fatal("injected write failure not reported")
+	}
+	if err := l.Err(); !errors.Is(err, ErrMetadataStorage) {
+		t.Fatalf("a write error other than ENOSPC did not stick: %v", err)
+	}
+	l.Close()
+}
