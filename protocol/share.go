@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/segment"
@@ -34,6 +36,10 @@ type ShareConfig struct {
 	MaxShareSessions int
 	// Now is the clock (unix time); nil = time.Now.
 	Now func() time.Time
+	// DLQDepthEvery is strata.share.dlq.depth.interval.ms: how often the
+	// depths of dead-letter topics are counted (share_dlq_depth.go).
+	// Zero: 30 s.
+	DLQDepthEvery time.Duration
 }
 
 func (c *ShareConfig) withDefaults() {
@@ -42,6 +48,9 @@ func (c *ShareConfig) withDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.DLQDepthEvery <= 0 {
+		c.DLQDepthEvery = groupconfig.DefaultDLQDepthInterval
 	}
 }
 
@@ -61,6 +70,10 @@ type groupShare struct {
 	renew bool
 	// dlq is the group's dead-letter topic (share_dlq.go).
 	dlq dlqSettings
+	// recordTimes is strata.share.record.headers.enable: records' own
+	// strata.ttl.ms and strata.deliver.after.ms are honoured
+	// (share_headers.go).
+	recordTimes bool
 }
 
 // shareKey names one share partition: a group on a topic partition.
@@ -351,6 +364,9 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 		if err != nil {
 			return fail(err)
 		}
+		if gs.recordTimes {
+			addRecordTimes(lp, batches, sharepart.WindowEnd(st, gs.part, offs.LogStart, now))
+		}
 	}
 	d, ranges, stats := sharepart.Acquire(st, group, gs.part, sharepart.AcquireParams{Member: member, Max: maxRecords, Strict: strict, LogStart: offs.LogStart, NowMs: now}, batches)
 	if len(ranges) == 0 {
@@ -404,7 +420,7 @@ func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxRecords
 				}
 			}
 		}
-		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: min(h.LastOffset(), end-1), Skip: skip, MaxTs: h.MaxTimestamp})
+		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: min(h.LastOffset(), end-1), Skip: skip, MaxTs: h.MaxTimestamp, Size: h.Size()})
 		if !skip {
 			records += int(h.LastOffset() - max(h.BaseOffset, from) + 1)
 		}
@@ -413,6 +429,82 @@ func (l *shareLeader) readBatches(lp *log.Partition, from, end int64, maxRecords
 	})
 	return out, err
 }
+
+// addRecordTimes reads the stored bytes of the batches of bs that begin
+// below window (the record-lock window's end: nothing past it can be
+// delivered now) and sets each one's Records: its records that carry
+// their own times (share_headers.go). The batches past it are marked
+// Unread. A batch that cannot be read keeps none (delivered as before).
+func addRecordTimes(lp *log.Partition, bs []sharepart.Batch, window int64) {
+	i := 0
+	for i < len(bs) && bs[i].First < window {
+		if bs[i].Skip {
+			i++
+			continue
+		}
+		from := i
+		size := int64(0)
+		for j := i; j < len(bs) && bs[j].First < window && size < recordTimesRead; j++ {
+			size += bs[j].Size
+		}
+		rg, _, err := lp.ReadRegion(bs[i].First, int32(min(max(size, 1), recordTimesRead)))
+		if err != nil || rg.Len == 0 {
+			rg.Release()
+			break
+		}
+		bp := timesBufs.Get().(*[]byte)
+		buf, err := rg.AppendTo((*bp)[:0])
+		rg.Release()
+		if err == nil {
+			i = setRecordTimes(bs, i, window, buf)
+		}
+		*bp = buf[:0]
+		timesBufs.Put(bp)
+		if err != nil {
+			break
+		}
+		if i == from {
+			break // no progress: the log changed under us
+		}
+	}
+	for ; i < len(bs); i++ {
+		bs[i].Unread = true
+	}
+}
+
+// setRecordTimes sets the Records of the batches of bs from i on that buf
+// (whole stored batches) holds, below window, and returns the index of
+// the first batch it did not reach.
+func setRecordTimes(bs []sharepart.Batch, i int, window int64, buf []byte) int {
+	spans, err := segment.SplitBatches(buf, len(bs))
+	if err != nil {
+		return i
+	}
+	for _, sp := range spans {
+		b := buf[sp[0]:sp[1]]
+		base := int64(binary.BigEndian.Uint64(b))
+		for i < len(bs) && bs[i].First < base {
+			i++
+		}
+		if i == len(bs) || base >= window {
+			return i
+		}
+		if bs[i].First == base {
+			if !bs[i].Skip {
+				bs[i].Records = recordTimes(b)
+			}
+			i++
+		}
+	}
+	return i
+}
+
+// timesBufs are the buffers records are read into for their times.
+var timesBufs = sync.Pool{New: func() any { b := make([]byte, 0, recordTimesRead); return &b }}
+
+// recordTimesRead bounds how much of the log one read for records' own
+// times takes (at least one whole batch).
+const recordTimesRead = 1 << 20
 
 // readSpan reads the stored batches that cover [first, last]: their
 // headers first, to size one read exactly. With region set it takes them
@@ -456,6 +548,7 @@ const shareSweepEvery = 500 * time.Millisecond
 // Share partitions no longer led here are forgotten.
 func (l *shareLeader) sweep(stop <-chan struct{}) {
 	go l.dlq.run(stop)
+	go l.dlq.depthLoop(stop)
 	t := time.NewTicker(shareSweepEvery)
 	defer t.Stop()
 	for {

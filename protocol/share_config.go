@@ -54,6 +54,8 @@ type shareSettings struct {
 	backoffJitter              float64
 	// ttl is strata.share.record.ttl.ms (0 = none).
 	ttl time.Duration
+	// recordTimes is strata.share.record.headers.enable.
+	recordTimes bool
 }
 
 // part is the sharepart decision inputs of these settings.
@@ -86,6 +88,7 @@ func (s *Server) shareSettings(group string) shareSettings {
 		backoffMultiplier: e.BackoffMultiplier,
 		backoffJitter:     e.BackoffJitter,
 		ttl:               e.RecordTTL,
+		recordTimes:       e.RecordHeaders,
 	}
 }
 

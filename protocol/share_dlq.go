@@ -117,6 +117,10 @@ type dlqWriter struct {
 
 	// flood is the flood guard's window per group; protected by mu.
 	flood map[string]*floodWindow
+	// depths is the last count of the dead-letter topics whose partition
+	// 0 this broker leads, by group and topic (share_dlq_depth.go);
+	// protected by mu.
+	depths map[[2]string]dlqDepth
 
 	// Metrics (share_metrics.go).
 	waiting     atomic.Int64    // letters waiting on the partitions led here, last pass
@@ -731,7 +735,7 @@ var (
 )
 
 func dlqDescribe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDLQWritten, descDLQWaiting, descDLQRecorded, descDLQDropped, descDLQFailures, descDLQDups, descDLQPaused, descDLQPauses} {
+	for _, d := range []*prometheus.Desc{descDLQWritten, descDLQWaiting, descDLQRecorded, descDLQDropped, descDLQFailures, descDLQDups, descDLQPaused, descDLQPauses, descDLQDepth, descDLQOldest} {
 		ch <- d
 	}
 }
@@ -746,6 +750,7 @@ func (w *dlqWriter) collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDLQFailures, prometheus.CounterValue, float64(w.failures.Load()))
 	ch <- prometheus.MustNewConstMetric(descDLQDups, prometheus.CounterValue, float64(w.duplicates.Load()))
 	ch <- prometheus.MustNewConstMetric(descDLQPauses, prometheus.CounterValue, float64(w.floodPauses.Load()))
+	w.collectDepths(ch)
 	b := w.l.broker
 	if b == nil {
 		return

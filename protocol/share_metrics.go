@@ -80,7 +80,7 @@ var (
 	descShareDelayedT = prometheus.NewDesc("strata_share_redeliveries_delayed_total", "Records released, or whose lock lapsed, that were made to wait for their redelivery backoff (strata.share.redelivery.backoff.*).", shareLabels, nil)
 	descShareHurried  = prometheus.NewDesc("strata_share_redeliveries_hurried_total", "Records delivered before their redelivery backoff ended because they held the start offset with the record-lock window full (a backoff never stalls a partition).", shareLabels, nil)
 	descShareTTL      = prometheus.NewDesc("strata_share_records_expired_total", "Records archived without being delivered: their batch was older than strata.share.record.ttl.ms (dead-lettered with reason ttl-expired when the group has a dead-letter topic).", shareLabels, nil)
-	descShareDelayed  = prometheus.NewDesc("strata_share_records_delayed", "Records waiting for their redelivery backoff: available again, not before a later time.", shareLabels, nil)
+	descShareDelayed  = prometheus.NewDesc("strata_share_records_delayed", "Records waiting for their redelivery backoff, or never delivered and held back by their strata.deliver.after.ms header: available, not before a later time.", shareLabels, nil)
 	descShareLag      = prometheus.NewDesc("strata_share_partition_lag", "Records of the partition not yet acknowledged or archived by the share group (its backlog).", shareLabels, nil)
 	descShareInFlight = prometheus.NewDesc("strata_share_records_in_flight", "Records acquired by a member under a live lock.", shareLabels, nil)
 	descShareOldest   = prometheus.NewDesc("strata_share_oldest_unacked_age_seconds", "Age, by its timestamp, of the oldest record not yet acknowledged or archived (0 when none).", shareLabels, nil)

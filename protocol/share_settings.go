@@ -10,7 +10,7 @@ import "github.com/strata-io/strata/internal/groupconfig"
 // defaults (share_config.go).
 func (s *Server) groupShare(group string) groupShare {
 	st := s.shareSettings(group)
-	gs := groupShare{part: st.part(), readCommitted: st.readCommitted, renew: st.renew}
+	gs := groupShare{part: st.part(), readCommitted: st.readCommitted, renew: st.renew, recordTimes: st.recordTimes}
 	if st.dlqTopic != "" && s.featureLevel(featureShare) >= 2 {
 		// KIP-1191: dead letters need share.version 2.
 		b := s.cfg.GroupConfig

@@ -8,7 +8,7 @@ package sharepart
 // go on (a client sends them with its next request), so the fetch path
 // answers such a member soon instead (protocol, ShareFetch).
 func WindowHeldBy(s *State, member string, cfg Config, logStart, end, nowMs int64) bool {
-	window := max(s.Start, logStart) + int64(cfg.MaxLocks)
+	window := windowEnd(s, cfg.MaxLocks, logStart, nowMs)
 	if max(s.End(), logStart) < window || end <= window {
 		return false // room left, or nothing past the window
 	}

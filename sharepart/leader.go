@@ -104,7 +104,36 @@ type Batch struct {
 	Skip bool
 	// MaxTs is the batch's newest record timestamp (unix ms; 0 = unknown).
 	MaxTs int64
+	// Size is the stored batch's size in bytes (0 = unknown).
+	Size int64
+	// Records are the batch's records that carry Strata's own times in
+	// their headers (strata.ttl.ms, strata.deliver.after.ms), in offset
+	// order; nil when none does (or nobody looked).
+	Records []RecordTimes
+	// Unread: the records' own times were wanted but not read (the batch
+	// lay past the record-lock window when they were): acquisition stops
+	// before it.
+	Unread bool
 }
+
+// RecordTimes is one record's own times, from its headers.
+type RecordTimes struct {
+	Offset int64
+	// TsMs is the record's timestamp (unix ms).
+	TsMs int64
+	// TTLMs is its strata.ttl.ms (overriding the group's TTL; 0 = no
+	// limit), -1 when it has none.
+	TTLMs int64
+	// AfterMs is its strata.deliver.after.ms (unix ms): not delivered
+	// before; 0 = none.
+	AfterMs int64
+}
+
+// MaxDeferred bounds how far past share.partition.max.record.locks a
+// share partition's state reaches while records held back by their
+// strata.deliver.after.ms hold its start offset (windowEnd): one long
+// delay cannot stall the partition, and the state stays bounded.
+const MaxDeferred = 100_000
 
 // AcquiredRange is a range of offsets acquired with one delivery count, as a
 // ShareFetch response's AcquiredRecords lists them.
@@ -131,6 +160,9 @@ type Stats struct {
 	Hurried int
 	// TTLExpired: records archived undelivered, older than the TTL.
 	TTLExpired int
+	// Deferred: records first seen with a strata.deliver.after.ms in the
+	// future, held back until then.
+	Deferred int
 	// Archived by cause: the delivery count limit, or skipped (control
 	// batches, aborted transactions, records below the log start).
 	ArchivedLimit int
@@ -154,6 +186,7 @@ func (s *Stats) Add(o Stats) {
 	s.Delayed += o.Delayed
 	s.Hurried += o.Hurried
 	s.TTLExpired += o.TTLExpired
+	s.Deferred += o.Deferred
 	s.ArchivedLimit += o.ArchivedLimit
 	s.ArchivedSkip += o.ArchivedSkip
 	s.DeadLettered += o.DeadLettered
@@ -196,7 +229,7 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 	deadline := p.NowMs + cfg.LockMs
 	dead := letters{s: s, on: cfg.DeadLetters}
 	take := func(first, last int64, count int16, firstMs int64) {
-		ranges = append(ranges, Range{First: first, Last: last, State: Acquired, Count: count, Member: p.Member, Deadline: deadline, FirstMs: firstMs, LastMs: p.NowMs})
+		ranges = appendRange1(ranges, Range{First: first, Last: last, State: Acquired, Count: count, Member: p.Member, Deadline: deadline, FirstMs: firstMs, LastMs: p.NowMs})
 		if k := len(out); k > 0 && out[k-1].Last == first-1 && out[k-1].Count == count {
 			out[k-1].Last = last
 		} else {
@@ -208,6 +241,12 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		if count > 1 {
 			st.Redelivered += c
 		}
+	}
+	// expire archives a record never delivered, older than its TTL.
+	expire := func(off int64) {
+		ranges = appendRange1(ranges, Range{First: off, Last: off, State: Archived})
+		st.TTLExpired++
+		dead.add(off, rec{}, ReasonTTLExpired, "")
 	}
 	start := int64(-1)
 	if p.LogStart > s.Start {
@@ -221,10 +260,20 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		if r.state != Available && (r.state != Acquired || r.deadline > p.NowMs) {
 			continue
 		}
+		// A record held back by its strata.deliver.after.ms (never
+		// delivered: count 0) whose time-to-live ended (last) is
+		// dead-lettered instead.
+		if r.state == Available && r.count == 0 && r.last > 0 && r.last <= p.NowMs {
+			expire(off)
+			continue
+		}
 		// Delayed redelivery: a released record's not-before time, or a
-		// lapsed lock's deadline plus the backoff.
+		// lapsed lock's deadline plus the backoff. A deferred record
+		// (count 0) is never hurried.
 		if r.state == Available && r.deadline > p.NowMs {
-			waiting = append(waiting, off)
+			if r.count > 0 {
+				waiting = append(waiting, off)
+			}
 			continue
 		}
 		if r.state == Acquired && r.count < cfg.DeliveryLimit && r.deadline+cfg.BackoffAt(r.count, off) > p.NowMs {
@@ -243,7 +292,8 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		}
 		take(off, off, r.count+1, firstMs)
 	}
-	window := max(s.Start, p.LogStart) + int64(cfg.MaxLocks) // first offset past the window
+	window := windowEnd(s, cfg.MaxLocks, p.LogStart, p.NowMs) // first offset past the window
+	farthest := max(s.Start, p.LogStart) + int64(cfg.MaxLocks) + MaxDeferred
 	next := max(s.End(), p.LogStart)
 	for _, b := range batches {
 		if n >= p.Max || next >= window {
@@ -251,6 +301,9 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 		}
 		if b.Last < next {
 			continue
+		}
+		if b.Unread && !b.Skip {
+			break
 		}
 		first := max(b.First, next)
 		last := min(b.Last, window-1)
@@ -260,7 +313,50 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 			next = last + 1
 			continue
 		}
-		if cfg.TTLMs > 0 && b.MaxTs > 0 && b.MaxTs+cfg.TTLMs <= p.NowMs {
+		batchExpired := cfg.TTLMs > 0 && b.MaxTs > 0 && b.MaxTs+cfg.TTLMs <= p.NowMs
+		if len(b.Records) > 0 {
+			// Some records carry their own times: record by record.
+			ri, off := 0, first
+			for ; off <= b.Last && off < window && !(p.Strict && n >= p.Max); off++ {
+				for ri < len(b.Records) && b.Records[ri].Offset < off {
+					ri++
+				}
+				if ri == len(b.Records) || b.Records[ri].Offset != off {
+					if batchExpired {
+						expire(off)
+					} else {
+						take(off, off, 1, p.NowMs)
+					}
+					continue
+				}
+				rt := b.Records[ri]
+				ttl := cfg.TTLMs
+				if rt.TTLMs >= 0 {
+					ttl = rt.TTLMs
+				}
+				expiry := int64(0)
+				if ttl > 0 {
+					expiry = rt.TsMs + ttl
+				}
+				switch {
+				case expiry > 0 && expiry <= max(p.NowMs, rt.AfterMs):
+					// Expired, or would be before it may be delivered.
+					expire(off)
+				case rt.AfterMs > p.NowMs:
+					// Invisible until AfterMs; its expiry rides along.
+					ranges = appendRange1(ranges, Range{First: off, Last: off, State: Available, Deadline: rt.AfterMs, LastMs: expiry})
+					st.Deferred++
+					if window < farthest {
+						window++ // a deferred record takes no lock
+					}
+				default:
+					take(off, off, 1, p.NowMs)
+				}
+			}
+			next = off
+			continue
+		}
+		if batchExpired {
 			// Expired before its first delivery: every record of the
 			// batch is older than the TTL.
 			ranges = append(ranges, Range{First: first, Last: last, State: Archived})
@@ -301,6 +397,50 @@ func Acquire(s *State, group string, cfg Config, p AcquireParams, batches []Batc
 	}
 	dead.into(&d, group, &st)
 	return d, out, st
+}
+
+// Deferred counts the records of s held back by their
+// strata.deliver.after.ms at now (never delivered, not visible yet).
+func Deferred(s *State, nowMs int64) int {
+	n := 0
+	for i := range s.recs {
+		if r := &s.recs[i]; r.state == Available && r.count == 0 && r.deadline > nowMs {
+			n++
+		}
+	}
+	return n
+}
+
+// WindowEnd is the first offset past s's record-lock window at now
+// (windowEnd): acquisition delivers no new record at or past it.
+func WindowEnd(s *State, cfg Config, logStart, nowMs int64) int64 {
+	return windowEnd(s, cfg.MaxLocks, logStart, nowMs)
+}
+
+// windowEnd is the first offset past s's record-lock window. Kafka's:
+// share.partition.max.record.locks offsets past the start offset. While
+// records deferred by strata.deliver.after.ms hold the start offset, the
+// limit counts records in flight instead (acquired, or available and
+// visible), so records after a deferred one -- delivered, acknowledged --
+// never stall the partition; the state then reaches at most MaxDeferred
+// offsets further.
+func windowEnd(s *State, maxLocks int, logStart, nowMs int64) int64 {
+	base := max(s.Start, logStart)
+	kafka := base + int64(maxLocks)
+	deferred, live := 0, 0
+	for i := range s.recs {
+		r := &s.recs[i]
+		switch {
+		case r.state == Available && r.count == 0 && r.deadline > nowMs:
+			deferred++
+		case r.state == Acquired || r.state == Available:
+			live++
+		}
+	}
+	if deferred == 0 {
+		return kafka
+	}
+	return max(kafka, min(kafka+MaxDeferred, max(s.End(), logStart)+int64(maxLocks-live)))
 }
 
 // blockedBy reports whether records wait in the log at or past window

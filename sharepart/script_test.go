@@ -21,6 +21,9 @@ import (
 //	config [lock=MS] [limit=N] [locks=N] [backoff=INITIAL,MAX,MULTIPLIER] [jitter=F] [ttl=MS] [paused=on|off] [dlq=on|off]
 //	                                      config lock=1000 limit=4
 //	log [start=N] SPAN[@AGE]...           log 0-4 c5 6-9 a10-12 13-15@5000 (batches; c: control, a: aborted, both skipped; @AGE: newest timestamp AGE ms ago)
+//	record OFF [age=MS] [ttl=MS] [after=MS]
+//	                                      record 6 ttl=5000 after=2000 (the record at OFF carries strata.ttl.ms and/or
+//	                                      strata.deliver.after.ms, AFTER ms from now; its timestamp AGE ms ago)
 //	advance MS                            advance 1500            (moves the clock)
 //	init GROUP start=N                    init g start=0
 //	reset GROUP start=N                   reset g start=10
@@ -108,6 +111,7 @@ func (sc *shareScript) commands() script.Commands {
 	return script.Commands{
 		"config":    sc.config,
 		"log":       sc.log,
+		"record":    sc.record,
 		"advance":   func(c *script.Case) string { sc.now += sc.atoi(c.Need(0)); return fmt.Sprintf("now=%d", sc.now) },
 		"init":      sc.init,
 		"reset":     sc.reset,
@@ -190,6 +194,24 @@ func (sc *shareScript) log(c *script.Case) string {
 		sc.batches = append(sc.batches, bt)
 	}
 	return fmt.Sprintf("%d batches", len(sc.batches))
+}
+
+// record OFF [age=MS] [ttl=MS] [after=MS]: the record's own times (its
+// headers) in the batch holding it.
+func (sc *shareScript) record(c *script.Case) string {
+	off := sc.atoi(c.Need(0))
+	rt := RecordTimes{Offset: off, TsMs: sc.now - c.Int("age", 0), TTLMs: c.Int("ttl", -1)}
+	if v, ok := c.Arg("after"); ok {
+		rt.AfterMs = sc.now + sc.atoi(v)
+	}
+	for i := range sc.batches {
+		if b := &sc.batches[i]; b.First <= off && off <= b.Last {
+			b.Records = append(b.Records, rt)
+			return fmt.Sprintf("batch %d-%d: %d records with their own times", b.First, b.Last, len(b.Records))
+		}
+	}
+	c.Fatalf("no batch holds offset %d", off)
+	return ""
 }
 
 func (sc *shareScript) init(c *script.Case) string {
@@ -327,6 +349,7 @@ func stats(st Stats) string {
 	add("delayed", st.Delayed)
 	add("hurried", st.Hurried)
 	add("ttl-expired", st.TTLExpired)
+	add("deferred", st.Deferred)
 	add("archived-limit", st.ArchivedLimit)
 	add("archived-skip", st.ArchivedSkip)
 	add("dead-lettered", st.DeadLettered)
@@ -355,6 +378,9 @@ func (sc *shareScript) show(g string) string {
 		}
 		if r.State == Available && r.Deadline > 0 {
 			fmt.Fprintf(&b, " not before %+d", r.Deadline-sc.now)
+		}
+		if r.State == Available && r.Count == 0 && r.LastMs > 0 {
+			fmt.Fprintf(&b, " expires %+d", r.LastMs-sc.now)
 		}
 	}
 	if st := s.Stream(); st.PID != 0 {

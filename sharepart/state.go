@@ -42,7 +42,9 @@ type rec struct {
 	deadline int64  // the lock's deadline (unix ms), while Acquired; while Available, not before it (delayed redelivery; 0 = now)
 	// first and last are the record's first and latest acquisition
 	// times (unix ms), while it is Acquired or Available (dead letters
-	// carry them).
+	// carry them). A record never delivered (count 0) that is Available
+	// was deferred by its strata.deliver.after.ms (deadline); its last is
+	// then its time-to-live's end (0 = none).
 	first, last int64
 }
 

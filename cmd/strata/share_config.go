@@ -43,6 +43,7 @@ var shareSettings = []setting{
 	{"strata.share.dlq.flood.ratio", "0", "Dead-letter flood guard (Strata-specific): when a share group's dead letters reach this share of its deliveries on a share-partition leader within strata.share.dlq.flood.window.ms, the group is paused (group config strata.share.dlq.flood.paused=true: nothing is delivered to it) until strata share-group resume. 0 = off (the default); 0..1."},
 	{"strata.share.dlq.flood.window.ms", "60000", "The flood guard's window (Strata-specific). 1000..86400000."},
 	{"strata.share.dlq.flood.min.deliveries", "100", "Deliveries a window needs before the flood guard judges it (Strata-specific). 1.."},
+	{"strata.share.dlq.depth.interval.ms", "30000", "How often the broker leading partition 0 of a share group's dead-letter topic counts the letters waiting there (not yet redriven) for the metrics strata_share_dlq_depth and strata_share_dlq_oldest_age_seconds (Strata-specific): each count reads the waiting letters. 1000..86400000."},
 }
 
 // Kafka's ConfigDef bounds of the share settings (int32 max where Kafka
@@ -74,6 +75,7 @@ var shareSettingBounds = map[string][2]int64{
 	"share.version":                              {0, 2},
 	"strata.share.dlq.flood.window.ms":           {1000, 86400000},
 	"strata.share.dlq.flood.min.deliveries":      {1, 1<<31 - 1},
+	"strata.share.dlq.depth.interval.ms":         {1000, 86400000},
 }
 
 // parseShareSettings fills cfg.GroupConfig (the group.share.* and
@@ -170,6 +172,8 @@ func parseShareSettings(merged, explicit map[string]rawValue, cfg *Config) error
 	g.FloodRatio = ratio
 	ms("strata.share.dlq.flood.window.ms", &g.FloodWindow)
 	count("strata.share.dlq.flood.min.deliveries", &g.FloodMinDeliveries)
+	ms("strata.share.dlq.depth.interval.ms", &g.DLQDepthInterval)
+	cfg.Share.DLQDepthEvery = g.DLQDepthInterval
 	if firstErr != nil {
 		return firstErr
 	}

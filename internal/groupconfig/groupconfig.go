@@ -80,6 +80,11 @@ type Broker struct {
 	FloodRatio         float64
 	FloodWindow        time.Duration
 	FloodMinDeliveries int
+	// DLQDepthInterval is strata.share.dlq.depth.interval.ms (30 s): how
+	// often the broker leading a dead-letter topic's partition 0 counts
+	// the letters waiting in it per share group (its depth and oldest
+	// age metrics).
+	DLQDepthInterval time.Duration
 
 	// Explicit names the settings above that were given explicitly
 	// (server.properties, environment, flags): DescribeConfigs reports
@@ -109,6 +114,7 @@ const (
 	DefaultDLQTopicNamePrefix              = "dlq."
 	DefaultFloodWindow                     = time.Minute
 	DefaultFloodMinDeliveries              = 100
+	DefaultDLQDepthInterval                = 30 * time.Second
 )
 
 // WithDefaults returns b with every zero field set to Kafka's default.
@@ -148,6 +154,7 @@ func (b Broker) WithDefaults() Broker {
 	dur(&b.ConsumerMaxHeartbeatInterval, DefaultMaxHeartbeatInterval)
 	dur(&b.FloodWindow, DefaultFloodWindow)
 	num(&b.FloodMinDeliveries, DefaultFloodMinDeliveries)
+	dur(&b.DLQDepthInterval, DefaultDLQDepthInterval)
 	if !b.DLQTopicNamePrefixSet {
 		b.DLQTopicNamePrefix, b.DLQTopicNamePrefixSet = DefaultDLQTopicNamePrefix, true
 	}
@@ -258,6 +265,9 @@ const (
 	BackoffJitter     = "strata.share.redelivery.backoff.jitter"
 	// RecordTTLMs is Strata's time-to-live of undelivered records.
 	RecordTTLMs = "strata.share.record.ttl.ms"
+	// RecordHeadersEnable is Strata's: records' own strata.ttl.ms and
+	// strata.deliver.after.ms headers are honoured.
+	RecordHeadersEnable = "strata.share.record.headers.enable"
 )
 
 // Defs are the group configs Strata serves, in DescribeConfigs' order.
@@ -290,6 +300,8 @@ var Defs = []Def{
 	{Name: RecordTTLMs, Type: TypeInt, Min: 0, Default: "0",
 		Doc:    "Strata's: a record never delivered to the share group whose batch's newest timestamp is older than this is not delivered: it is archived and, with a dead-letter topic, dead-lettered with reason ttl-expired. 0 (the default) = no limit.",
 		bounds: func(Broker) (int64, int64, int64) { return 0, 2147483647, 0 }},
+	{Name: RecordHeadersEnable, Type: TypeBoolean, Default: "true",
+		Doc: "Strata's: a record's own headers strata.ttl.ms (a time-to-live from its timestamp, overriding strata.share.record.ttl.ms; 0 = none) and strata.deliver.after.ms (epoch milliseconds: not delivered before) are honoured. The share-partition leader then reads the records of each batch it delivers for the first time (a scan of an uncompressed batch, a decompression of a compressed one); false delivers batches without looking inside."},
 	{Name: FloodPaused, Type: TypeBoolean, Default: "false",
 		Doc: "Strata's: true while the share group is paused by the dead-letter flood guard (its dead letters exceeded strata.share.dlq.flood.ratio of its deliveries): no records are delivered to it. Delete it (strata share-group resume GROUP) to resume."},
 	{Name: ShareAutoOffsetReset, Type: TypeString, Default: "latest",
@@ -545,6 +557,7 @@ type Effective struct {
 	BackoffMultiplier float64       // strata.share.redelivery.backoff.multiplier
 	BackoffJitter     float64       // strata.share.redelivery.backoff.jitter
 	RecordTTL         time.Duration // strata.share.record.ttl.ms (0 = none)
+	RecordHeaders     bool          // strata.share.record.headers.enable
 	// Share-group membership.
 	ShareSessionTimeout    time.Duration // share.session.timeout.ms
 	ShareHeartbeatInterval time.Duration // share.heartbeat.interval.ms
@@ -560,6 +573,7 @@ func Defaults(b Broker) Effective {
 		DeliveryCountLimit:        b.ShareDeliveryCountLimit,
 		PartitionMaxRecordLocks:   b.SharePartitionMaxRecordLocks,
 		RenewAcknowledgeEnable:    true,
+		RecordHeaders:             true,
 		BackoffMax:                time.Minute,
 		BackoffMultiplier:         2,
 		ShareSessionTimeout:       b.ShareSessionTimeout,
@@ -641,6 +655,11 @@ func Resolve(overrides map[string]string, b Broker) Effective {
 	if v, ok := overrides[BackoffJitter]; ok {
 		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
 			e.BackoffJitter = f
+		}
+	}
+	if v, ok := overrides[RecordHeadersEnable]; ok {
+		if on, ok := parseBool(v); ok {
+			e.RecordHeaders = on
 		}
 	}
 	if v, ok := overrides[FloodPaused]; ok {

@@ -129,7 +129,7 @@ func TestCheckAsKafka(t *testing.T) {
 func TestResolve(t *testing.T) {
 	b := Broker{ShareMinRecordLockDuration: time.Second, ShareRecordLockDuration: 2 * time.Second}.WithDefaults()
 	if e := Resolve(nil, b); e.RecordLockDuration != 2*time.Second || e.DeliveryCountLimit != 5 || e.PartitionMaxRecordLocks != 2000 ||
-		e.AutoOffsetReset.Kind != ResetLatest || e.ReadCommitted || !e.RenewAcknowledgeEnable || e.ShareSessionTimeout != 45*time.Second {
+		e.AutoOffsetReset.Kind != ResetLatest || e.ReadCommitted || !e.RenewAcknowledgeEnable || !e.RecordHeaders || e.ShareSessionTimeout != 45*time.Second {
 		t.Fatalf("defaults: %+v", e)
 	}
 	e := Resolve(map[string]string{
@@ -137,7 +137,7 @@ func TestResolve(t *testing.T) {
 		ShareAutoOffsetReset: "by_duration:PT1M", ShareIsolationLevel: "read_committed", ShareRenewAcknowledgeEnable: "false",
 		ShareSessionTimeoutMs: "50000", ShareHeartbeatIntervalMs: "6000", ConsumerSessionTimeoutMs: "46000", ConsumerHeartbeatIntervalMs: "7000",
 		DLQTopicName: " dlq.jobs", DLQCopyRecordEnable: "true",
-		BackoffInitialMs: "500", BackoffMultiplier: "1.5", BackoffJitter: "0.2",
+		BackoffInitialMs: "500", BackoffMultiplier: "1.5", BackoffJitter: "0.2", RecordHeadersEnable: "false",
 	}, b)
 	want := Effective{RecordLockDuration: 1500 * time.Millisecond, DeliveryCountLimit: 3, PartitionMaxRecordLocks: 100,
 		AutoOffsetReset: AutoOffsetReset{Kind: ResetByDuration, DurationMs: 60000}, ReadCommitted: true, RenewAcknowledgeEnable: false,
