@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,4 +166,73 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestReplicationTLSThroughput measures produce throughput at RF 3
+// (acks=all, 1 KiB uncompressed records, 6 partitions) on three brokers
+// whose replication is PLAINTEXT and then mutual TLS, each cluster started
+// afresh, two rounds interleaved. STRATA_BENCH_SECURITY=1 runs it
+// (docs/ARCHITECTURE.md, "Broker-to-broker security").
+func TestReplicationTLSThroughput(t *testing.T) {
+	if os.Getenv("STRATA_BENCH_SECURITY") == "" {
+		t.Skip("STRATA_BENCH_SECURITY=1 runs it")
+	}
+	dir := t.TempDir()
+	run(t, time.Minute, "", strataBin, "certs", "ca", "--dir", dir)
+	for i := 1; i <= 3; i++ {
+		run(t, time.Minute, "", strataBin, "certs", "issue", "--dir", dir, "--node-id", fmt.Sprint(i))
+	}
+	tlsArgs := []string{"--set", "replication.security.protocol=SSL",
+		"--set", "replication.ssl.keystore.location=" + filepath.Join(dir, "node-{node.id}.pem"),
+		"--set", "replication.ssl.truststore.location=" + filepath.Join(dir, "ca.pem")}
+	res := map[string][]float64{}
+	for round := 0; round < 2; round++ {
+		for _, mode := range []string{"PLAINTEXT", "SSL"} {
+			var args []string
+			if mode == "SSL" {
+				args = tlsArgs
+			}
+			t.Run(fmt.Sprintf("%s-%d", mode, round), func(t *testing.T) {
+				c := startChaosCluster(t, 3, 2*time.Second, args...)
+				rate := produceRate(t, c, 5*time.Second)
+				res[mode] = append(res[mode], rate)
+				t.Logf("%s round %d: %.0f records/s, %.1f MB/s", mode, round, rate, rate*1024/1e6)
+			})
+		}
+	}
+	for i := range res["SSL"] {
+		t.Logf("round %d: mTLS/PLAINTEXT replication, RF 3 produce: %.2f", i, res["SSL"][i]/res["PLAINTEXT"][i])
+	}
+}
+
+// produceRate produces 1 KiB records to a new 6-partition RF 3 topic for
+// d with acks=all and returns the acknowledged records per second.
+func produceRate(t *testing.T, c *chaosCluster, d time.Duration) float64 {
+	t.Helper()
+	const parts = int32(6)
+	ctx := context.Background()
+	adm := kadm.NewClient(c.client())
+	if resp, err := adm.CreateTopic(ctx, parts, 3, nil, "rate"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	c.waitLeaders(ctx, adm, "rate", parts, 30*time.Second)
+	value := bytes.Repeat([]byte{0x5a, 0xa5, 0x3c, 0xc3}, 256)
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("rate"), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	var n atomic.Int64
+	sem := make(chan struct{}, 2000)
+	begin := time.Now()
+	for stop := begin.Add(d); time.Now().Before(stop); {
+		sem <- struct{}{}
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err == nil {
+				n.Add(1)
+			}
+			<-sem
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return float64(n.Load()) / time.Since(begin).Seconds()
 }
