@@ -523,7 +523,7 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 		}
 	}()
 	hctx := c.ctx
-	if isSASLKey(p.key) {
+	if isSASLKey(p.key) || c.s.cfg.Authorizer != nil { // the principal: SASL, ACLs (authorizer.go)
 		hctx = context.WithValue(hctx, connCtxKey{}, c)
 	}
 	if p.key == 11 || p.key == 68 || p.key == 76 { // JoinGroup, ConsumerGroupHeartbeat, ShareGroupHeartbeat record the member's client

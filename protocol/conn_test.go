@@ -51,11 +51,11 @@ func TestUnknownKeyCloses(t *testing.T) {
 	rc.expectClosed()
 }
 
-// A key kmsg knows but we do not serve (DescribeAcls) closes too.
+// A key kmsg knows but we do not serve (DescribeDelegationToken) closes too.
 func TestUnservedKeyCloses(t *testing.T) {
 	_, addr := startServer(t, Config{}, nil)
 	rc := dialRaw(t, addr)
-	req := kmsg.NewPtrDescribeACLsRequest()
+	req := kmsg.NewPtrDescribeDelegationTokenRequest()
 	req.Version = 2
 	rc.send(req)
 	rc.expectClosed()

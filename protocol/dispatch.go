@@ -93,7 +93,17 @@ func versionSupported(key, version int16) bool {
 // "send nothing" (acks=0 Produce); an error closes the connection.
 func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	if k := kreq.Key(); k >= 0 && int(k) < len(apis) && apis[k].ok {
-		return apis[k].handle(s, ctx, kreq)
+		// ACLs (authorizer.go, acl_rules.go): deny answers the request
+		// whole; after completes the handler's response.
+		deny, after := s.authzFor(ctx).enforce(kreq)
+		if deny != nil {
+			return deny, nil
+		}
+		resp, err := apis[k].handle(s, ctx, kreq)
+		if after != nil && resp != nil && err == nil {
+			after(resp)
+		}
+		return resp, err
 	}
 	return nil, fmt.Errorf("%w: %s has no handler", ErrUnknownKey, kmsg.NameForKey(kreq.Key()))
 }

@@ -128,6 +128,9 @@
 //	 26 EndTxn                           0-5      barrier    26_end_txn.go
 //	 27 WriteTxnMarkers                  0-1      barrier    27_write_txn_markers.go
 //	 28 TxnOffsetCommit                  0-5      barrier    28_txn_offset_commit.go
+//	 29 DescribeACLs                     1-3      concurrent 29_describe_acls.go
+//	 30 CreateACLs                       1-3      barrier    30_create_acls.go
+//	 31 DeleteACLs                       1-3      barrier    31_delete_acls.go
 //	 32 DescribeConfigs                  0-4      concurrent 32_describe_configs.go
 //	 33 AlterConfigs                     0-2      barrier    33_alter_configs.go
 //	 35 DescribeLogDirs                  0-4      concurrent 35_describe_log_dirs.go

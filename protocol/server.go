@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/txncoord"
@@ -88,6 +89,9 @@ type Config struct {
 	// writev) instead of sending them from the segment files with
 	// sendfile (fetch_sendfile.go).
 	NoSendfile bool
+	// Authorizer turns ACLs on (authorizer.go): nil, every request is
+	// allowed.
+	Authorizer *acl.Authorizer
 	// Registerer receives the listener's and the group coordinator's
 	// series (metrics.go, groupcoord/metrics.go); nil = not exported.
 	Registerer prometheus.Registerer

@@ -107,6 +107,8 @@ type Config struct {
 	Monitoring monitoringConfig
 	// Limits are the Kafka listener's limits (limits_config.go).
 	Limits limitsConfig
+	// ACLs is the authorizer (acl_config.go).
+	ACLs aclConfig
 	// Disk is what a full disk does (disk_config.go).
 	Disk diskConfig
 	// Security is every listener with its security (security_config.go);
@@ -162,6 +164,7 @@ var settingByName = func() map[string]*setting {
 	settings = append(settings, rebalanceSettings...)
 	settings = append(settings, monitoringSettings...)
 	settings = append(settings, limitSettings...)
+	settings = append(settings, aclSettings...)
 	settings = append(settings, diskSettings...)
 	settings = append(settings, securitySettings...)
 	m := map[string]*setting{}
@@ -411,6 +414,9 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		return nil, err
 	}
 	if err := parseLimitSettings(merged, cfg); err != nil {
+		return nil, err
+	}
+	if err := parseACLSettings(merged, cfg); err != nil {
 		return nil, err
 	}
 	if err := parseDiskSettings(merged, cfg); err != nil {

@@ -72,6 +72,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return certsCommand(args[1:], stdout, stderr)
 	case "user":
 		return userCommand(args[1:], environ, stdout, stderr)
+	case "acl":
+		return aclCommand(args[1:], environ, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "strata: unknown command %q\n\n", args[0])
 	usage(stderr)
@@ -102,6 +104,7 @@ Commands:
                              load tool for any Kafka-compatible broker (strata bench help)
   certs ca|issue             a cluster CA and the certificates it signs, as PEM (strata certs help)
   user set|delete|list       SCRAM users, salted and replicated (strata user help)
+  acl add|list|remove        ACLs with kafka-acls.sh's flags, replicated (strata acl help)
 
 `)
 }
