@@ -217,7 +217,8 @@ func TestMonitoringAssets(t *testing.T) {
 	})
 
 	t.Run("names on a real broker", func(t *testing.T) {
-		b := startBroker(t, "", "--set", "metrics.listener=127.0.0.1:0", "--set", "group.initial.rebalance.delay.ms=0")
+		b := startBroker(t, "", "--set", "metrics.listener=127.0.0.1:0", "--set", "group.initial.rebalance.delay.ms=0",
+			"--set", "strata.share.dlq.depth.interval.ms=1000")
 		mon := stabMetricsAddr(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -243,7 +244,11 @@ func TestMonitoringAssets(t *testing.T) {
 			}
 		}
 		// A share group that took records.
-		setGroupConfigs(t, admCl, "mon-share", "share.auto.offset.reset", "earliest")
+		// ... with a dead-letter topic (its depth series).
+		if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"errors.deadletterqueue.group.enable": kadm.StringPtr("true")}, "dlq.mon"); err != nil {
+			t.Fatal(err)
+		}
+		setGroupConfigs(t, admCl, "mon-share", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "dlq.mon")
 		sh := b.client(kgo.ShareGroup("mon-share"), kgo.ConsumeTopics("mon-queue"))
 		for got := 0; got == 0; {
 			fs := sh.PollFetches(ctx)
