@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,8 @@ import (
 // loads with no console errors, shows a topic made here with its records,
 // a consumer group's lag rising then falling, and a share group's dead
 // letter with its reason, and a redrive of it done from the page (plan,
-// then confirmation). Screenshots go to $STRATA_CONSOLE_ARTIFACTS (or
+// then confirmation) -- signed in as a SCRAM user first, since the page
+// is opened on this host's non-loopback address when it has one. Screenshots go to $STRATA_CONSOLE_ARTIFACTS (or
 // a temporary directory), logged. It needs Debian's chromium: skipped
 // without it, failed under CI=true. Bounded at 90 s.
 func TestConsoleBrowser(t *testing.T) {
@@ -51,12 +53,23 @@ func TestConsoleBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	b := startBroker(t, "", append([]string{"--set", "metrics.listener=127.0.0.1:0",
+	// The console on this host's non-loopback address when it has one:
+	// the page's requests then come from off loopback, and the redrive
+	// needs a sign-in as a SCRAM user.
+	host := consoleHostIP()
+	offLoopback := host != ""
+	if !offLoopback {
+		host = "127.0.0.1"
+	}
+	b := startBroker(t, "", append([]string{"--set", "metrics.listener=" + host + ":0",
 		"--set", "strata.console.admin.enable=true", "--set", "strata.console.lag.sample.ms=1000",
 		"--set", "strata.console.lag.history.eager=true", "--set", "strata.metrics.lag.window.ms=4000"}, shareSettings...)...)
 	ui := "http://" + stabMetricsAddr(t, b) + "/ui/"
 	cl := b.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "operator", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "operator-secret"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A topic with records, a group committed behind its end, a share
 	// group with a dead-letter topic.
@@ -208,6 +221,24 @@ func TestConsoleBrowser(t *testing.T) {
 	wait("the share group's lag history", `document.querySelector('#sharelag tr[data-tp="console-jobs/0"] svg.spark') !== null`)
 	shot("share-group")
 
+	// Off loopback, the admin panel asks for a SCRAM user first: a wrong
+	// password is refused on the page, the right one shows the actions.
+	if offLoopback {
+		signIn := func(pass string) {
+			t.Helper()
+			if err := chromedp.Do(bctx, chromedp.SetValue(`#signin input[name=user]`, "operator"), chromedp.SetValue(`#signin input[name=password]`, pass),
+				chromedp.Click(`#signin button[type=submit]`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wait("the sign-in form", `document.querySelector("#signin") !== null`)
+		signIn("wrong")
+		wait("a wrong password refused", text("#signinout")+`.includes("authentication failed")`)
+		shot("share-sign-in")
+		signIn("operator-secret")
+		wait("signed in as User:operator", `document.querySelector("#redrive") !== null && `+text("#mode")+` === "admin as User:operator"`)
+	}
+
 	// A redrive from the page: a dry-run plan, then its confirmation; the
 	// record is back in its source topic.
 	if err := chromedp.Do(bctx, chromedp.Click(`#redrive button[type=submit]`)); err != nil {
@@ -232,4 +263,16 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Errorf("the browser's console reported:\n%s", strings.Join(problems, "\n"))
 	}
 	t.Logf("console in Chromium: %v", time.Since(start).Round(time.Millisecond))
+}
+
+// consoleHostIP is an IPv4 address of this host that is not loopback (""
+// when it has none).
+func consoleHostIP() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
 }
