@@ -291,20 +291,9 @@ func (z *authz) enforce(kreq kmsg.Request) (deny kmsg.Response, after func(kmsg.
 		}
 		return nil, nil
 	}
-	// An API without a rule is refused: every registered API must have
-	// one (TestEveryAPIHasAnACLRule).
+	// An API without a rule is refused, even to super users: every
+	// registered API must have one (TestEveryAPIHasAnACLRule).
 	return errorResponse(kreq, errClusterAuth), nil
-}
-
-// hasRule reports whether enforce has a rule of its own for key.
-func hasRule(key int16) bool {
-	switch key {
-	case 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-		29, 30, 31, 32, 33, 35, 36, 37, 42, 43, 44, 45, 46, 47, 50, 51, 55, 57, 60, 61, 64, 65, 66,
-		68, 69, 74, 76, 77, 78, 79, 83, 86, 87, 90, 91, 92:
-		return true
-	}
-	return false
 }
 
 // group denies the whole request (its ErrorCode) unless op on group is
