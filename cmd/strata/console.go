@@ -111,7 +111,7 @@ type consoleBroker interface {
 // console user's admin actions: the broker's own (authorizer.class.name),
 // nil while ACLs are off.
 func consoleAuthorizer(cfg *Config) *acl.Authorizer {
-	return nil // HOOK(acl): the broker's authorizer, cfg.ACLs.Authorizer, once its setting lands
+	return cfg.ACLs.Authorizer
 }
 
 // startConsole starts the console against the broker's own Kafka

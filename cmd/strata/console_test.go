@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/internal/acl"
-	"github.com/strata-io/strata/internal/auth"
-	"github.com/strata-io/strata/internal/console"
 	"github.com/strata-io/strata/internal/testwait"
 )
 
@@ -653,16 +649,18 @@ func TestConsoleAdminAuth(t *testing.T) {
 	}
 }
 
-// TestConsoleAdminACLs: with ACLs on, an authenticated user's admin
-// action needs the Kafka ACLs its requests would (the broker's
-// authorizer, internal/acl, over a set of bindings): a reset's plan
-// DESCRIBE of the group and the topic, its execution READ, a delete
-// DELETE of the group. The console runs against a real broker with
-// strata.console.admin.auth=always (so that loopback authenticates), its
-// users' credentials and bindings made here.
+// TestConsoleAdminACLs: with ACLs on (authorizer.class.name), an
+// authenticated user's admin action needs the Kafka ACLs its requests
+// would: a reset's plan DESCRIBE of the group and the topic, its
+// execution READ, a delete DELETE of the group -- decided by the broker's
+// own authorizer over the bindings CreateAcls replicated. The broker's
+// console runs with strata.console.admin.auth=always (so that loopback
+// authenticates too); User:ANONYMOUS, the PLAINTEXT principal of the
+// test's client and of the console's own client, is a super user.
 func TestConsoleAdminACLs(t *testing.T) {
 	requireStorage(t)
-	addr, _ := startServeConsole(t)
+	addr, ui := startServeConsole(t, "--set", "strata.console.admin.enable=true", "--set", "strata.console.admin.auth=always",
+		"--set", "authorizer.class.name="+StandardAuthorizerClass, "--set", "super.users=User:ANONYMOUS")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
@@ -679,42 +677,34 @@ func TestConsoleAdminACLs(t *testing.T) {
 	if r, err := adm.CommitOffsets(ctx, "clerks", offs); err != nil || r.Error() != nil {
 		t.Fatalf("commit: %v %v", err, r.Error())
 	}
-	creds := map[string]auth.ScramCredential{}
-	for _, u := range []string{"alice", "bob"} {
-		c, err := auth.NewScramCredential(auth.MechScramSHA256, u+"-secret", []byte("salt-of-"+u), 4096)
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-secret"},
+		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	grant := func(user string, ops ...kadm.ACLOperation) {
+		t.Helper()
+		b := kadm.NewACLs().Topics("ledger").Groups("clerks").Allow("User:" + user).AllowHosts("*").
+			Operations(ops...).ResourcePatternType(kadm.ACLPatternLiteral)
+		rs, err := adm.CreateACLs(ctx, b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		creds[u] = c
+		for _, r := range rs {
+			if r.Err != nil {
+				t.Fatalf("CreateAcls for %s: %v", user, r.Err)
+			}
+		}
 	}
-	allow := func(p string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) acl.Binding {
-		return acl.Binding{ResourceType: rt, ResourceName: name, PatternType: acl.Literal, Principal: p, Host: "*", Operation: op, Permission: acl.Allow}
-	}
-	set := acl.NewSet([]acl.Binding{
-		allow("User:alice", acl.Read, acl.Group, "clerks"), allow("User:alice", acl.Read, acl.Topic, "ledger"),
-		allow("User:bob", acl.Describe, acl.Group, "clerks"), allow("User:bob", acl.Describe, acl.Topic, "ledger"),
-	})
-	c, err := console.New(console.Options{Bootstrap: addr, Admin: true, Actions: consoleActions(addr), Auth: console.Auth{
-		Always: true,
-		Credential: func(user, mech string) (auth.ScramCredential, bool) {
-			c, ok := creds[user]
-			return c, ok && mech == auth.MechScramSHA256
-		},
-		Authorizer: &acl.Authorizer{}, ACLs: func() *acl.Set { return set }}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	srv := httptest.NewServer(c)
-	defer srv.Close()
-	ui := srv.URL + "/ui/"
+	grant("alice", kadm.OpRead)
+	grant("bob", kadm.OpDescribe)
 	reset := func(user string, execute bool) (int, string) {
 		code, msg, _ := postAuth(t, ui+"api/groups/clerks/reset-offsets", map[string]any{"topic": "ledger", "to": "latest", "execute": execute}, user, user+"-secret", true)
 		return code, msg
 	}
-	if code, msg := reset("bob", false); code != http.StatusOK {
-		t.Errorf("bob's plan (DESCRIBE): %d %q", code, msg)
-	}
+	// The bindings reach the broker's image through the metadata log:
+	// wait for the first allowed action.
+	testwait.For(t, 10*time.Second, func() bool { code, _ := reset("bob", false); return code == http.StatusOK }, "bob's plan (DESCRIBE) allowed")
 	if code, msg := reset("bob", true); code != http.StatusForbidden || msg != `GROUP_AUTHORIZATION_FAILED: User:bob may not READ GROUP "clerks"` {
 		t.Errorf("bob's reset (no READ): %d %q", code, msg)
 	}
@@ -724,8 +714,22 @@ func TestConsoleAdminACLs(t *testing.T) {
 	if code, msg, _ := postAuth(t, ui+"api/groups/clerks/delete", map[string]any{}, "alice", "alice-secret", true); code != http.StatusForbidden || !strings.Contains(msg, "may not DELETE GROUP") {
 		t.Errorf("alice's delete (no DELETE): %d %q", code, msg)
 	}
-	set = set.With([]acl.Binding{allow("User:alice", acl.Delete, acl.Group, "clerks")}, nil)
-	if code, msg, _ := postAuth(t, ui+"api/groups/clerks/delete", map[string]any{}, "alice", "alice-secret", true); code != http.StatusOK {
-		t.Errorf("alice's delete with DELETE: %d %q", code, msg)
+	grant("alice", kadm.OpDelete)
+	testwait.For(t, 10*time.Second, func() bool {
+		code, _, _ := postAuth(t, ui+"api/groups/clerks/delete", map[string]any{}, "alice", "alice-secret", true)
+		return code == http.StatusOK
+	}, "alice's delete allowed once she holds DELETE")
+	var info struct {
+		ACLs      bool   `json:"acls"`
+		Principal string `json:"principal"`
+	}
+	req, _ := http.NewRequest(http.MethodGet, ui+"api/info", nil)
+	req.SetBasicAuth("bob", "bob-secret")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		json.NewDecoder(resp.Body).Decode(&info)
+		resp.Body.Close()
+	}
+	if !info.ACLs || info.Principal != "User:bob" {
+		t.Errorf("info as bob with ACLs on: %+v", info)
 	}
 }
