@@ -99,7 +99,8 @@ func (b *Broker) openRaft() (err error) {
 		return err
 	}
 	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Logger: b.cfg.Logger,
-		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward})
+		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward,
+		ExpectPeer: b.expectPeer})
 	if err != nil {
 		return err
 	}

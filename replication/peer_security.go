@@ -37,3 +37,16 @@ func (b *Broker) checkForward(peer string, body []byte) error {
 	}
 	return refused("node %s forwarded the registration of node %d", peer, c.Broker.NodeID)
 }
+
+// expectPeer names the node whose replication listener is at addr, from
+// controller.quorum.voters (every broker is a voter; partition groups
+// dial the voters' addresses, peerAddr): with mTLS a server at a voter's
+// address must present that voter's certificate.
+func (b *Broker) expectPeer(addr string) (string, bool) {
+	for _, v := range b.cfg.Voters {
+		if v.Addr == addr {
+			return strconv.Itoa(int(v.NodeID)), true
+		}
+	}
+	return "", false
+}

@@ -131,7 +131,11 @@ type MuxConfig struct {
 	// node of the connection it came on ("" when the dialer named none)
 	// before the forward handler sees it (Broker.checkForward).
 	CheckForward func(peer string, req []byte) error
-	Logger       *slog.Logger
+	// ExpectPeer, when set, names the node whose replication listener is
+	// at addr, if known: with TLS, a server there whose certificate names
+	// another node is refused (transport_tls.go).
+	ExpectPeer func(addr string) (id string, known bool)
+	Logger     *slog.Logger
 }
 
 // Mux is one broker's raft transport. Groups get their raft.Transport from
@@ -860,7 +864,7 @@ func (m *Mux) dial(target raft.ServerAddress, mode byte) (net.Conn, error) {
 		tc.SetNoDelay(true)
 	}
 	raw := c
-	if c, err = m.dialTLS(ctx, c); err != nil {
+	if c, err = m.dialTLS(ctx, c, string(target)); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("%w %s: TLS: %w", errDial, target, err)
 	}

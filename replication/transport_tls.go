@@ -34,11 +34,11 @@ import (
 //     broker-only node joining as a non-voter, issue 23).
 //
 // The dialing side checks that the server holds a node certificate of
-// the CA but not which node: it dials an address from the metadata or
-// controller.quorum.voters, and a node certificate names a node, not a
-// host (no DNS or IP SAN is needed, so proxies and NAT work). A node with
-// a valid certificate that answered at another node's address would be
-// believed; it could not speak for that node on connections it dials.
+// the CA, and, when it knows which node the address belongs to
+// (MuxConfig.ExpectPeer: the broker's controller.quorum.voters), that the
+// certificate names that node: a node certificate names a node, not a
+// host (no DNS or IP SAN is needed, so proxies and NAT work). At an
+// address it does not know, any node of the CA is believed.
 
 // TransportTLS is the replication transport's mutual TLS.
 type TransportTLS struct {
@@ -151,14 +151,27 @@ func (m *Mux) acceptTLS(c net.Conn) (net.Conn, string, error) {
 	return tc, strconv.Itoa(int(id)), nil
 }
 
-// dialTLS runs the client side of the handshake on a dialed connection.
-func (m *Mux) dialTLS(ctx context.Context, c net.Conn) (net.Conn, error) {
+// dialTLS runs the client side of the handshake on a connection dialed
+// to target, and checks the server is the node expected there.
+func (m *Mux) dialTLS(ctx context.Context, c net.Conn, target string) (net.Conn, error) {
 	if m.tlsClient == nil {
 		return c, nil
 	}
 	tc := tls.Client(c, m.tlsClient)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, err
+	}
+	if m.cfg.ExpectPeer != nil {
+		if want, ok := m.cfg.ExpectPeer(target); ok {
+			id, err := peerNodeID(tc.ConnectionState())
+			if err == nil && strconv.Itoa(int(id)) != want {
+				err = fmt.Errorf("%w: the server at %s presents node %d's certificate, not node %s's", ErrTransportRefused, target, id, want)
+			}
+			if err != nil {
+				m.logger.Warn("raft transport: server refused; closing", "remote", target, "err", err)
+				return nil, err
+			}
+		}
 	}
 	return tc, nil
 }

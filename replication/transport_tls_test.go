@@ -229,8 +229,9 @@ func TestMuxTLSRefusesForgedPeers(t *testing.T) {
 
 // TestMuxTLSDialerVerifiesTheServer: a Mux does not talk to a server
 // whose certificate is of another CA, or of the CA but names no node, or
-// to a plaintext server; and NewMux refuses a certificate that names
-// another node than the Mux's own.
+// to a plaintext server, or to one whose certificate names another node
+// than the one expected at its address; and NewMux refuses a certificate
+// that names another node than the Mux's own.
 func TestMuxTLSDialerVerifiesTheServer(t *testing.T) {
 	ca, other := newTestCA(t), newTestCA(t)
 	a := newTLSMux(t, "1", ca.node(t, 1), nil, nil)
@@ -265,6 +266,34 @@ func TestMuxTLSDialerVerifiesTheServer(t *testing.T) {
 			t.Errorf("%s: got %v, want a dial error", name, err)
 		}
 	}
+	// A node whose certificate names another node than the one the
+	// dialer expects at that address (controller.quorum.voters).
+	b := newTLSMux(t, "2", ca.node(t, 2), nil, nil)
+	gb := newTestGroup(t, b, "g")
+	stop := make(chan struct{})
+	defer close(stop)
+	go serveEcho(gb, stop, nil)
+	for want, ok := range map[string]bool{"3": false, "2": true} {
+		lnA, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := NewMux(MuxConfig{Listener: lnA, Logger: slog.New(slog.DiscardHandler), LocalID: "1", TLS: ca.node(t, 1),
+			ExpectPeer: func(addr string) (string, bool) { return want, addr == string(b.Addr()) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		var rv raft.RequestVoteResponse
+		err = newTestGroup(t, a, "g").RequestVote("2", b.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("1"), Term: 3}, &rv)
+		if ok && (err != nil || !rv.Granted) {
+			t.Errorf("node 2 where node 2 is expected: %+v %v", rv, err)
+		}
+		if !ok && (err == nil || !errors.Is(err, ErrTransportRefused) || !strings.Contains(err.Error(), "presents node 2's certificate, not node 3's")) {
+			t.Errorf("node 2 where node 3 is expected: %v", err)
+		}
+	}
+
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

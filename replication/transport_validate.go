@@ -31,7 +31,8 @@ import (
 //   - on a connection whose dialer named itself in the preface, every
 //     request's header (and every heartbeat's) names the same node
 //     (connection identity, transport.go). Without TLS a peer can still
-//     claim an ID that is not its own: that check waits for mTLS.
+//     claim an ID that is not its own; with mutual TLS the preface's ID
+//     must be the certificate's (transport_tls.go).
 //
 // A frame that breaks a rule closes its connection, as one that does not
 // decode does; raft never sees it. The fuzz test (FuzzMuxDecode) runs
