@@ -434,12 +434,52 @@ func TestReassignPartition(t *testing.T) {
 	q.brokers[0] = nil // waitSameReplicas compares the replicas only
 	q.waitSameReplicas("mv", 0, 35)
 	q.brokers[0] = b1
+	// Watch the leader's configuration: broker 1 joins as a non-voter and
+	// votes only once it has caught up (reassignStep).
+	firstSeen := make(chan raft.ServerSuffrage, 1)
+	stopWatch := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			for _, br := range q.brokers[1:] {
+				g := br.group(log.TopicPartition{Topic: "mv", Partition: 0})
+				if g == nil || g.raft.State() != raft.Leader {
+					continue
+				}
+				for _, s := range g.raft.GetConfiguration().Configuration().Servers {
+					if s.ID == serverID(1) {
+						firstSeen <- s.Suffrage
+						return
+					}
+				}
+			}
+		}
+	}()
 	if err := q.brokers[0].AlterPartitionReassignment(ctx, "mv", 0, []int32{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	waitReplicas([]int32{1, 2, 3})
+	close(stopWatch)
+	select {
+	case su := <-firstSeen:
+		if su != raft.Nonvoter {
+			t.Fatalf("broker 1 entered the configuration as %v, want a non-voter until it caught up", su)
+		}
+	default:
+		t.Fatal("never saw broker 1 in the leader's configuration")
+	}
 	q.produceTo("mv", 0, batch(1, -1, -1, -1))
 	q.waitSameReplicas("mv", 0, 36)
+	// Broker 1 came back empty: it joined with its votes held back
+	// (join_gate.go) and votes again once caught up.
+	testwait.For(t, 10*time.Second, func() bool {
+		g := b1.group(log.TopicPartition{Topic: "mv", Partition: 0})
+		return g != nil && g.trans.joinGateFor() == nil
+	}, "the re-added replica still holds its votes back after catching up")
 }
 
 // checkRoleTiming waits until every running replica of the partition

@@ -66,6 +66,9 @@ type partitionGroup struct {
 
 	mu     sync.Mutex
 	failed map[raft.ServerID]bool // protected by mu; followers whose heartbeats fail (leader only)
+	// promoteMark is, per non-voter being added, the commit index at the
+	// reassignment's previous look (caughtUp); protected by mu.
+	promoteMark map[int32]uint64
 
 	// stopped is closed once raft has shut down (shutdown): an entry
 	// still in its apply queue then is never read nor answered, so a
@@ -190,6 +193,24 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		trans.Close()
 		return err
 	}
+	joinValue, err := stable.GetUint64([]byte(joinUntilKey))
+	if errors.Is(err, errStableNotFound) {
+		joinValue, err = 0, nil
+	}
+	if err == nil && joining && !existing {
+		joinValue, err = 1, stable.SetUint64([]byte(joinUntilKey), 1)
+	}
+	if err != nil {
+		trans.Close()
+		return err
+	}
+	var started atomic.Pointer[raft.Raft]
+	trans.setJoinGate(func() uint64 {
+		if r := started.Load(); r != nil {
+			return r.LastIndex()
+		}
+		return 0
+	}, stable, joinValue, b.logger.With("partition", tp.String()))
 	if !existing && !joining {
 		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			trans.Close()
@@ -201,6 +222,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		trans.Close()
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
+	started.Store(r)
 	trans.SetCatchUp(r)
 	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, trans: trans, voters: replicas, timing: timing, single: single, share: share, failed: map[raft.ServerID]bool{},
 		stopped: make(chan struct{})}

@@ -206,28 +206,48 @@ func (b *Broker) reassignLoop() {
 
 // reassignStep makes one change towards p.Target in g's configuration, or
 // records the reassignment done.
+//
+// A replica joins as a non-voter and is promoted once its log has caught
+// up with the leader's commit index (as Kafka adds a replica outside the
+// ISR): while it catches up, the quorum is the replicas that hold the
+// log, so losing one of them then does not stop the partition, and the
+// joining replica's vote is never needed (it holds its votes back until
+// caught up anyway: join_gate.go).
 func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) error {
 	cf := g.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		return err
 	}
 	var voters []int32
+	suffrage := map[int32]raft.ServerSuffrage{}
 	for _, s := range cf.Configuration().Servers {
+		n := parseServerID(s.ID)
+		suffrage[n] = s.Suffrage
 		if s.Suffrage == raft.Voter {
-			voters = append(voters, parseServerID(s.ID))
+			voters = append(voters, n)
 		}
 	}
 	for _, n := range p.Target {
-		if !containsNode(voters, n) {
-			addr, err := b.peerAddr(n)
-			if err != nil {
-				return err
-			}
-			b.logger.Info("reassignment: adding a replica", "topic", t.Name, "partition", p.Partition, "broker", n)
-			return g.raft.AddVoter(serverID(n), addr, 0, configChangeTimeout).Error()
+		su, in := suffrage[n]
+		if in && su == raft.Voter {
+			continue
 		}
+		addr, err := b.peerAddr(n)
+		if err != nil {
+			return err
+		}
+		if !in {
+			b.logger.Info("reassignment: adding a replica (a non-voter until it catches up)", "topic", t.Name, "partition", p.Partition, "broker", n)
+			return g.raft.AddNonvoter(serverID(n), addr, 0, configChangeTimeout).Error()
+		}
+		if !g.caughtUp(n, addr) {
+			return nil // the next tick looks again
+		}
+		b.logger.Info("reassignment: the new replica caught up; it votes", "topic", t.Name, "partition", p.Partition, "broker", n)
+		return g.raft.AddVoter(serverID(n), addr, 0, configChangeTimeout).Error()
 	}
-	for _, n := range voters {
+	for _, s := range cf.Configuration().Servers {
+		n := parseServerID(s.ID)
 		if containsNode(p.Target, n) {
 			continue
 		}
@@ -244,9 +264,51 @@ func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) 
 		b.logger.Info("reassignment: removing a replica", "topic", t.Name, "partition", p.Partition, "broker", n)
 		return g.raft.RemoveServer(serverID(n), 0, configChangeTimeout).Error()
 	}
+	// The configuration equals the target; it may still be uncommitted (a
+	// leader elected since holds its predecessor's last change in its log,
+	// and another leader could still replace it). A barrier of this term
+	// commits it first: brokers outside the target delete their copies
+	// once the metadata says the move is done, and a voter of a
+	// configuration that can still win must not.
+	if err := g.raft.Barrier(configChangeTimeout).Error(); err != nil {
+		return fmt.Errorf("configuration %v not committed yet: %w", voters, err)
+	}
+	if cf := g.raft.GetConfiguration(); cf.Error() != nil || !sameVoters(cf.Configuration(), voters) || g.raft.State() != raft.Leader {
+		return errors.New("configuration or leadership changed while committing the reassignment")
+	}
 	sort.Slice(voters, func(i, j int) bool { return voters[i] < voters[j] })
 	b.logger.Info("reassignment done", "topic", t.Name, "partition", p.Partition, "replicas", p.Target)
 	return b.commitUnlocked(Command{Type: CmdReassignDone, Reassign: &ReassignChange{TopicID: t.ID, Partition: p.Partition, Target: p.Target}})
+}
+
+// caughtUp reports whether replica n (at addr), a non-voter of g, has
+// caught up: its last append matched at or past the commit index the
+// leader had at the previous look (so a steady stream of writes does not
+// keep it from ever counting as caught up).
+func (g *partitionGroup) caughtUp(n int32, addr raft.ServerAddress) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.promoteMark == nil {
+		g.promoteMark = map[int32]uint64{}
+	}
+	mark, seen := g.promoteMark[n]
+	g.promoteMark[n] = g.raft.CommitIndex()
+	return seen && mark > 0 && g.trans.matched(addr) >= mark
+}
+
+// sameVoters reports whether c's voters are exactly voters.
+func sameVoters(c raft.Configuration, voters []int32) bool {
+	n := 0
+	for _, s := range c.Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		if !containsNode(voters, parseServerID(s.ID)) {
+			return false
+		}
+		n++
+	}
+	return n == len(voters)
 }
 
 // dropNonMember stops the group and deletes the log of t's partition if

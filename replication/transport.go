@@ -211,6 +211,9 @@ type Mux struct {
 	// bad preface) and framesRefused frames that broke a rule of
 	// transport_validate.go: both close their connection.
 	peersRefused, framesRefused atomic.Uint64
+	// joinVotesRefused counts vote requests refused by joining replicas
+	// (join_gate.go).
+	joinVotesRefused atomic.Uint64
 
 	// tlsServer and tlsClient are set with MuxConfig.TLS (setupTLS).
 	tlsServer, tlsClient *tls.Config
@@ -627,6 +630,9 @@ func (m *Mux) dispatch(f frame, w *frameWriter, cmd any) error {
 // deliver hands one request to g's raft and has the answer written back.
 // group may alias the read buffer: it is copied before deliver returns.
 func (m *Mux) deliver(g *GroupTransport, reqID uint64, group []byte, cmd any, w *frameWriter) error {
+	if resp, ok := g.joinFilter(cmd); ok {
+		return w.writeMsg(kindResponse, reqID, group, resp)
+	}
 	respCh := make(chan raft.RPCResponse, 1)
 	rpc := raft.RPC{Command: cmd, RespChan: respCh}
 	if ae, ok := cmd.(*raft.AppendEntriesRequest); ok && isHeartbeat(ae) {
@@ -726,6 +732,9 @@ func (m *Mux) serveSnapshot(c net.Conn, r *bufio.Reader, w *frameWriter, peer st
 	if g == nil {
 		w.writeError(f.reqID, f.group, "unknown raft group "+string(f.group))
 		return
+	}
+	if j := g.joinGateFor(); j != nil {
+		j.sawLeader(req.Term, req.LastLogIndex)
 	}
 	c.SetReadDeadline(time.Now().Add(snapshotTimeout(m.cfg.RPCTimeout, req.Size)))
 	respCh := make(chan raft.RPCResponse, 1)
@@ -1320,6 +1329,11 @@ type GroupTransport struct {
 	beatTerm atomic.Uint64
 	// lastBeat is when the group last handled a heartbeat (unix nanos).
 	lastBeat atomic.Int64
+	// join holds a joining replica's votes back (join_gate.go); nil once
+	// it has caught up, or when it never joined.
+	join atomic.Pointer[joinGate]
+	// matches is each follower's last matched index (join_gate.go).
+	matches followerMatch
 }
 
 // countTerm raises *seen to term and reports whether term was new.
@@ -1477,10 +1491,14 @@ func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddres
 		// raft back off from it (transport_catchup.go).
 		err = g.rpc(target, kindAppendEntries, args, resp, false, g.m.cfg.RPCTimeout)
 	}
+	g.noteMatch(target, args, resp, err)
 	return err
 }
 
 func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	if err := g.joinCampaign(); err != nil {
+		return err
+	}
 	if countTerm(&g.voteTerm, args.Term) {
 		g.counters().elections.Add(1)
 	}
@@ -1488,7 +1506,7 @@ func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress,
 }
 
 func (g *GroupTransport) RequestPreVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	if !g.admitPreVote() {
+	if g.joinCampaign() != nil || !g.admitPreVote() {
 		refusePreVote(args, resp)
 		return nil
 	}
@@ -1631,6 +1649,7 @@ func (p *muxPipeline) decode() {
 				f.finish(p.cc.waitOr(f.call, p.g.m.cfg.RPCTimeout, p.g.shutdown))
 				p.caughtUp(f)
 				p.acknowledged(f)
+				p.g.noteMatch(p.target, f.req, f.resp, f.err)
 			} else {
 				f.finish(nil)
 			}
