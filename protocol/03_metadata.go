@@ -32,8 +32,8 @@ import (
 //     Kafka does (it reads the names into a set): otherwise a request
 //     naming one topic of P partitions N times would be answered with N x P
 //     partitions (issue 19: a 700 KB request, a 3 GB answer).
-//   - Authorized operations (v8+) are not computed: -2147483648, Kafka's
-//     "not requested" value, whatever was asked (no ACLs yet).
+//   - Authorized operations (v8+), when asked for: the principal's
+//     (acl_rules.go, which also hides the topics it may not describe).
 //
 // Version notes:
 //   - v1: null = all topics, rack, controller ID, internal flag

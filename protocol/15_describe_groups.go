@@ -12,8 +12,7 @@ import (
 // while Stable or CompletingRebalance). An unknown group is "Dead".
 //
 // Version notes: v1: throttle; v2: no change; v3: authorized operations
-// (not computed: Strata has no ACLs yet, so the "not requested" value is
-// returned); v4: group.instance.id; v5: flexible; v6: error message and
+// (when asked for, the principal's: acl_rules.go); v4: group.instance.id; v5: flexible; v6: error message and
 // GROUP_ID_NOT_FOUND for an unknown group (KIP-1043).
 func init() { register(15, 0, 6, concurrent, (*Server).handleDescribeGroups) }
 

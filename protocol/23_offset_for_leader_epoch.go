@@ -33,8 +33,8 @@ import (
 //     this broker does not lead: NOT_LEADER_OR_FOLLOWER. Kafka answers
 //     only from the leader for consumers and followers alike.
 //   - ReplicaID (v3+): -1 is a consumer, >= 0 a follower broker (-2, kmsg's
-//     default, a debugging client). Kafka uses it only to pick the ACL it
-//     checks (CLUSTER_ACTION, or DESCRIBE on the topic); with no ACLs here
+//     default, a debugging client). As in Kafka it picks only the ACL
+//     checked (CLUSTER_ACTION, or DESCRIBE on the topic: acl_rules.go);
 //     every value is answered alike.
 //
 // Version notes:

@@ -19,8 +19,8 @@ import (
 // older than that of the producer's last marker on the partition (a
 // deposed coordinator's; the log refuses it, as Kafka's does).
 //
-// Differences from Kafka: Kafka accepts it only from other brokers
-// (CLUSTER_ACTION); Strata has no ACLs yet, so any client may send it.
+// With ACLs on it needs CLUSTER_ACTION on the cluster, as in Kafka
+// (acl_rules.go): the brokers' own clients are super users.
 //
 // Version notes: v1 flexible.
 func init() { register(27, 0, 1, barrier, (*Server).handleWriteTxnMarkers) }

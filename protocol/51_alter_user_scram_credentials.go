@@ -25,9 +25,7 @@ import (
 //     RESOURCE_NOT_FOUND. A user with any error changes nothing; the
 //     others' changes commit together.
 //
-// Differences from Kafka: no authorization (ALTER on CLUSTER) until ACLs
-// exist: any connection that may send requests may change users, so a
-// cluster with SCRAM users should serve clients on SASL listeners only.
+// With ACLs on it needs ALTER on the cluster (acl_rules.go), as Kafka.
 func init() {
 	register(51, 0, 0, barrier, (*Server).handleAlterUserScramCredentials)
 }

@@ -18,7 +18,8 @@ import (
 //   - Brokers the controller fenced (not heard from for
 //     broker.session.timeout.ms; replication/fencing.go) are left out, or,
 //     with IncludeFencedBrokers (v2+), listed with IsFenced true.
-//   - Cluster authorized operations: -2147483648 (not computed, no ACLs yet).
+//   - Cluster authorized operations, when asked for: those the principal
+//     may perform (acl_rules.go; every one with ACLs off).
 //
 // Version notes:
 // * v1: EndpointType; v2: IncludeFencedBrokers / IsFenced

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 // strata binary: strata certs, the server.properties shown (on free
 // ports), strata user set/list, kcat over SASL_SSL SCRAM-SHA-512 and mTLS;
 // and step 5's replication settings on this broker as a one-voter quorum
-// (TestReplicationMTLS runs them on three brokers).
+// (TestReplicationMTLS runs them on three brokers); step 6's ACLs
+// (strata acl add/list/remove, alice allowed greetings and refused
+// another topic, app1 reading with its certificate's principal).
 func TestSecuringReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker")
@@ -88,6 +91,41 @@ func TestSecuringReadme(t *testing.T) {
 	}
 	testwait.For(t, 10*time.Second, func() bool { return strings.Contains(b.logText(), "raft transport: TLS handshake failed") },
 		"no log line for the plaintext replication connection")
+	// Step 6: ACLs on, the INTERNAL listener's User:ANONYMOUS a super user.
+	f, err := os.OpenFile(filepath.Join(dir, "server.properties"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\nsuper.users=User:ANONYMOUS\n")
+	f.Close()
+	b.restart()
+	strata("", "acl", "add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "greetings", "--bootstrap-server", internal)
+	strata("", "acl", "add", "--allow-principal", "User:CN=app1", "--operation", "Read", "--topic", "greetings", "--bootstrap-server", internal)
+	strata("", "acl", "add", "--allow-principal", "User:CN=app1", "--operation", "Read", "--group", "greeters", "--bootstrap-server", internal)
+	if out := strata("", "acl", "list", "--bootstrap-server", internal); !strings.Contains(out, "TOPIC:LITERAL:greetings\tUser:alice\t*\tALLOW\tWRITE") ||
+		!strings.Contains(out, "GROUP:LITERAL:greeters\tUser:CN=app1\t*\tALLOW\tREAD") {
+		t.Fatalf("strata acl list:\n%s", out)
+	}
+	if out := strata("", "acl", "remove", "--allow-principal", "User:CN=app1", "--operation", "Read", "--group", "greeters", "--bootstrap-server", internal); !strings.Contains(out, "removed GROUP:LITERAL:greeters") {
+		t.Fatalf("strata acl remove:\n%s", out)
+	}
+	aliceKcat := []string{"-b", clients, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+		"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-X", "ssl.ca.location=" + ca, "-P"}
+	run(t, time.Minute, "again\n", kcat, append(aliceKcat, "-t", "greetings")...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	deny := exec.CommandContext(ctx, kcat, append(aliceKcat, "-t", "secrets")...)
+	deny.Stdin = strings.NewReader("psst\n")
+	denied, err := deny.CombinedOutput()
+	if err == nil || !strings.Contains(strings.ToLower(string(denied)), "topic authorization failed") {
+		t.Fatalf("alice's produce to secrets: %v\n%s", err, denied)
+	}
+	out = run(t, time.Minute, "", kcat, "-b", mtls, "-X", "security.protocol=SSL", "-X", "ssl.ca.location="+ca,
+		"-X", "ssl.certificate.location="+filepath.Join(certs, "app1.crt"), "-X", "ssl.key.location="+filepath.Join(certs, "app1.key"),
+		"-C", "-t", "greetings", "-o", "beginning", "-e", "-q")
+	if strings.Fields(out) == nil || strings.Join(strings.Fields(out), " ") != "hello again" {
+		t.Fatalf("app1 consumed %q with ACLs on", out)
+	}
 	strata("", "user", "delete", "alice", "--bootstrap-server", internal)
 	if out := strata("", "user", "list", "--bootstrap-server", internal); strings.Contains(out, "alice") {
 		t.Fatalf("alice still listed:\n%s", out)
