@@ -549,6 +549,7 @@ const shareSweepEvery = 500 * time.Millisecond
 func (l *shareLeader) sweep(stop <-chan struct{}) {
 	go l.dlq.run(stop)
 	go l.dlq.depthLoop(stop)
+	go l.dlq.floodLoop(stop)
 	t := time.NewTicker(shareSweepEvery)
 	defer t.Stop()
 	for {

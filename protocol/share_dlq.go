@@ -115,8 +115,14 @@ type dlqWriter struct {
 	// as a leader dying between the two would. Protected by mu.
 	afterWrite func() error
 
-	// flood is the flood guard's window per group; protected by mu.
-	flood map[string]*floodWindow
+	// The flood guard (share_flood.go): floodPending is this broker's
+	// counts per group not yet reported to the controller; floodHist, on
+	// the controller, every broker's reports per group within the
+	// window. Protected by mu.
+	floodPending map[string]floodCounts
+	floodSince   time.Time // when the oldest pending count was made
+	floodHist    map[string][]floodSample
+	floodJudging map[string]bool // a judgement after floodGrace is due
 	// depths is the last count of the dead-letter topics whose partition
 	// 0 this broker leads, by group and topic (share_dlq_depth.go);
 	// protected by mu.
@@ -134,19 +140,12 @@ type dlqWriter struct {
 }
 
 func newDLQWriter(l *shareLeader) *dlqWriter {
-	return &dlqWriter{l: l, log: slog.Default().With("component", "share-dlq"), synced: map[shareKey]int32{}, logged: map[string]time.Time{}, flood: map[string]*floodWindow{}}
+	return &dlqWriter{l: l, log: slog.Default().With("component", "share-dlq"), synced: map[shareKey]int32{}, logged: map[string]time.Time{}, floodPending: map[string]floodCounts{}, floodHist: map[string][]floodSample{}, floodJudging: map[string]bool{}}
 }
 
-// floodWindow counts one group's deliveries and dead letters on this
-// broker since start.
-type floodWindow struct {
-	start               time.Time
-	deliveries, letters int64
-	tripped             bool // the pause was asked for in this window
-}
-
-// note counts one decision's dead letters (shareLeader.count) and runs
-// the flood guard.
+// note counts one decision's dead letters (shareLeader.count) and, for
+// the flood guard, adds its deliveries and letters to the counts this
+// broker reports to the controller (share_flood.go).
 func (w *dlqWriter) note(k shareKey, st sharepart.Stats) {
 	if st.DeadLettered != 0 || st.DeadDropped != 0 {
 		w.recorded.Add(int64(st.DeadLettered))
@@ -159,24 +158,12 @@ func (w *dlqWriter) note(k shareKey, st sharepart.Stats) {
 	if ds.floodRatio <= 0 || ds.topic == "" {
 		return
 	}
-	now := w.l.cfg.Now()
 	w.mu.Lock()
-	fw := w.flood[k.group]
-	if fw == nil || now.Sub(fw.start) >= ds.floodWindow {
-		fw = &floodWindow{start: now}
-		w.flood[k.group] = fw
-	}
-	fw.deliveries += int64(st.Acquired)
-	fw.letters += int64(st.DeadLettered + st.DeadDropped)
-	trip := !fw.tripped && fw.deliveries >= ds.floodMin && float64(fw.letters) >= ds.floodRatio*float64(fw.deliveries)
-	if trip {
-		fw.tripped = true
-	}
-	deliveries, letters := fw.deliveries, fw.letters
+	c := w.floodPending[k.group]
+	c.Deliveries += int64(st.Acquired)
+	c.Letters += int64(st.DeadLettered + st.DeadDropped)
+	w.floodPending[k.group] = c
 	w.mu.Unlock()
-	if trip {
-		go w.pause(k.group, deliveries, letters)
-	}
 }
 
 // pause sets the group's strata.share.dlq.flood.paused (replicated
@@ -191,12 +178,8 @@ func (w *dlqWriter) pause(group string, deliveries, letters int64) {
 	}
 	cfgs[groupconfig.FloodPaused] = "true"
 	if err := b.SetGroupConfigs(ctx, group, cfgs, false); err != nil {
+		// The counts that tripped it are gone; the next window's decide.
 		w.log.Warn("dead-letter flood guard could not pause the group", "group", group, "err", err)
-		w.mu.Lock()
-		if fw := w.flood[group]; fw != nil {
-			fw.tripped = false // try again at the next decision
-		}
-		w.mu.Unlock()
 		return
 	}
 	w.floodPauses.Add(1)

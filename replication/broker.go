@@ -105,6 +105,11 @@ type Broker struct {
 	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
 	closeErr  error
+
+	// Handlers of requests to the controller by name
+	// (controller_ext.go); protected by extMu.
+	extMu sync.Mutex
+	ext   map[string]func([]byte) ([]byte, error)
 }
 
 // NewBroker opens the metadata store and every local partition under

@@ -451,6 +451,10 @@ type forwardRequest struct {
 	ReadIndex bool `json:"readIndex,omitempty"`
 	// Quorum, when set, asks about the metadata quorum (quorum.go).
 	Quorum string `json:"quorum,omitempty"`
+	// Ext, when set, is a request for the handler registered under that
+	// name (controller_ext.go), Payload its body.
+	Ext     string          `json:"ext,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 type forwardResponse struct {
@@ -463,6 +467,8 @@ type forwardResponse struct {
 	Applied int64 `json:"applied,omitempty"`
 	// Quorum answers a quorumDescribe request (quorum.go).
 	Quorum *QuorumState `json:"quorum,omitempty"`
+	// Payload answers an Ext request.
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // sentinels are the errors a forwarded write can come back with, by name.
@@ -517,6 +523,9 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	}
 	if req.Quorum != "" {
 		return json.Marshal(b.handleQuorum(req.Quorum))
+	}
+	if req.Ext != "" {
+		return json.Marshal(b.handleExt(req.Ext, req.Payload))
 	}
 	if req.Command.Type == CmdPartitionLeaders || req.Command.Type == CmdReassignDone {
 		// Not under the writer lock (commitReports): a writer holding it

@@ -71,8 +71,8 @@ type Broker struct {
 	DLQTopicNamePrefix    string
 	DLQTopicNamePrefixSet bool
 	// The dead-letter flood guard (Strata's): when a share group's dead
-	// letters reach FloodRatio of its deliveries on one share-partition
-	// leader within FloodWindow (at least FloodMinDeliveries deliveries),
+	// letters reach FloodRatio of its deliveries across the cluster
+	// (summed by the controller) within FloodWindow (at least FloodMinDeliveries deliveries),
 	// the group is paused (its config strata.share.dlq.flood.paused set)
 	// until an operator resumes it. FloodRatio 0 = off (the default):
 	// strata.share.dlq.flood.ratio, .window.ms (60000),

@@ -1,0 +1,92 @@
+package replication
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Requests to the controller for the layers above: a package registers a
+// handler by name (HandleControllerRequests) on every broker, and any
+// broker asks the current controller (AskController) over the Mux's
+// forwarding, or itself when it is the controller. The controller's
+// handler keeps whatever cluster-wide view it needs in memory: it is
+// lost when the controller changes (the share groups' dead-letter flood
+// guard sums its brokers' counts this way).
+
+// ErrNoControllerHandler: the controller has no handler of that name (an
+// older binary in a rolling upgrade).
+var ErrNoControllerHandler = errors.New("replication: the controller has no handler for the request")
+
+// HandleControllerRequests registers fn to answer requests named name
+// when this broker is the controller.
+func (b *Broker) HandleControllerRequests(name string, fn func(payload []byte) ([]byte, error)) {
+	b.extMu.Lock()
+	defer b.extMu.Unlock()
+	if b.ext == nil {
+		b.ext = map[string]func([]byte) ([]byte, error){}
+	}
+	b.ext[name] = fn
+}
+
+func (b *Broker) extHandler(name string) func([]byte) ([]byte, error) {
+	b.extMu.Lock()
+	defer b.extMu.Unlock()
+	return b.ext[name]
+}
+
+// AskController sends payload to the controller's handler named name and
+// returns its answer. Payloads and answers are JSON.
+func (b *Broker) AskController(ctx context.Context, name string, payload []byte) ([]byte, error) {
+	if b.raft.State() == raft.Leader {
+		fn := b.extHandler(name)
+		if fn == nil {
+			return nil, fmt.Errorf("%w: %s", ErrNoControllerHandler, name)
+		}
+		return fn(payload)
+	}
+	timeout := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	resp, err := b.forward(forwardRequest{Ext: name, Payload: payload}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Payload) == 0 {
+		// An older controller takes the request for an empty metadata
+		// command and refuses it; or the handler failed (Msg).
+		return nil, fmt.Errorf("%w: %s: %s", ErrNoControllerHandler, name, resp.Msg)
+	}
+	return resp.Payload, nil
+}
+
+// handleExt answers a forwarded Ext request on the controller.
+func (b *Broker) handleExt(name string, payload []byte) forwardResponse {
+	var resp forwardResponse
+	if b.raft.State() != raft.Leader {
+		err := fmt.Errorf("%w: leadership moved", ErrNotController)
+		resp.Err, resp.Msg = sentinelName(err), err.Error()
+		return resp
+	}
+	fn := b.extHandler(name)
+	if fn == nil {
+		resp.Msg = ErrNoControllerHandler.Error() + ": " + name
+		return resp
+	}
+	out, err := fn(payload)
+	if err != nil {
+		resp.Msg = err.Error()
+		return resp
+	}
+	if !json.Valid(out) {
+		resp.Msg = "the handler's answer is not JSON"
+		return resp
+	}
+	resp.Payload = out
+	return resp
+}
