@@ -384,11 +384,18 @@
 //
 // Reassignment (reassign.go): AlterPartitionReassignments records a
 // target (CmdReassign); the partition's leader changes the group's
-// configuration one server at a time (AddVoter for joining replicas, which
-// open an empty, non-bootstrapped group the leader fills; RemoveServer for
-// leaving ones, after handing leadership over if it leaves itself), then
-// records CmdReassignDone; brokers no longer among the replicas stop the
-// group and delete the log (at once, or at their next start).
+// configuration one server at a time (AddNonvoter for joining replicas,
+// which open an empty, non-bootstrapped group the leader fills, and
+// AddVoter once one has caught up with the commit index; RemoveServer
+// for leaving ones, after handing leadership over if it leaves itself),
+// then, once a barrier has committed the configuration that equals the
+// target, records CmdReassignDone; brokers no longer among the replicas
+// stop the group and delete the log (at once, or at their next start). A
+// joining replica neither grants nor asks votes until its log reaches
+// the leader's last index as of the first entries it was sent
+// (join_gate.go): a broker removed (log deleted) and added back would
+// otherwise vote, with an empty configuration, for a candidate holding
+// only an old part of the log (docs/RELIABILITY.md, seed 11).
 //
 // StoreLogs on a follower is as durable as the topic's flush policy
 // (flush.messages=1 for Raft's strict rule), like Kafka's replication;

@@ -68,15 +68,37 @@ type raftLogFile struct {
 	// (partitionStore) calls Sync, before any later batch reaches the
 	// segments and as the partition's flush policy says.
 	sparse bool
+	// reserve is the space kept written (zeros) past the last record, so
+	// that raft's own small entries (a new leader's no-op, configuration
+	// changes, a leader report) are written inside the file on a full
+	// disk instead of failing: hashicorp/raft steps a leader down when
+	// its log cannot be written, and a single voter would then elect
+	// itself and fail again, over and over, leaving the broker without a
+	// controller (disk_space.go). Topped up to reserve when less than
+	// half is left; a top-up that meets ENOSPC keeps what remains.
+	reserve int64
 
 	mu      sync.RWMutex
 	f       segment.File // protected by mu
 	entries []*raft.Log  // protected by mu; entries[i].Index == entries[0].Index+i
 	pos     []int64      // protected by mu; file position of each entry's record
 	size    int64        // protected by mu; bytes of whole records
+	phys    int64        // protected by mu; the file's length: size and the zeros after it
 	werr    error        // protected by mu; sticky write error
 	dirty   bool         // protected by mu; written since the last fsync (sparse only)
 }
+
+const (
+	// metadataLogReserve is the metadata raft log's reserve (one file
+	// per broker).
+	metadataLogReserve = 1 << 20
+	// sideLogReserve is a partition group's side log's (one per
+	// partition): a few hundred of raft's own entries.
+	sideLogReserve = 16 << 10
+	// maxReserveTail bounds the zero tail taken for a reserve at open;
+	// longer runs of zeros are damage, cut as before.
+	maxReserveTail = 4 << 20
+)
 
 var _ raft.LogStore = (*raftLogFile)(nil)
 
@@ -90,7 +112,10 @@ func openRaftLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger
 	if err != nil {
 		return nil, err
 	}
-	l := &raftLogFile{fsys: fsys, dir: dir, path: path, f: f, sparse: sparse}
+	l := &raftLogFile{fsys: fsys, dir: dir, path: path, f: f, sparse: sparse, reserve: metadataLogReserve}
+	if sparse {
+		l.reserve = sideLogReserve
+	}
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
@@ -111,7 +136,11 @@ func openRaftLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger
 		l.entries = append(l.entries, e)
 		l.pos = append(l.pos, positions[i])
 	}
-	if good < size {
+	l.size, l.phys = good, good
+	switch {
+	case good < size && zeroTail(f, good, size):
+		l.phys = size // the reserve, kept as it is
+	case good < size:
 		logger.Warn("metadata raft log: truncating torn or corrupt tail", "path", path,
 			"position", good, "dropped_bytes", size-good, "reason", why)
 		if err := f.Truncate(good); err == nil {
@@ -122,8 +151,45 @@ func openRaftLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger
 			return nil, fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, path, err)
 		}
 	}
-	l.size = good
+	l.topUpLocked()
 	return l, nil
+}
+
+// zeroTail reports whether f's bytes [from, to) are all zero and at most
+// maxReserveTail long: a reserve, not damage.
+func zeroTail(f segment.File, from, to int64) bool {
+	if to-from > maxReserveTail {
+		return false
+	}
+	buf := make([]byte, min(to-from, 64<<10))
+	for off := from; off < to; {
+		n := min(int64(len(buf)), to-off)
+		if _, err := f.ReadAt(buf[:n], off); err != nil {
+			return false
+		}
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false
+			}
+		}
+		off += n
+	}
+	return true
+}
+
+// topUpLocked writes zeros past the last record until reserve bytes
+// follow it, when less than half of that is left. On a full disk it
+// keeps what remains (the partial write cut).
+func (l *raftLogFile) topUpLocked() {
+	if l.reserve == 0 || l.werr != nil || l.phys-l.size >= l.reserve/2 {
+		return
+	}
+	want := l.size + l.reserve
+	if _, err := l.f.WriteAt(make([]byte, want-l.phys), l.phys); err != nil {
+		_ = l.f.Truncate(l.phys)
+		return
+	}
+	l.phys = want
 }
 
 func openOrCreate(fsys segment.FS, dir, path string) (segment.File, error) {
@@ -270,6 +336,7 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 	}
 	if _, err := l.f.WriteAt(buf, l.size); err != nil {
 		if errors.Is(err, syscall.ENOSPC) && l.f.Truncate(l.size) == nil {
+			l.phys = l.size
 			// The disk is full: nothing past l.size was acknowledged, and
 			// with the partial write cut the file is as before. Only this
 			// append fails (raft steps down or answers its leader so);
@@ -286,6 +353,8 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 		return l.werr
 	}
 	l.size += int64(len(buf))
+	l.phys = max(l.phys, l.size)
+	l.topUpLocked()
 	for _, e := range logs {
 		c := *e
 		c.Data = append([]byte(nil), e.Data...)
@@ -326,7 +395,8 @@ func (l *raftLogFile) DeleteRange(min, max uint64) error {
 			l.werr = fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, l.path, err)
 			return l.werr
 		}
-		l.entries, l.pos, l.size, l.dirty = l.entries[:lo], l.pos[:lo], cut, false
+		l.entries, l.pos, l.size, l.phys, l.dirty = l.entries[:lo], l.pos[:lo], cut, cut, false
+		l.topUpLocked()
 		return nil
 	case lo == 0: // prefix: rewrite what is left
 		return l.rewriteLocked(l.entries[hi:])
@@ -375,6 +445,8 @@ func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
 	l.f, l.dirty = f, false
 	l.entries = append([]*raft.Log(nil), keep...)
 	l.pos, l.size = pos, int64(len(buf))
+	l.phys = l.size
+	l.topUpLocked()
 	return nil
 }
 

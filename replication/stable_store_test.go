@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/strata-io/strata/segment"
 )
 
@@ -134,12 +136,14 @@ func TestRaftStableFileFatalTermSave(t *testing.T) {
 	}
 }
 
-// A metadata log append that meets ENOSPC fails alone: the file is cut
-// back, and appends work again once space returns (no sticky error).
-// Another write error sticks.
+// The metadata log keeps a reserve written past its last record: on a
+// full disk raft's small entries still go in; an append larger than what
+// is left meets ENOSPC and fails alone (the file is cut back, no sticky
+// error), and appends work again once space returns. The reserve's zeros
+// survive a reopen as a reserve, not as a torn tail. Another write error
+// sticks.
 func TestRaftLogFileFullDiskRecovers(t *testing.T) {
 	fsys := memDir(t)
-	mem := fsys
 	l, err := openRaftLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -148,26 +152,55 @@ func TestRaftLogFileFullDiskRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsys.SetFull(true)
-	if err := l.StoreLogs(entries(4, 5, 1)); !errors.Is(err, ErrMetadataStorage) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("append on a full disk: %v", err)
+	if err := l.StoreLogs(entries(4, 100, 1)); err != nil {
+		t.Fatalf("small entries on a full disk, inside the reserve: %v", err)
+	}
+	big := &raft.Log{Index: 101, Term: 1, Type: raft.LogCommand, Data: make([]byte, 2*metadataLogReserve)}
+	if err := l.StoreLogs([]*raft.Log{big}); !errors.Is(err, ErrMetadataStorage) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append past the reserve on a full disk: %v", err)
 	}
 	if err := l.Err(); err != nil {
 		t.Fatalf("ENOSPC stuck: %v", err)
 	}
-	checkRange(t, l, 1, 3)
+	checkRange(t, l, 1, 100)
 	fsys.SetFull(false)
-	if err := l.StoreLogs(entries(4, 5, 1)); err != nil {
+	if err := l.StoreLogs([]*raft.Log{big}); err != nil {
 		t.Fatalf("append once space returned: %v", err)
 	}
+	if err := l.StoreLogs(entries(102, 102, 1)); err != nil {
+		t.Fatal(err)
+	}
 	l.Close()
-	mem.ResetToSyncedState()
+	fsys.ResetToSyncedState()
 	l, err = openRaftLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRange(t, l, 1, 5)
-	mem.FailNext(segment.OpWrite)
-	if err := l.StoreLogs(entries(6, 6, 1)); err == nil {
+	checkRange(t, l, 1, 102)
+	if size, _ := fsys.Stat("d/" + raftLogFileName); size < l.size+metadataLogReserve/2 {
+		t.Fatalf("reserve not kept: file of %d bytes, records %d", size, l.size)
+	}
+	// A suffix delete and a prefix rewrite keep a reserve too.
+	if err := l.DeleteRange(100, 102); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteRange(1, 50); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetFull(true)
+	if err := l.StoreLogs(entries(100, 120, 2)); err != nil {
+		t.Fatalf("entries after deletes on a full disk: %v", err)
+	}
+	fsys.SetFull(false)
+	l.Close()
+	fsys.ResetToSyncedState()
+	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, l, 51, 120)
+	fsys.FailNext(segment.OpWrite)
+	if err := l.StoreLogs(entries(121, 121, 2)); err == nil {
 		t.Fatal("injected write failure not reported")
 	}
 	if err := l.Err(); !errors.Is(err, ErrMetadataStorage) {

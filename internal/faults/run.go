@@ -323,17 +323,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Problems = append(res.Problems, err.Error())
 	}
 	for _, n := range c.nodes {
-		for _, l := range n.logLines("panic:", "fatal error:", "WARNING: DATA RACE") {
-			// A broker whose disk failed under an injected fault stops;
-			// today it stops by hashicorp/raft's panic when its stable
-			// store cannot be written (Kafka halts the broker when its
-			// only log directory fails): expected, and counted apart.
-			if strings.Contains(l, "panic: ") && (strings.Contains(l, "input/output error") || strings.Contains(l, "no space left on device")) {
+		// A broker whose disk fails writes (EIO, fsync) under an injected
+		// fault stops when raft's term cannot be saved: it logs a storage
+		// failure and exits with status 4 (cmd/strata/disk_config.go; Kafka
+		// halts a broker whose only log directory failed): expected, and
+		// counted apart. A full disk (ENOSPC) stops nothing. A panic is a
+		// problem, whatever its cause.
+		for _, l := range n.logLines("time=") {
+			if strings.Contains(l, `msg="storage failure:`) {
 				res.DiskHalts = append(res.DiskHalts, l)
-				continue
 			}
-			res.Problems = append(res.Problems, l)
 		}
+		res.Problems = append(res.Problems, n.logLines("panic:", "fatal error:", "WARNING: DATA RACE")...)
 	}
 	for _, op := range res.History.Ops {
 		switch {
