@@ -15,9 +15,10 @@ import (
 // Partition reassignment (doc.go, "Reassignment"): AlterPartitionReassignments
 // records a target replica list in the metadata (CmdReassign). The
 // partition's leader then changes its Raft group's configuration one
-// server at a time: new replicas join as voters (a broker that sees itself
-// in a target opens the partition's log and an empty group, which the
-// leader fills by AppendEntries or a snapshot install of its segments),
+// server at a time: new replicas join as non-voters (a broker that sees
+// itself in a target opens the partition's log and an empty group, which
+// the leader fills by AppendEntries or a snapshot install of its
+// segments) and become voters once caught up (reassignStep),
 // replicas not in the target are removed (the leader hands leadership to a
 // target replica first if it is leaving itself). When the configuration
 // equals the target, the leader records it (CmdReassignDone): the
