@@ -52,7 +52,7 @@ func TestConsoleProduceOverhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	views := []string{"api/info", "api/cluster", "api/topics", "api/groups", "api/groups/g0", "api/share-groups/none", "api/topics/bench"}
+	views := []string{"api/info", "api/cluster", "api/raft", "api/topics", "api/groups", "api/groups/g0", "api/share-groups/none", "api/topics/bench"}
 	poll := func() {
 		for _, p := range views {
 			if resp, err := http.Get(ui + p); err == nil {

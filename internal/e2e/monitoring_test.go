@@ -249,6 +249,8 @@ func TestMonitoringAssets(t *testing.T) {
 			t.Fatal(err)
 		}
 		setGroupConfigs(t, admCl, "mon-share", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "dlq.mon")
+		// A share group the flood guard paused (its pause series).
+		setGroupConfigs(t, admCl, "mon-paused", "strata.share.dlq.flood.paused", "true")
 		sh := b.client(kgo.ShareGroup("mon-share"), kgo.ConsumeTopics("mon-queue"))
 		for got := 0; got == 0; {
 			fs := sh.PollFetches(ctx)
