@@ -262,6 +262,11 @@ func (b *Broker) start() error {
 			return err
 		}
 	}
+	// Under effMu, against the image of the moment: a topic created
+	// meanwhile (its partitions opened by the FSM) is not a stray.
+	b.effMu.Lock()
+	defer b.effMu.Unlock()
+	img = b.img.Load()
 	for _, tp := range b.logs.Partitions() {
 		if t, ok := img.topics[tp.Topic]; ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
 			// Moved away by a reassignment that finished while this
@@ -269,9 +274,14 @@ func (b *Broker) start() error {
 			b.dropNonMember(t, tp.Partition)
 			continue
 		}
-		if t, ok := img.topics[tp.Topic]; !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
-			b.logger.Warn("partition directory has no topic in the cluster metadata; left in place",
-				"topic", tp.Topic, "partition", tp.Partition)
+		// No topic of that name (or no such partition) in the metadata,
+		// which this broker has caught up with: a deletion it missed
+		// while down (its CmdDeleteTopicDone was recorded by another
+		// broker). Deleted, as Kafka deletes stray replicas.
+		b.logger.Warn("partition directory of a topic deleted while this broker was away; deleting it",
+			"topic", tp.Topic, "partition", tp.Partition)
+		if err := b.logs.Delete(tp); err != nil {
+			b.logger.Error("could not delete a stray partition directory", "partition", tp.String(), "err", err)
 		}
 	}
 	return nil

@@ -80,7 +80,11 @@
 //     deletion interrupted by a crash is finished at the next start
 //     (CmdDeleteTopic without CmdDeleteTopicDone). So a restart never
 //     resurrects a deleted topic, and a recreated topic never inherits old
-//     data (leftover directories of the name are removed first).
+//     data (leftover directories of the name are removed first). Each
+//     partition directory names its topic ID (Kafka's partition.metadata),
+//     so a broker that was down during a deletion deletes the stray
+//     directories at its next start, or when the recreated name's
+//     partition opens (partition_meta.go).
 //   - Producer IDs are handed out from blocks reserved in the metadata, so
 //     they are unique across restarts (a restart skips the rest of a block).
 //   - Topic IDs are random version-4 UUIDs, never zero, never reused.
