@@ -338,3 +338,29 @@ func TestCheckForward(t *testing.T) {
 		}
 	}
 }
+
+// TestMuxTLSCARotation: with both CAs in the truststore, a node whose
+// certificate is of the new CA and one whose certificate is of the old
+// talk to each other (a rolling change of the cluster's CA), and once the
+// old CA leaves a node's truststore, its certificates are refused there.
+func TestMuxTLSCARotation(t *testing.T) {
+	oldCA, newCA := newTestCA(t), newTestCA(t)
+	both := x509.NewCertPool()
+	both.AddCert(oldCA.ca.Cert)
+	both.AddCert(newCA.ca.Cert)
+	a := newTLSMux(t, "1", &TransportTLS{Certificate: oldCA.cert(t, auth.NodeURI(1)), CAs: both}, nil, nil)
+	b := newTLSMux(t, "2", &TransportTLS{Certificate: newCA.cert(t, auth.NodeURI(2)), CAs: both}, nil, nil)
+	c := newTLSMux(t, "3", &TransportTLS{Certificate: newCA.cert(t, auth.NodeURI(3)), CAs: newPool(newCA)}, nil, nil)
+	ga, gb := newTestGroup(t, a, "g"), newTestGroup(t, b, "g")
+	newTestGroup(t, c, "g")
+	stop := make(chan struct{})
+	defer close(stop)
+	go serveEcho(gb, stop, nil)
+	var rv raft.RequestVoteResponse
+	if err := ga.RequestVote("2", b.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("1"), Term: 3}, &rv); err != nil || !rv.Granted {
+		t.Fatalf("old CA's node to new CA's node, both trusted: %+v %v", rv, err)
+	}
+	if err := ga.RequestVote("3", c.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("1"), Term: 3}, &rv); err == nil {
+		t.Fatal("a node that no longer trusts the old CA talked to one of its nodes")
+	}
+}

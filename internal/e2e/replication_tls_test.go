@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -235,4 +237,23 @@ func produceRate(t *testing.T, c *chaosCluster, d time.Duration) float64 {
 		t.Fatal(err)
 	}
 	return float64(n.Load()) / time.Since(begin).Seconds()
+}
+
+// TestPlaintextReplicationOffLoopbackRefused: `strata serve` with a
+// PLAINTEXT replication listener on an address other than loopback stops
+// at start with a configuration error that says why and what to set.
+func TestPlaintextReplicationOffLoopbackRefused(t *testing.T) {
+	cmd := exec.Command(strataBin, "serve", "--set", "node.id=1", "--set", "listeners=PLAINTEXT://"+freeAddr(t),
+		"--set", "log.dirs="+t.TempDir(), "--set", "controller.quorum.voters=1@10.0.0.1:9093,2@10.0.0.2:9093,3@10.0.0.3:9093")
+	cmd.Env = brokerEnv()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("serve did not fail: %v\n%s", err, out)
+	}
+	for _, want := range []string{"10.0.0.1:9093", "not a loopback address", "replication.security.protocol=SSL", "replication.plaintext.allow.nonloopback=true"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the error does not say %q:\n%s", want, out)
+		}
+	}
 }
