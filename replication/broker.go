@@ -436,6 +436,9 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 		}
 		return *next.topics[req.Name], nil
 	}
+	if err := b.controllerDiskErr(); err != nil {
+		return TopicInfo{}, err
+	}
 	// A same-named topic whose deletion did not finish, or partition
 	// directories of no topic, must not become the new topic's data.
 	finished, err := b.removeLeftoversLocked(req.Name)
@@ -695,6 +698,9 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 	c := Command{Type: CmdCreatePartitions, Topic: name, Partitions: assign}
 	if validateOnly {
 		_, err := img.Apply(c)
+		return err
+	}
+	if err := b.controllerDiskErr(); err != nil {
 		return err
 	}
 	next, err := b.commitLocked(c)

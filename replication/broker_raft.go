@@ -678,15 +678,10 @@ const openLogsParallel = 8
 
 // openLog opens one partition's log and starts its raft group.
 func (b *Broker) openLog(t *TopicInfo, part int32, cfg log.Config) error {
-	tp := log.TopicPartition{Topic: t.Name, Partition: part}
-	if err := b.dropStrayDir(tp, t.ID); err != nil {
-		return err
-	}
-	lp, err := b.logs.Open(tp, cfg)
+	lp, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: part}, cfg)
 	if err != nil {
 		return fmt.Errorf("replication: open %s-%d: %w", t.Name, part, err)
 	}
-	b.adoptDir(lp, t.ID)
 	if err := b.openGroup(t, lp); err != nil {
 		return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, part, err)
 	}

@@ -128,6 +128,33 @@ func (b *Broker) diskErr() error {
 		log.ErrStorage, b.cfg.DataDir, b.disk.free.Load(), b.cfg.MinFreeBytes, diskResumeAt(b.cfg.MinFreeBytes))
 }
 
+// controllerDiskErr refuses a metadata change that creates partitions
+// (CreateTopics, CreatePartitions) while this broker is the controller
+// and its data directory is below its free-space threshold. Kafka's
+// controller answers a metadata log it cannot write with
+// UNKNOWN_SERVER_ERROR and the failure's message, and resigns
+// (QuorumController: an unexpected fault renounces leadership): here a
+// controller with other voters hands its leadership over at once and
+// answers NOT_CONTROLLER (the client retries at the new controller); a
+// lone controller answers UNKNOWN_SERVER_ERROR (ErrMetadataStorage) with
+// the reason. KAFKA_STORAGE_ERROR is not among CreateTopics' errors.
+func (b *Broker) controllerDiskErr() error {
+	r := b.raft
+	if !b.disk.full.Load() || r == nil || r.State() != raft.Leader {
+		return nil
+	}
+	if metadataVoters(r) > 1 {
+		go func() {
+			if err := r.LeadershipTransfer().Error(); err == nil {
+				b.logger.Info("controller moved off a full log directory")
+			}
+		}()
+		return fmt.Errorf("%w: this controller's log directory is below strata.log.dir.min.free.bytes; the controller moves to another voter", ErrNotController)
+	}
+	return fmt.Errorf("%w: the controller's log directory %s has %d usable bytes, below strata.log.dir.min.free.bytes=%d",
+		ErrMetadataStorage, b.cfg.DataDir, b.disk.free.Load(), b.cfg.MinFreeBytes)
+}
+
 // LogDirError is the data directory's state for DescribeLogDirs: an
 // error wrapping log.ErrStorage while it is below its free-space
 // threshold, nil otherwise.

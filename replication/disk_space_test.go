@@ -52,3 +52,45 @@ func TestProduceRefusedBelowFreeSpaceThreshold(t *testing.T) {
 		t.Fatalf("produce after space returned: %+v %v", res, err)
 	}
 }
+
+// A lone controller below its threshold refuses CreateTopics and
+// CreatePartitions with a metadata storage error (UNKNOWN_SERVER_ERROR
+// with the reason, as Kafka answers a metadata log it cannot write), not
+// KAFKA_STORAGE_ERROR; ValidateOnly and reads still work; once space
+// returns both are accepted.
+func TestCreateTopicRefusedOnFullController(t *testing.T) {
+	ctx := context.Background()
+	var free atomic.Int64
+	free.Store(1 << 30)
+	cfg := testConfig(t.TempDir())
+	cfg.MinFreeBytes = 100 << 20
+	cfg.FreeSpace = func(string) (int64, error) { return free.Load(), nil }
+	b := startBroker(t, cfg)
+	defer b.Close()
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "before", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	free.Store(0)
+	testwait.For(t, 10*time.Second, func() bool { return b.LogDirError() != nil }, "the directory never became full")
+	_, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "during", NumPartitions: 1, ReplicationFactor: 1})
+	if !errors.Is(err, ErrMetadataStorage) || errors.Is(err, log.ErrStorage) {
+		t.Fatalf("CreateTopic on a full controller: %v", err)
+	}
+	if err := b.CreatePartitions(ctx, "before", 2, nil, false); !errors.Is(err, ErrMetadataStorage) {
+		t.Fatalf("CreatePartitions on a full controller: %v", err)
+	}
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "during", NumPartitions: 1, ReplicationFactor: 1, ValidateOnly: true}); err != nil {
+		t.Fatalf("ValidateOnly on a full controller: %v", err)
+	}
+	if _, ok := b.Topic("during"); ok {
+		t.Fatal("a refused topic exists")
+	}
+	free.Store(1 << 30)
+	testwait.For(t, 10*time.Second, func() bool { return b.LogDirError() == nil }, "the directory never resumed")
+	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "during", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatalf("CreateTopic once space returned: %v", err)
+	}
+	if err := b.CreatePartitions(ctx, "before", 2, nil, false); err != nil {
+		t.Fatalf("CreatePartitions once space returned: %v", err)
+	}
+}

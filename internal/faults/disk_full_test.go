@@ -187,6 +187,14 @@ func TestDiskFullOneBroker(t *testing.T) {
 	if !nd.running() {
 		t.Fatal("the broker exited on a full disk")
 	}
+	// The controller's disk is full: CreateTopics answers as Kafka's
+	// controller does when its metadata log cannot be written,
+	// UNKNOWN_SERVER_ERROR with the reason (KAFKA_STORAGE_ERROR is not one
+	// of CreateTopics' errors).
+	ct, err := adm.CreateTopic(ctx, 1, 1, nil, "during")
+	if !errors.Is(err, kerr.UnknownServerError) || !strings.Contains(ct.ErrMessage, "strata.log.dir.min.free.bytes") {
+		t.Fatalf("CreateTopics on a full controller: %v (%q)", err, ct.ErrMessage)
+	}
 
 	if err := nd.inject("", 0); err != nil {
 		t.Fatal(err)
@@ -198,6 +206,9 @@ func TestDiskFullOneBroker(t *testing.T) {
 		}
 	}
 	readAll(t, c.bootstrap(), "disk", 1, acked)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "during"); err != nil {
+		t.Fatalf("CreateTopics once space returned: %v", err)
+	}
 	dirs, err = adm.DescribeBrokerLogDirs(ctx, 1, nil)
 	if err != nil {
 		t.Fatal(err)
