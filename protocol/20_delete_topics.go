@@ -71,6 +71,9 @@ func (s *Server) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			}
 		}
 		if st.ErrorCode == 0 {
+			// Share groups' records in flight go to their dead-letter
+			// topics first (share_drain.go).
+			s.share.drainTopic(ctx, name)
 			if err := s.broker.DeleteTopic(ctx, name); err != nil {
 				fail(errCode(err), err.Error())
 			}

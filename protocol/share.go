@@ -164,6 +164,9 @@ type shareLeader struct {
 
 	mu    sync.Mutex
 	parts map[shareKey]*sharePart // protected by mu
+	// drains: topics being deleted, acquisition stopped until the time
+	// (share_drain.go); protected by mu.
+	drains map[[16]byte]time.Time
 }
 
 func newShareLeader(cfg ShareConfig, b *replication.Broker, settings func(group string) groupShare) *shareLeader {
@@ -317,6 +320,9 @@ func (l *shareLeader) acquire(ctx context.Context, t shareTarget, group, member 
 	}
 	defer sp.release()
 	gs := l.settings(group)
+	if l.draining(t.topicID) {
+		gs.part.Paused = true // the topic is being deleted (share_drain.go)
+	}
 	offs := lp.Offsets()
 	end := offs.HighWatermark
 	if gs.readCommitted {

@@ -62,6 +62,7 @@ func (w *dlqWriter) floodLoop(stop <-chan struct{}) {
 		return
 	}
 	b.HandleControllerRequests(floodRequest, w.floodReceive)
+	b.HandleControllerRequests(drainRequest, w.drainReceive)
 	t := time.NewTicker(floodReportEvery)
 	defer t.Stop()
 	for {

@@ -455,6 +455,9 @@ type forwardRequest struct {
 	// name (controller_ext.go), Payload its body.
 	Ext     string          `json:"ext,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// ExtAny: the Ext request is for this broker, controller or not
+	// (AskBroker).
+	ExtAny bool `json:"extAny,omitempty"`
 }
 
 type forwardResponse struct {
@@ -525,7 +528,7 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 		return json.Marshal(b.handleQuorum(req.Quorum))
 	}
 	if req.Ext != "" {
-		return json.Marshal(b.handleExt(req.Ext, req.Payload))
+		return json.Marshal(b.handleExt(req.Ext, req.Payload, req.ExtAny))
 	}
 	if req.Command.Type == CmdPartitionLeaders || req.Command.Type == CmdReassignDone {
 		// Not under the writer lock (commitReports): a writer holding it
@@ -678,10 +681,15 @@ const openLogsParallel = 8
 
 // openLog opens one partition's log and starts its raft group.
 func (b *Broker) openLog(t *TopicInfo, part int32, cfg log.Config) error {
-	lp, err := b.logs.Open(log.TopicPartition{Topic: t.Name, Partition: part}, cfg)
+	tp := log.TopicPartition{Topic: t.Name, Partition: part}
+	if err := b.dropStrayDir(tp, t.ID); err != nil {
+		return err
+	}
+	lp, err := b.logs.Open(tp, cfg)
 	if err != nil {
 		return fmt.Errorf("replication: open %s-%d: %w", t.Name, part, err)
 	}
+	b.adoptDir(lp, t.ID)
 	if err := b.openGroup(t, lp); err != nil {
 		return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, part, err)
 	}

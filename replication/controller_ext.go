@@ -18,8 +18,8 @@ import (
 // lost when the controller changes (the share groups' dead-letter flood
 // guard sums its brokers' counts this way).
 
-// ErrNoControllerHandler: the controller has no handler of that name (an
-// older binary in a rolling upgrade).
+// ErrNoControllerHandler: the controller (or the broker asked) has no
+// handler of that name (an older binary in a rolling upgrade).
 var ErrNoControllerHandler = errors.New("replication: the controller has no handler for the request")
 
 // HandleControllerRequests registers fn to answer requests named name
@@ -65,10 +65,55 @@ func (b *Broker) AskController(ctx context.Context, name string, payload []byte)
 	return resp.Payload, nil
 }
 
-// handleExt answers a forwarded Ext request on the controller.
-func (b *Broker) handleExt(name string, payload []byte) forwardResponse {
+// AskBroker sends payload to the handler named name on broker node (a
+// metadata voter), controller or not, and returns its answer.
+func (b *Broker) AskBroker(ctx context.Context, node int32, name string, payload []byte) ([]byte, error) {
+	if node == b.cfg.NodeID {
+		fn := b.extHandler(name)
+		if fn == nil {
+			return nil, fmt.Errorf("%w: %s", ErrNoControllerHandler, name)
+		}
+		return fn(payload)
+	}
+	addr := ""
+	for _, v := range b.cfg.Voters {
+		if v.NodeID == node {
+			addr = v.Addr
+		}
+	}
+	if addr == "" {
+		return nil, fmt.Errorf("replication: broker %d is not a metadata voter", node)
+	}
+	timeout := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	req, err := json.Marshal(forwardRequest{Ext: name, Payload: payload, ExtAny: true})
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.mux.Forward(raft.ServerAddress(addr), req, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", node, err)
+	}
 	var resp forwardResponse
-	if b.raft.State() != raft.Leader {
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return nil, fmt.Errorf("broker %d: bad answer: %w", node, err)
+	}
+	if resp.Err != "" {
+		return nil, sentinelError(resp.Err, resp.Msg)
+	}
+	if len(resp.Payload) == 0 {
+		return nil, fmt.Errorf("%w: %s on broker %d: %s", ErrNoControllerHandler, name, node, resp.Msg)
+	}
+	return resp.Payload, nil
+}
+
+// handleExt answers a forwarded Ext request: on the controller, or on
+// any broker with any (AskBroker).
+func (b *Broker) handleExt(name string, payload []byte, any bool) forwardResponse {
+	var resp forwardResponse
+	if !any && b.raft.State() != raft.Leader {
 		err := fmt.Errorf("%w: leadership moved", ErrNotController)
 		resp.Err, resp.Msg = sentinelName(err), err.Error()
 		return resp
@@ -90,3 +135,6 @@ func (b *Broker) handleExt(name string, payload []byte) forwardResponse {
 	resp.Payload = out
 	return resp
 }
+
+// DeleteTopicEnabled is delete.topic.enable.
+func (b *Broker) DeleteTopicEnabled() bool { return b.cfg.DeleteTopicEnable }

@@ -31,6 +31,9 @@ const (
 	// ReasonTTLExpired: never delivered, older than the group's
 	// time-to-live (strata.share.record.ttl.ms).
 	ReasonTTLExpired Reason = 3
+	// ReasonTopicDeleted: in flight (acquired, or available again) when
+	// its topic was deleted (Drain).
+	ReasonTopicDeleted Reason = 4
 )
 
 // String is the reason as the strata.dlq.reason header carries it.
@@ -42,6 +45,8 @@ func (r Reason) String() string {
 		return "rejected"
 	case ReasonTTLExpired:
 		return "ttl-expired"
+	case ReasonTopicDeleted:
+		return "topic-deleted"
 	}
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
@@ -55,12 +60,14 @@ func (r Reason) Message() string {
 		return "Offset rejected by client."
 	case ReasonTTLExpired:
 		return "Record time-to-live expired before delivery."
+	case ReasonTopicDeleted:
+		return "Source topic deleted while the record was in flight."
 	}
 	return r.String()
 }
 
 func validReason(r Reason) bool {
-	return r == ReasonMaxDeliveries || r == ReasonRejected || r == ReasonTTLExpired
+	return r == ReasonMaxDeliveries || r == ReasonRejected || r == ReasonTTLExpired || r == ReasonTopicDeleted
 }
 
 // DeadLetter is one record waiting to be written to the dead-letter topic.

@@ -652,3 +652,29 @@ func OldestUnacked(s *State, hw int64) int64 {
 	}
 	return -1
 }
+
+// Drain archives every record of s in flight -- acquired (under a live
+// lock or not), or available again (released, lapsed, backed off or
+// deferred) -- with a dead letter each (ReasonTopicDeleted, when the
+// group has a dead-letter topic): the partition's topic is being
+// deleted. Records never acquired are not dead-lettered.
+func Drain(s *State, group string, cfg Config) (Delta, Stats) {
+	var d Delta
+	var st Stats
+	var ranges []Range
+	dead := letters{s: s, on: cfg.DeadLetters}
+	for i, r := range s.recs {
+		if r.state != Acquired && r.state != Available {
+			continue
+		}
+		off := s.Start + int64(i)
+		ranges = appendRange1(ranges, Range{First: off, Last: off, State: Archived, Count: r.count})
+		if r.count == 0 {
+			r.first, r.last = 0, 0 // deferred: never delivered (last is its TTL's end)
+		}
+		dead.add(off, r, ReasonTopicDeleted, "")
+	}
+	d.Set(group, -1, ranges...)
+	dead.into(&d, group, &st)
+	return d, st
+}

@@ -39,6 +39,7 @@ import (
 //	                                      stream g pid=7 base=0 topic=dlq partition=0
 //	replay GROUP                          replay g                (the last delta again changes nothing)
 //	lag GROUP hw=N                        lag g hw=10
+//	drain GROUP                           drain g                 (the topic is being deleted)
 //
 // If a script test fails, run `go test ./sharepart -run TestScripts
 // -rewrite` and inspect the diff. Only commit the changes if you
@@ -124,6 +125,7 @@ func (sc *shareScript) commands() script.Commands {
 		"stream":    sc.stream,
 		"replay":    sc.replay,
 		"lag":       sc.lag,
+		"drain":     sc.drain,
 	}
 }
 
@@ -323,6 +325,13 @@ func (sc *shareScript) replay(*script.Case) string {
 		return "changed"
 	}
 	return "unchanged"
+}
+
+func (sc *shareScript) drain(c *script.Case) string {
+	g := c.Need(0)
+	d, st := Drain(sc.state(g), g, sc.cfg)
+	sc.apply(d)
+	return fmt.Sprintf("%s\n%s", stats(st), sc.show(g))
 }
 
 func (sc *shareScript) lag(c *script.Case) string {
