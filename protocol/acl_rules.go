@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/acl"
+	"github.com/strata-io/strata/log"
 )
 
 // Each API's authorization, as Kafka's KafkaApis does it (authorizer.go).
@@ -479,20 +480,48 @@ func (z *authz) fetch(r *kmsg.FetchRequest) (kmsg.Response, func(kmsg.Response))
 		return r.Topics[i].Topic
 	}
 	keep, denied := z.splitTopics(len(r.Topics), acl.Read, name)
-	if len(denied) == 0 {
-		return nil, nil
-	}
 	gone := pick(r.Topics, denied)
 	r.Topics = pick(r.Topics, keep)
 	return nil, func(resp kmsg.Response) {
 		var fr *kmsg.FetchResponse
+		var regions map[regionKey]*log.Region
 		switch v := resp.(type) {
 		case *kmsg.FetchResponse:
 			fr = v
 		case *fetchResponse:
-			fr = v.FetchResponse
+			fr, regions = v.FetchResponse, v.regions
 		default:
 			return
+		}
+		// An incremental session also answers for partitions the request
+		// did not name, added while READ was allowed, and a long poll
+		// may end after an ACL changed: each topic is checked again
+		// against the bindings now, and its records dropped when READ is
+		// gone.
+		z.refresh()
+		for i := range fr.Topics {
+			t := &fr.Topics[i]
+			n := t.Topic
+			if r.Version >= 13 {
+				n = z.topicName(t.TopicID)
+			}
+			if z.ok(acl.Read, acl.Topic, n) {
+				continue
+			}
+			for j := range t.Partitions {
+				k := regionKey{topic: t.Topic, partition: t.Partitions[j].Partition}
+				if r.Version >= 13 {
+					k = regionKey{topicID: t.TopicID, partition: t.Partitions[j].Partition}
+				}
+				if rg := regions[k]; rg != nil {
+					rg.Release()
+					delete(regions, k)
+				}
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				t.Partitions[j] = sp
+			}
 		}
 		for _, t := range gone {
 			st := kmsg.NewFetchResponseTopic()
@@ -782,6 +811,7 @@ func (z *authz) shareFetch(r *kmsg.ShareFetchRequest) (kmsg.Response, func(kmsg.
 	gone := pick(r.Topics, denied)
 	r.Topics = pick(r.Topics, keep)
 	return nil, func(resp kmsg.Response) {
+		z.refresh()
 		var sr *kmsg.ShareFetchResponse
 		switch v := resp.(type) {
 		case *kmsg.ShareFetchResponse:

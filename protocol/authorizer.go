@@ -66,6 +66,14 @@ func (s *Server) authzFor(ctx context.Context) *authz {
 	return &authz{a: a, set: set, r: r, s: s}
 }
 
+// refresh loads the current bindings: for a check after a handler that
+// waited (a long poll), so an ACL removed meanwhile counts.
+func (z *authz) refresh() {
+	if z.s.broker != nil {
+		z.set = z.s.broker.ACLs()
+	}
+}
+
 // ok reports whether the requester may perform op on the resource.
 func (z *authz) ok(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	return z == nil || z.a.Authorize(z.set, z.r, op, rt, name)

@@ -320,6 +320,23 @@ func TestACLs(t *testing.T) {
 	}
 	check("alice still cannot fetch secret", ab.fetchErr(t, "alice", "secret"), kerr.TopicAuthorizationFailed)
 
+	// Transactions: WRITE on the transactional ID too.
+	noTxn := ab.as(t, "alice", kgo.TransactionalID("tx-alice"))
+	txnErr := noTxn.BeginTransaction() // kgo asks for the producer ID here
+	if txnErr == nil {
+		txnErr = noTxn.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("t")}).FirstErr()
+	}
+	check("alice's transactional produce without the ID's ACL", txnErr, kerr.TransactionalIDAuthorizationFailed)
+	if _, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").TransactionalIDs("tx-alice").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil {
+		t.Fatal(err)
+	}
+	txn := ab.as(t, "alice", kgo.TransactionalID("tx-alice"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	check("alice's transactional produce", txn.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("t")}).FirstErr(), nil)
+	check("alice commits", txn.EndTransaction(ctx, kgo.TryCommit), nil)
+
 	// DeleteAcls: alice's WRITE on orders goes.
 	dres, err := admin.DeleteACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts("*").Topics("orders").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
 	if err != nil {
@@ -337,12 +354,39 @@ func TestACLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countDescribed(t, described); n != 8 {
-		t.Fatalf("after the restart DescribeAcls lists %d ACLs, want 8", n)
+	if n := countDescribed(t, described); n != 9 {
+		t.Fatalf("after the restart DescribeAcls lists %d ACLs, want 9", n)
 	}
 	check("after the restart carol produces to logs-app", ab.produceErr(t, "carol", "logs-app"), nil)
 	check("after the restart alice produces to orders", ab.produceErr(t, "alice", "orders"), kerr.TopicAuthorizationFailed)
 	check("after the restart bob fetches orders", ab.fetchErr(t, "bob", "orders"), nil)
+
+	// A fetch session keeps no right: bob consumes orders, loses his ALL,
+	// and his session's next fetches are refused, not served.
+	bobCons := ab.as(t, "bob", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	for n := 0; n == 0 && ctx.Err() == nil; {
+		fs := bobCons.PollFetches(ctx)
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("bob consuming %s/%d: %v", topic, p, err) })
+		n = fs.NumRecords()
+	}
+	if _, err := admin.DeleteACLs(ctx, kadm.NewACLs().Allow("User:bob").AllowHosts("*").Topics("orders").Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil {
+		t.Fatal(err)
+	}
+	check("admin produces after bob's ACL went", ab.produceErr(t, "admin", "orders"), nil)
+	for ctx.Err() == nil {
+		fs := bobCons.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == "admin" {
+				t.Fatalf("bob's fetch session served a record produced after his READ was removed")
+			}
+		})
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			check("bob's session after his ACL went", ferr, kerr.TopicAuthorizationFailed)
+			break
+		}
+	}
 }
 
 func countDescribed(t *testing.T, rs kadm.DescribeACLsResults) int {
