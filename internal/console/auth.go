@@ -17,7 +17,7 @@ import (
 //
 // An admin request from a loopback address is the local operator's, as
 // before (unless Auth.Always). Any other must authenticate with HTTP
-// basic auth as a SCRAM user of the cluster (`strata user add`, Kafka's
+// basic auth as a SCRAM user of the cluster (`strata user set`, Kafka's
 // AlterUserScramCredentials): the password is checked against the stored
 // credential the way a SCRAM exchange would (the salted password's client
 // key must hash to the stored key), so the console keeps no users of its
@@ -72,7 +72,7 @@ func (c *Console) authenticate(r *http.Request) (id identity, status int, why st
 	if isLoopback(r.RemoteAddr) {
 		where = "here (strata.console.admin.auth=always)"
 	}
-	return id, http.StatusUnauthorized, "admin actions " + where + " need a SCRAM user's name and password (strata user add)"
+	return id, http.StatusUnauthorized, "admin actions " + where + " need a SCRAM user's name and password (strata user set)"
 }
 
 // checkPassword reports whether password is user's, against the user's

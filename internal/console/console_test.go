@@ -1,12 +1,16 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/acl"
+	"github.com/strata-io/strata/internal/auth"
 )
 
 func TestHistoryLimitAndTrend(t *testing.T) {
@@ -94,14 +98,23 @@ func TestHistoryMemoryAtLimit(t *testing.T) {
 	runtime.KeepAlive(h)
 }
 
-// TestAdminGate: admin actions need the setting, a loopback client and
-// the console's header; reads are open.
+// TestAdminGate: admin actions need the setting, a loopback client or a
+// SCRAM user's password (and, with an authorizer, the ACL), and the
+// console's header; reads are open.
 func TestAdminGate(t *testing.T) {
-	c, err := New(Options{Bootstrap: "127.0.0.1:1", Admin: true, Lazy: true})
+	cred, err := auth.NewScramCredential(auth.MechScramSHA512, "alice-secret", []byte("salt"), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(user, mech string) (auth.ScramCredential, bool) {
+		return cred, user == "alice" && mech == auth.MechScramSHA512
+	}
+	c, err := New(Options{Bootstrap: "127.0.0.1:1", Admin: true, Lazy: true, Auth: Auth{Credential: lookup}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	user, pass := "", ""
 	do := func(remote string, header bool) (int, string) {
 		r := httptest.NewRequest(http.MethodPost, "/ui/api/share-groups/g/resume", strings.NewReader("{}"))
 		r.RemoteAddr = remote
@@ -109,13 +122,47 @@ func TestAdminGate(t *testing.T) {
 			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set(adminHeader, "1")
 		}
+		if user != "" {
+			r.SetBasicAuth(user, pass)
+		}
 		w := httptest.NewRecorder()
 		c.ServeHTTP(w, r)
 		return w.Code, w.Body.String()
 	}
-	if code, body := do("10.1.2.3:5555", true); code != http.StatusForbidden || !strings.Contains(body, "off loopback") {
+	if code, body := do("10.1.2.3:5555", true); code != http.StatusUnauthorized || !strings.Contains(body, "off loopback") {
 		t.Errorf("from 10.1.2.3: %d %s", code, body)
 	}
+	user, pass = "alice", "wrong"
+	if code, body := do("10.1.2.3:5555", true); code != http.StatusUnauthorized || !strings.Contains(body, "invalid credentials") {
+		t.Errorf("from 10.1.2.3 with a wrong password: %d %s", code, body)
+	}
+	// Through the gate: no ResumeShare action was given, so 404.
+	user, pass = "alice", "alice-secret"
+	if code, body := do("10.1.2.3:5555", true); code != http.StatusNotFound {
+		t.Errorf("from 10.1.2.3 as alice: %d %s", code, body)
+	}
+	// With an authorizer and no ACL for alice, resume (ALTER_CONFIGS of
+	// the group) is refused before the action is looked at.
+	c.opts.Auth.Authorizer = &acl.Authorizer{}
+	c.opts.Actions.ResumeShare = func(context.Context, string) (string, error) { return "resumed", nil }
+	if code, body := do("10.1.2.3:5555", true); code != http.StatusForbidden || !strings.Contains(body, `GROUP_AUTHORIZATION_FAILED: User:alice may not ALTER_CONFIGS GROUP \"g\"`) {
+		t.Errorf("alice without the ACL: %d %s", code, body)
+	}
+	set := acl.NewSet([]acl.Binding{{ResourceType: acl.Group, ResourceName: "g", PatternType: acl.Literal, Principal: "User:alice",
+		Host: "10.1.2.3", Operation: acl.AlterConfigs, Permission: acl.Allow}})
+	c.opts.Auth.ACLs = func() *acl.Set { return set }
+	if code, body := do("10.1.2.3:5555", true); code != http.StatusOK || !strings.Contains(body, "resumed") {
+		t.Errorf("alice with ALTER_CONFIGS from her host: %d %s", code, body)
+	}
+	if code, body := do("10.9.9.9:5555", true); code != http.StatusForbidden {
+		t.Errorf("alice from another host than the ACL's: %d %s", code, body)
+	}
+	// The local operator needs no ACL.
+	user = ""
+	if code, body := do("127.0.0.1:5555", true); code != http.StatusOK {
+		t.Errorf("the local operator: %d %s", code, body)
+	}
+	c.opts.Actions.ResumeShare, c.opts.Auth.Authorizer = nil, nil
 	if code, body := do("127.0.0.1:5555", false); code != http.StatusForbidden || !strings.Contains(body, adminHeader) {
 		t.Errorf("without the header: %d %s", code, body)
 	}
