@@ -130,7 +130,7 @@ type dlqWriter struct {
 
 	// Metrics (share_metrics.go).
 	waiting     atomic.Int64    // letters waiting on the partitions led here, last pass
-	written     [4]atomic.Int64 // letters written, by sharepart.Reason
+	written     [5]atomic.Int64 // letters written, by sharepart.Reason
 	recorded    atomic.Int64    // letters recorded by this broker's decisions
 	dropped     atomic.Int64    // records archived without a letter (MaxDeadLetters waiting)
 	failures    atomic.Int64    // writes that failed (retried)
@@ -707,7 +707,7 @@ func appendDLQRecord(dst []byte, r kmsg.Record) []byte {
 
 // Dead-letter metrics, broker-wide (share_metrics.go's collector).
 var (
-	descDLQWritten  = prometheus.NewDesc("strata_share_dlq_letters_written_total", "Dead letters written to share groups' dead-letter topics by this broker, by reason (max-deliveries, rejected).", []string{"reason"}, nil)
+	descDLQWritten  = prometheus.NewDesc("strata_share_dlq_letters_written_total", "Dead letters written to share groups' dead-letter topics by this broker, by reason (max-deliveries, rejected, ttl-expired, topic-deleted).", []string{"reason"}, nil)
 	descDLQWaiting  = prometheus.NewDesc("strata_share_dlq_letters_waiting", "Dead letters recorded in the replicated share state of the partitions this broker leads and not yet written (the dead-letter topic unwritable, or the next write pending).", nil, nil)
 	descDLQRecorded = prometheus.NewDesc("strata_share_dlq_letters_recorded_total", "Records this broker's share-partition decisions turned into dead letters (rejected, or archived at the delivery count limit, in a group with a dead-letter topic).", nil, nil)
 	descDLQDropped  = prometheus.NewDesc("strata_share_dlq_letters_dropped_total", "Records archived without a dead letter because 10,000 already waited on their share partition.", nil, nil)
@@ -724,7 +724,7 @@ func dlqDescribe(ch chan<- *prometheus.Desc) {
 }
 
 func (w *dlqWriter) collect(ch chan<- prometheus.Metric) {
-	for _, r := range []sharepart.Reason{sharepart.ReasonMaxDeliveries, sharepart.ReasonRejected, sharepart.ReasonTTLExpired} {
+	for _, r := range []sharepart.Reason{sharepart.ReasonMaxDeliveries, sharepart.ReasonRejected, sharepart.ReasonTTLExpired, sharepart.ReasonTopicDeleted} {
 		ch <- prometheus.MustNewConstMetric(descDLQWritten, prometheus.CounterValue, float64(w.written[r].Load()), r.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descDLQWaiting, prometheus.GaugeValue, float64(w.waiting.Load()))
