@@ -148,7 +148,7 @@ func (m *Mux) acceptTLS(c net.Conn) (net.Conn, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return tc, strconv.Itoa(int(id)), nil
+	return rawClose{tc, c}, strconv.Itoa(int(id)), nil
 }
 
 // dialTLS runs the client side of the handshake on a connection dialed
@@ -173,8 +173,21 @@ func (m *Mux) dialTLS(ctx context.Context, c net.Conn, target string) (net.Conn,
 			}
 		}
 	}
-	return tc, nil
+	return rawClose{tc, c}, nil
 }
+
+// rawClose is a TLS connection whose Close closes the TCP connection at
+// once. tls.Conn.Close first sends a close_notify alert,
+// waiting up to 5 s for a peer that does not read and behind a write in
+// progress; a connection is failed (clientConn.fail) from raft's own
+// goroutines, and a frameWriter's under its lock, precisely when the
+// peer stopped answering; the far side takes the EOF as the end anyway.
+type rawClose struct {
+	*tls.Conn
+	raw net.Conn
+}
+
+func (c rawClose) Close() error { return c.raw.Close() }
 
 // admitAuthenticated decides on a peer that named itself claimed in its
 // preface over a connection whose certificate names certID.
