@@ -155,17 +155,32 @@ func createTopics(ctx context.Context, bootstrap []string, topics []string, part
 		wait = 5 * time.Minute
 	}
 	adm.SetTimeoutMillis(int32(wait.Milliseconds()))
-	resp, err := adm.CreateTopics(ctx, int32(partitions), int16(rf), nil, topics...)
-	if err != nil {
-		return fmt.Errorf("%w: create topics: %v", ErrRun, err)
-	}
-	for _, r := range resp.Sorted() {
-		// The names are new (they carry the time), so "already exists"
-		// can only be this run's own request, retried by the client after
-		// a broker took longer than the request timeout to create many
-		// partitions.
-		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("%w: create topic %s: %v", ErrRun, r.Topic, r.Err)
+	// Topics answered with a retriable error (NOT_CONTROLLER while the
+	// controller moves, or while a loaded broker applies the command
+	// late) are asked for again, as Kafka's admin client does, until the
+	// wait is over.
+	todo := topics
+	for retryUntil := time.Now().Add(wait); len(todo) > 0; {
+		resp, err := adm.CreateTopics(ctx, int32(partitions), int16(rf), nil, todo...)
+		if err != nil {
+			return fmt.Errorf("%w: create topics: %v", ErrRun, err)
+		}
+		var again []string
+		for _, r := range resp.Sorted() {
+			// The names are new (they carry the time), so "already exists"
+			// can only be this run's own request, retried by the client
+			// after a broker took longer than the request timeout to
+			// create many partitions, or retried here.
+			switch {
+			case r.Err == nil, errors.Is(r.Err, kerr.TopicAlreadyExists):
+			case kerr.IsRetriable(r.Err) && time.Now().Before(retryUntil):
+				again = append(again, r.Topic)
+			default:
+				return fmt.Errorf("%w: create topic %s: %v", ErrRun, r.Topic, r.Err)
+			}
+		}
+		if todo = again; len(todo) > 0 {
+			time.Sleep(500 * time.Millisecond)
 		}
 	}
 	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
