@@ -38,6 +38,10 @@ func TestACLDenyWhole(t *testing.T) {
 	wtm.Markers = append(wtm.Markers, m)
 	jg := kmsg.NewPtrJoinGroupRequest()
 	jg.Group = "g"
+	sgh := kmsg.NewPtrShareGroupHeartbeatRequest()
+	sgh.GroupID = "queue"
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID = kmsg.StringPtr("queue")
 	ipid := kmsg.NewPtrInitProducerIDRequest()
 	ipid.TransactionalID = kmsg.StringPtr("tx")
 	for _, c := range []struct {
@@ -49,6 +53,8 @@ func TestACLDenyWhole(t *testing.T) {
 			return r.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[1].ErrorCode
 		}, kerr.ClusterAuthorizationFailed.Code},
 		{jg, func(r kmsg.Response) int16 { return r.(*kmsg.JoinGroupResponse).ErrorCode }, kerr.GroupAuthorizationFailed.Code},
+		{sgh, func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode }, kerr.GroupAuthorizationFailed.Code},
+		{sf, func(r kmsg.Response) int16 { return r.(*kmsg.ShareFetchResponse).ErrorCode }, kerr.GroupAuthorizationFailed.Code},
 		{ipid, func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }, kerr.TransactionalIDAuthorizationFailed.Code},
 		{kmsg.NewPtrAlterPartitionAssignmentsRequest(), func(r kmsg.Response) int16 {
 			return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode

@@ -296,6 +296,29 @@ func TestACLs(t *testing.T) {
 		t.Fatalf("named Metadata codes: %v", codes)
 	}
 
+	// Authorized operations of a group and of the cluster.
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g-alice"}, true
+	dgr, err := dg.RequestWith(ctx, ab.as(t, "alice"))
+	if err != nil || len(dgr.Groups) != 1 || dgr.Groups[0].ErrorCode != 0 || dgr.Groups[0].AuthorizedOperations != 1<<3|1<<8 {
+		t.Fatalf("DescribeGroups g-alice as alice (want READ|DESCRIBE): %v %+v", err, dgr)
+	}
+	// g-other: refused already at FindCoordinator (DESCRIBE on the group),
+	// which franz-go sends first, as Kafka's clients do.
+	dg.Groups = []string{"g-other"}
+	if dgr, err = dg.RequestWith(ctx, ab.as(t, "alice")); !errors.Is(err, kerr.GroupAuthorizationFailed) &&
+		(err != nil || len(dgr.Groups) != 1 || dgr.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code) {
+		t.Fatalf("DescribeGroups g-other as alice: %v %+v", err, dgr)
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	for user, want := range map[string]int32{"alice": 0, "admin": 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<13 | 1<<14} {
+		dcr, err := dc.RequestWith(ctx, ab.as(t, user))
+		if err != nil || dcr.ErrorCode != 0 || dcr.ClusterAuthorizedOperations != want {
+			t.Fatalf("DescribeCluster as %s: %v %+v, want operations %b", user, err, dcr, want)
+		}
+	}
+
 	// Create and delete topics.
 	cr, err := aliceAdm.CreateTopics(ctx, 1, 1, nil, "alice-new", "other-new")
 	if err != nil {
