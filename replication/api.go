@@ -49,6 +49,11 @@ type BrokerInfo struct {
 	// "" = that one only): a client on listener NAME is told this
 	// broker's address on NAME. A string keeps BrokerInfo comparable.
 	Endpoints string `json:",omitempty"`
+	// ReplicationAddr is the replication listener of a broker that is not
+	// a metadata voter (process.roles=broker; roles.go): peers dial it for
+	// partition groups. "" for a voter, whose address is its
+	// controller.quorum.voters entry.
+	ReplicationAddr string `json:",omitempty"`
 }
 
 // PartitionInfo is one partition's placement.
@@ -118,6 +123,19 @@ type BrokerConfig struct {
 	// Voters is the metadata quorum (controller.quorum.voters). Empty =
 	// this broker alone: one voter, the same code path.
 	Voters []Voter
+	// BrokerOnly is process.roles=broker: this node is not among Voters;
+	// it follows the metadata group as a Raft non-voter, added by the
+	// controller when it asks to join (roles.go), and registers its
+	// replication address (BrokerInfo.ReplicationAddr). It never becomes
+	// the controller.
+	BrokerOnly bool
+	// JoinOffLoopback lets a plaintext replication listener admit a node
+	// that is neither a voter nor registered yet (a broker-only node
+	// asking to join) from an address other than loopback
+	// (replication.plaintext.allow.nonloopback). Such a node is always
+	// admitted from loopback; with ReplicationTLS its node certificate
+	// admits it.
+	JoinOffLoopback bool
 	// ReplicationListener carries every Raft group's traffic (doc.go,
 	// "Raft design"); the broker owns it once NewBroker is called. nil is
 	// allowed only when this broker is the only voter.

@@ -227,7 +227,7 @@ func (b *Broker) start() error {
 	if err := b.migrateMetadataLog(); err != nil {
 		return err
 	}
-	self := BrokerInfo{NodeID: b.cfg.NodeID, Host: b.cfg.AdvertisedHost, Port: b.cfg.AdvertisedPort, Rack: b.cfg.Rack, Endpoints: b.cfg.AdvertisedEndpoints}
+	self := b.selfInfo()
 	if cur, ok := b.img.Load().brokers[self.NodeID]; !ok || cur != self {
 		if _, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self}); err != nil {
 			return err

@@ -68,10 +68,11 @@ func (b *Broker) openRaft() (err error) {
 		}
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.NodeID), Address: raft.ServerAddress(v.Addr)})
 	}
-	if !self {
-		// Brokers outside the quorum (Kafka's broker-only role) are a later
-		// step: they would need to learn the voters' leader to forward.
-		return fmt.Errorf("replication: node.id %d is not among the metadata voters", cfg.NodeID)
+	switch {
+	case self && cfg.BrokerOnly:
+		return fmt.Errorf("replication: node.id %d is a metadata voter but process.roles is broker", cfg.NodeID)
+	case !self && !cfg.BrokerOnly:
+		return fmt.Errorf("replication: node.id %d is not among the metadata voters (a broker-only node needs process.roles=broker)", cfg.NodeID)
 	}
 
 	var closers []func() error
@@ -99,7 +100,7 @@ func (b *Broker) openRaft() (err error) {
 		return err
 	}
 	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Logger: b.cfg.Logger,
-		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward,
+		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, AdmitFrom: b.admitPeerFrom, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward,
 		ExpectPeer: b.expectPeer})
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	if !existing {
+	if !existing && !cfg.BrokerOnly { // a broker-only node is added by the controller (roles.go)
 		if err := raft.BootstrapCluster(conf, rlog, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			return fmt.Errorf("replication: bootstrap metadata quorum: %w", err)
 		}
@@ -190,7 +191,16 @@ func (b *Broker) waitCaughtUp() error {
 	var askErr error
 	var nextAsk time.Time // a failed ask is repeated 100 ms later
 	legacy := false       // the controller does not answer read indexes
+	joined := !b.cfg.BrokerOnly
 	for time.Now().Before(deadline) {
+		if !joined && time.Now().After(nextAsk) {
+			// A broker-only node asks the controller to add it (roles.go).
+			if askErr = b.joinQuorum(min(time.Until(deadline), metadataApplyTimeout)); askErr == nil {
+				joined = true
+			} else {
+				nextAsk = time.Now().Add(200 * time.Millisecond)
+			}
+		}
 		switch _, id := b.raft.LeaderWithID(); {
 		case b.raft.State() == raft.Leader:
 			if err := b.raft.Barrier(metadataApplyTimeout).Error(); err == nil {
@@ -458,6 +468,9 @@ type forwardRequest struct {
 	// ExtAny: the Ext request is for this broker, controller or not
 	// (AskBroker).
 	ExtAny bool `json:"extAny,omitempty"`
+	// Join, when set, asks the controller to add a broker-only node to
+	// the metadata group as a non-voter (roles.go).
+	Join *joinRequest `json:"join,omitempty"`
 }
 
 type forwardResponse struct {
@@ -526,6 +539,9 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	}
 	if req.Quorum != "" {
 		return json.Marshal(b.handleQuorum(req.Quorum))
+	}
+	if req.Join != nil {
+		return json.Marshal(b.handleJoin(req.Join))
 	}
 	if req.Ext != "" {
 		return json.Marshal(b.handleExt(req.Ext, req.Payload, req.ExtAny))

@@ -91,6 +91,9 @@ func (b *Broker) peerAddr(node int32) (raft.ServerAddress, error) {
 			return raft.ServerAddress(v.Addr), nil
 		}
 	}
+	if a := b.registeredReplAddr(node); a != "" { // a broker-only node (roles.go)
+		return raft.ServerAddress(a), nil
+	}
 	return "", fmt.Errorf("%w: broker %d has no replication address (not in controller.quorum.voters)", ErrInvalidReplicaAssignment, node)
 }
 

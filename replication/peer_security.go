@@ -23,6 +23,9 @@ func (b *Broker) checkForward(peer string, body []byte) error {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil // the handler answers a request that does not decode
 	}
+	if err := checkJoin(peer, req.Join); err != nil {
+		return err
+	}
 	c := req.Command
 	if c.Type != CmdRegisterBroker || c.Broker == nil || strconv.Itoa(int(c.Broker.NodeID)) == peer {
 		return nil
@@ -46,6 +49,13 @@ func (b *Broker) expectPeer(addr string) (string, bool) {
 	for _, v := range b.cfg.Voters {
 		if v.Addr == addr {
 			return strconv.Itoa(int(v.NodeID)), true
+		}
+	}
+	if img := b.img.Load(); img != nil && addr != "" {
+		for id, bi := range img.brokers { // broker-only nodes (roles.go)
+			if bi.ReplicationAddr == addr {
+				return strconv.Itoa(int(id)), true
+			}
 		}
 	}
 	return "", false

@@ -124,6 +124,10 @@ type MuxConfig struct {
 	// name is a claim, not an authentication. With TLS it is not asked:
 	// the certificate admits the node (transport_tls.go).
 	Admit func(id string) error
+	// AdmitFrom, when set, is asked instead of Admit with the peer's
+	// remote address too (a broker admits a node asking to join from
+	// loopback: roles.go).
+	AdmitFrom func(id string, remote net.Addr) error
 	// TLS, when set, makes every connection mutual TLS with node
 	// certificates (transport_tls.go); nil = plaintext.
 	TLS *TransportTLS
@@ -503,8 +507,8 @@ func (m *Mux) serve(c net.Conn) {
 			m.logger.Warn("raft transport: peer refused; closing", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
 			return
 		}
-	} else if m.cfg.Admit != nil {
-		if err := m.cfg.Admit(peer); err != nil {
+	} else if admit := m.admitter(c.RemoteAddr()); admit != nil {
+		if err := admit(peer); err != nil {
 			m.peersRefused.Add(1)
 			m.logger.Warn("raft transport: peer refused; closing", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
 			return
@@ -1687,3 +1691,12 @@ func (f *appendFuture) Error() error {
 func (f *appendFuture) Start() time.Time                      { return f.start }
 func (f *appendFuture) Request() *raft.AppendEntriesRequest   { return f.req }
 func (f *appendFuture) Response() *raft.AppendEntriesResponse { return f.resp }
+
+// admitter is the plaintext admission check of a connection from remote:
+// AdmitFrom, else Admit; nil admits every peer.
+func (m *Mux) admitter(remote net.Addr) func(string) error {
+	if m.cfg.AdmitFrom != nil {
+		return func(id string) error { return m.cfg.AdmitFrom(id, remote) }
+	}
+	return m.cfg.Admit
+}

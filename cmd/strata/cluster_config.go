@@ -22,6 +22,7 @@ import (
 // the voters list names an address other brokers reach). Empty = this
 // broker alone, one voter, no replication listener.
 var clusterSettings = append([]setting{
+	{"process.roles", "", "Kafka's roles: broker, controller, or broker,controller. broker: this node is not in controller.quorum.voters; it follows the metadata quorum as a Raft non-voter (the controller adds it when it starts), registers, hosts partitions and serves clients, and never becomes the controller; its replication.listener is the address peers dial. Empty or broker,controller: a voter that is also a broker (every node of controller.quorum.voters)."},
 	{"controller.quorum.voters", "", "Metadata quorum, Kafka syntax id@host:port,...; host:port is each voter's replication listener. Empty: this broker alone."},
 	{"replication.listener", "", "Where this broker binds its replication listener (Strata-specific); default: its own entry in controller.quorum.voters."},
 	{"strata.partition.heartbeat.timeout.ms", "2000", "Raft heartbeat timeout of partition groups with several replicas (Strata-specific): a follower that hears nothing from its leader for this long to twice it starts an election, so a dead leader is replaced in about this time; lower costs more idle traffic per partition. 100..60000."},
@@ -40,6 +41,11 @@ type clusterConfig struct {
 	// TLS is the replication transport's mutual TLS; nil = plaintext
 	// (replication_security.go).
 	TLS *replication.TransportTLS
+	// BrokerOnly is process.roles=broker: not a voter (replication's
+	// roles.go).
+	BrokerOnly bool
+	// PlaintextAnywhere is replication.plaintext.allow.nonloopback.
+	PlaintextAnywhere bool
 }
 
 // maxVoters bounds controller.quorum.voters (Raft quorums are small).
@@ -92,13 +98,19 @@ func parseClusterSettings(merged map[string]rawValue, cfg *Config) error {
 		return bad("controller.quorum.voters", err.Error())
 	}
 	cfg.Cluster.Voters = voters
+	if err := parseRoles(merged["process.roles"].value, cfg); err != nil {
+		return bad("process.roles", err.Error())
+	}
 	for _, v := range voters {
 		if v.NodeID == cfg.NodeID {
+			if cfg.Cluster.BrokerOnly {
+				return bad("process.roles", fmt.Sprintf("node.id %d is in controller.quorum.voters, which names the controllers only", cfg.NodeID))
+			}
 			cfg.Cluster.Advertise, cfg.Cluster.Bind = v.Addr, v.Addr
 		}
 	}
-	if len(voters) > 0 && cfg.Cluster.Advertise == "" {
-		return bad("controller.quorum.voters", fmt.Sprintf("node.id %d is not a voter (brokers outside the quorum are not supported yet)", cfg.NodeID))
+	if len(voters) > 0 && cfg.Cluster.Advertise == "" && !cfg.Cluster.BrokerOnly {
+		return bad("controller.quorum.voters", fmt.Sprintf("node.id %d is not a voter (a broker outside the quorum needs process.roles=broker)", cfg.NodeID))
 	}
 	if b := merged["replication.listener"].value; b != "" {
 		if len(voters) == 0 {
@@ -108,6 +120,15 @@ func parseClusterSettings(merged map[string]rawValue, cfg *Config) error {
 			return bad("replication.listener", "expected host:port")
 		}
 		cfg.Cluster.Bind = b
+		if cfg.Cluster.BrokerOnly {
+			// Peers dial it: it must be an address they reach.
+			if host, _, _ := net.SplitHostPort(b); host == "" || net.ParseIP(host).IsUnspecified() {
+				return bad("replication.listener", "a broker-only node registers its replication.listener as the address peers dial: name a host, not a wildcard")
+			}
+			cfg.Cluster.Advertise = b
+		}
+	} else if cfg.Cluster.BrokerOnly {
+		return bad("process.roles", "a broker-only node needs replication.listener (host:port peers dial)")
 	}
 	const hbName = "strata.partition.heartbeat.timeout.ms"
 	hb, err := strconv.ParseInt(merged[hbName].value, 10, 64)
@@ -116,4 +137,30 @@ func parseClusterSettings(merged map[string]rawValue, cfg *Config) error {
 	}
 	cfg.Cluster.PartitionHeartbeat = time.Duration(hb) * time.Millisecond
 	return parseReplicationSecurity(merged, cfg)
+}
+
+// parseRoles reads process.roles: "" and broker,controller are both roles
+// (today's default); broker is a broker-only node.
+func parseRoles(v string, cfg *Config) error {
+	roles := map[string]bool{}
+	for _, r := range strings.Split(v, ",") {
+		r = strings.ToLower(strings.TrimSpace(r))
+		switch r {
+		case "":
+		case "broker", "controller":
+			roles[r] = true
+		default:
+			return fmt.Errorf("unknown role %q: expected broker, controller, or broker,controller", r)
+		}
+	}
+	switch {
+	case roles["controller"] && !roles["broker"]:
+		return fmt.Errorf("a controller-only node is not supported yet: use broker,controller")
+	case roles["broker"] && !roles["controller"]:
+		if len(cfg.Cluster.Voters) == 0 {
+			return fmt.Errorf("a broker-only node needs controller.quorum.voters (the controllers it follows)")
+		}
+		cfg.Cluster.BrokerOnly = true
+	}
+	return nil
 }

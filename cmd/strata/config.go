@@ -149,7 +149,7 @@ var settings = []setting{
 // carries but that mean nothing to Strata (yet): accepted, so that an
 // operator's existing file works, with one warning each at start-up.
 var ignoredSettings = map[string]bool{
-	"process.roles": true, "controller.quorum.bootstrap.servers": true, "controller.listener.names": true,
+	"controller.quorum.bootstrap.servers": true, "controller.listener.names": true,
 	"num.network.threads": true, "num.io.threads": true, "socket.send.buffer.bytes": true, "socket.receive.buffer.bytes": true,
 	"num.recovery.threads.per.data.dir":                true,
 	"transaction.state.log.min.isr":                    true,

@@ -60,6 +60,7 @@ func parseReplicationSecurity(merged map[string]rawValue, cfg *Config) error {
 	default:
 		return bad(replicationAllowSetting, "expected true or false")
 	}
+	cfg.Cluster.PlaintextAnywhere = allow
 	switch proto := strings.ToUpper(strings.TrimSpace(merged[replicationProtocolSetting].value)); proto {
 	case "PLAINTEXT", "":
 		if cfg.Cluster.Bind == "" || allow {

@@ -155,6 +155,8 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		Voters:                   cfg.Cluster.Voters,
 		ReplicationListener:      repLn, // owned by the broker from here on
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
+		BrokerOnly:               cfg.Cluster.BrokerOnly,
+		JoinOffLoopback:          cfg.Cluster.PlaintextAnywhere,
 		ReplicationTLS:           cfg.Cluster.TLS,
 		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
 		LeaderRebalance:          cfg.Rebalance.LeaderRebalanceConfig,

@@ -1,0 +1,362 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
+)
+
+// rolesCluster is controllers (process.roles unset: broker,controller,
+// named in controller.quorum.voters) and broker-only nodes
+// (process.roles=broker), real strata processes on loopback.
+type rolesCluster struct {
+	t      *testing.T
+	base   int
+	dir    string
+	voters string
+	nodes  map[int32]*chaosNode
+}
+
+func startRolesCluster(t *testing.T, controllers int, brokers []int32) *rolesCluster {
+	t.Helper()
+	var offs []int
+	for i := 0; i < 10; i++ {
+		offs = append(offs, i, 100+i)
+	}
+	c := &rolesCluster{t: t, base: freePortRun(t, offs...), dir: t.TempDir(), nodes: map[int32]*chaosNode{}}
+	var vs []string
+	for i := 1; i <= controllers; i++ {
+		vs = append(vs, fmt.Sprintf("%d@127.0.0.1:%d", i, c.base+100+i-1))
+	}
+	c.voters = strings.Join(vs, ",")
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.kill()
+		}
+		if t.Failed() {
+			for id, n := range c.nodes {
+				t.Logf("node %d log (tail):\n%s", id, fileTail(n.log, 8000))
+			}
+		}
+	})
+	for i := 1; i <= controllers; i++ {
+		c.add(int32(i), false)
+	}
+	for _, id := range brokers {
+		c.add(id, true)
+	}
+	for _, n := range c.nodes {
+		n.waitReady(60 * time.Second)
+	}
+	return c
+}
+
+// add starts node id (a broker-only node when brokerOnly); the caller
+// waits for it (waitReady).
+func (c *rolesCluster) add(id int32, brokerOnly bool) *chaosNode {
+	n := &chaosNode{t: c.t, id: id,
+		kafka: fmt.Sprintf("127.0.0.1:%d", c.base+int(id)-1),
+		rep:   fmt.Sprintf("127.0.0.1:%d", c.base+100+int(id)-1),
+		dir:   filepath.Join(c.dir, fmt.Sprintf("node-%d", id)),
+		log:   filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id)),
+	}
+	n.args = []string{"serve",
+		"--set", fmt.Sprintf("node.id=%d", id),
+		"--set", "listeners=PLAINTEXT://" + n.kafka,
+		"--set", "log.dirs=" + n.dir,
+		"--set", "controller.quorum.voters=" + c.voters,
+		"--set", "strata.partition.heartbeat.timeout.ms=500",
+	}
+	if brokerOnly {
+		n.args = append(n.args, "--set", "process.roles=broker", "--set", "replication.listener="+n.rep)
+	}
+	c.nodes[id] = n
+	n.start()
+	return n
+}
+
+func (c *rolesCluster) client(opts ...kgo.Opt) *kgo.Client {
+	var seeds []string
+	for _, n := range c.nodes {
+		seeds = append(seeds, n.kafka)
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+		kgo.DialTimeout(time.Second)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// metadataBrokers is the broker list node id answers Metadata with.
+func (c *rolesCluster) metadataBrokers(ctx context.Context, id int32) ([]int32, int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[id].kafka))
+	if err != nil {
+		return nil, -1, err
+	}
+	defer cl.Close()
+	kr, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return nil, -1, err
+	}
+	var ids []int32
+	for _, b := range kr.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, kr.ControllerID, nil
+}
+
+// waitBrokers waits until every running node lists exactly want.
+func (c *rolesCluster) waitBrokers(ctx context.Context, want []int32) {
+	c.t.Helper()
+	var last string
+	if !testwait.Until(60*time.Second, func() bool {
+		for id, n := range c.nodes {
+			if !n.running() {
+				continue
+			}
+			got, _, err := c.metadataBrokers(ctx, id)
+			last = fmt.Sprintf("node %d: %v %v", id, got, err)
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				return false
+			}
+		}
+		return true
+	}) {
+		c.t.Fatalf("Metadata's brokers are not %v within 60s: %s", want, last)
+	}
+}
+
+// waitPlaced waits until topic's partitions have a leader among their
+// replicas, and none of them on a node in not.
+func waitPlaced(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, parts int, not ...int32) kadm.TopicDetail {
+	t.Helper()
+	var last string
+	var td kadm.TopicDetail
+	if !testwait.Until(60*time.Second, func() bool {
+		tds, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		td = tds[topic]
+		last = fmt.Sprint(td.Partitions, td.Err)
+		if len(td.Partitions) != parts {
+			return false
+		}
+		for _, p := range td.Partitions {
+			// Not the whole ISR: after a reassignment the leader's ISR
+			// report can miss the replica added (reported to the lead).
+			if p.Leader < 0 || !hasNode(p.Replicas, p.Leader) {
+				return false
+			}
+			for _, n := range not {
+				if hasNode(p.Replicas, n) {
+					return false
+				}
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("%s: not placed within 60s: %s", topic, last)
+	}
+	return td
+}
+
+// TestBrokerOnlyNodes: three controllers (controller.quorum.voters) and
+// two broker-only nodes (process.roles=broker, Raft non-voters of the
+// metadata group). Topics live on the broker-only nodes alone; clients
+// produce and consume through them; the controller is SIGKILLed while a
+// producer writes (writes go on); a third broker-only node is added and
+// one removed (its partitions reassigned away, then UnregisterBroker).
+func TestBrokerOnlyNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five brokers: not in -short")
+	}
+	c := startRolesCluster(t, 3, []int32{4, 5})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c.waitBrokers(ctx, []int32{1, 2, 3, 4, 5})
+	for _, id := range []int32{4, 5} {
+		if _, ctrl, err := c.metadataBrokers(ctx, id); err != nil || ctrl < 1 || ctrl > 3 {
+			t.Fatalf("node %d names controller %d (%v); want a voter", id, ctrl, err)
+		}
+	}
+	// DescribeQuorum: the broker-only nodes are observers, not voters.
+	qreq := kmsg.NewPtrDescribeQuorumRequest()
+	qt := kmsg.NewDescribeQuorumRequestTopic()
+	qt.Topic = "__cluster_metadata"
+	qp := kmsg.NewDescribeQuorumRequestTopicPartition()
+	qt.Partitions = append(qt.Partitions, qp)
+	qreq.Topics = append(qreq.Topics, qt)
+	cl := c.client()
+	var quorum string
+	if !testwait.Until(30*time.Second, func() bool {
+		qr, err := qreq.RequestWith(ctx, cl)
+		if err != nil || len(qr.Topics) != 1 || len(qr.Topics[0].Partitions) != 1 {
+			quorum = fmt.Sprint(err)
+			return false
+		}
+		p := qr.Topics[0].Partitions[0]
+		var voters, observers []int32
+		for _, v := range p.CurrentVoters {
+			voters = append(voters, v.ReplicaID)
+		}
+		for _, o := range p.Observers {
+			observers = append(observers, o.ReplicaID)
+		}
+		sort.Slice(voters, func(i, j int) bool { return voters[i] < voters[j] })
+		sort.Slice(observers, func(i, j int) bool { return observers[i] < observers[j] })
+		quorum = fmt.Sprintf("voters %v observers %v", voters, observers)
+		return quorum == "voters [1 2 3] observers [4 5]"
+	}) {
+		t.Fatalf("DescribeQuorum: %s; want voters [1 2 3] observers [4 5]", quorum)
+	}
+
+	adm := kadm.NewClient(cl)
+	const topic = "on-brokers"
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
+	for p, rs := range [][]int32{{4, 5}, {5, 4}} {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), rs
+		ct.ReplicaAssignment = append(ct.ReplicaAssignment, a)
+	}
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = 30000
+	cr, err := create.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(cr.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create %s on brokers 4 and 5: %v", topic, err)
+	}
+	waitPlaced(t, ctx, adm, topic, 2, 1, 2, 3)
+
+	// Produce (acks=all) while the controller is SIGKILLed.
+	pcl := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var acked sync.Map
+	var nAcked atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := fmt.Sprintf("r%06d", i)
+			pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+			err := pcl.ProduceSync(pctx, &kgo.Record{Value: []byte(v)}).FirstErr()
+			pcancel()
+			if err == nil {
+				acked.Store(v, true)
+				nAcked.Add(1)
+			}
+		}
+	}()
+	waitAcked := func(n int64, why string) {
+		t.Helper()
+		if !testwait.Until(60*time.Second, func() bool { return nAcked.Load() >= n }) {
+			close(stop)
+			t.Fatalf("%s: %d records acknowledged, want %d", why, nAcked.Load(), n)
+		}
+	}
+	waitAcked(200, "before the controller is killed")
+	_, ctrl, err := c.metadataBrokers(ctx, 4)
+	if err != nil || c.nodes[ctrl] == nil {
+		close(stop)
+		t.Fatalf("controller %d: %v", ctrl, err)
+	}
+	c.nodes[ctrl].kill()
+	at := nAcked.Load()
+	t.Logf("controller %d SIGKILLed after %d acknowledged writes", ctrl, at)
+	waitAcked(at+500, "after the controller was killed")
+	close(stop)
+	wg.Wait()
+	c.nodes[ctrl].start()
+	c.nodes[ctrl].waitReady(60 * time.Second)
+
+	consumeAll := func(want int64) {
+		t.Helper()
+		ccl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		seen := map[string]bool{}
+		if !testwait.Until(60*time.Second, func() bool {
+			fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
+			defer fcancel()
+			fs := ccl.PollFetches(fctx)
+			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+			missing := int64(0)
+			acked.Range(func(k, _ any) bool {
+				if !seen[k.(string)] {
+					missing++
+				}
+				return true
+			})
+			return missing == 0
+		}) {
+			t.Fatalf("consumed %d distinct records; %d were acknowledged, some missing", len(seen), want)
+		}
+		ccl.Close()
+	}
+	consumeAll(nAcked.Load())
+	t.Logf("%d acknowledged records all consumed", nAcked.Load())
+
+	// Add broker 6; move broker 5's replicas to it; unregister 5.
+	c.add(6, true).waitReady(60 * time.Second)
+	c.waitBrokers(ctx, []int32{1, 2, 3, 4, 5, 6})
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign(topic, 0, []int32{4, 6})
+	req.Assign(topic, 1, []int32{6, 4})
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range res {
+		for _, p := range ps {
+			if p.Err != nil {
+				t.Fatalf("reassign %s-%d: %v", p.Topic, p.Partition, p.Err)
+			}
+		}
+	}
+	waitPlaced(t, ctx, adm, topic, 2, 1, 2, 3, 5)
+	c.nodes[5].kill()
+	var uerr error
+	testwait.Until(30*time.Second, func() bool {
+		ureq := kmsg.NewPtrUnregisterBrokerRequest()
+		ureq.BrokerID = 5
+		resp, err := ureq.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		uerr = err
+		return !errors.Is(uerr, kerr.NotController)
+	})
+	if uerr != nil {
+		t.Fatalf("unregister broker 5: %v", uerr)
+	}
+	c.waitBrokers(ctx, []int32{1, 2, 3, 4, 6})
+	consumeAll(nAcked.Load())
+}

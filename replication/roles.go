@@ -1,0 +1,187 @@
+package replication
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Kafka's process.roles (issue 23, item 1). A node is a controller (a
+// voter of the metadata group, named in controller.quorum.voters), a
+// broker, or both (the default: every node of controller.quorum.voters
+// is both). A broker-only node (BrokerConfig.BrokerOnly) is not a voter:
+//
+//   - It starts its metadata raft with no configuration and asks the
+//     controllers to add it: a join request (joinRequest) sent over the
+//     replication transport to each voter's address in turn until the
+//     controller (the metadata leader) answers. The controller adds it
+//     with AddNonvoter, so it receives every metadata entry but neither
+//     votes nor stands for election: it never becomes the controller.
+//     The request is asked again at every start and is idempotent (a
+//     node already in the configuration at the same address changes
+//     nothing; at a new address its address is updated).
+//   - It then catches up (waitCaughtUp) and registers as every broker
+//     does, with its replication address (BrokerInfo.ReplicationAddr),
+//     which peers dial for partition groups (peerAddr) and check its
+//     certificate against under mTLS (expectPeer).
+//   - Admission: a node that is neither a voter nor registered yet is
+//     admitted by a controller's plaintext replication listener when it
+//     connects from loopback, or from anywhere when
+//     replication.plaintext.allow.nonloopback is set (the operator has
+//     accepted that without TLS a node ID is only a claim); with mTLS its
+//     node certificate admits it (transport_tls.go).
+
+// joinRequest asks the controller to add Node at Addr to the metadata
+// group as a non-voter.
+type joinRequest struct {
+	Node int32  `json:"node"`
+	Addr string `json:"addr"`
+}
+
+// isVoter reports whether node is named in controller.quorum.voters.
+func (b *Broker) isVoter(node int32) bool {
+	for _, v := range b.cfg.Voters {
+		if v.NodeID == node {
+			return true
+		}
+	}
+	return false
+}
+
+// selfInfo is this broker's registration.
+func (b *Broker) selfInfo() BrokerInfo {
+	bi := BrokerInfo{NodeID: b.cfg.NodeID, Host: b.cfg.AdvertisedHost, Port: b.cfg.AdvertisedPort, Rack: b.cfg.Rack, Endpoints: b.cfg.AdvertisedEndpoints}
+	if b.cfg.BrokerOnly {
+		bi.ReplicationAddr = string(b.mux.Addr())
+	}
+	return bi
+}
+
+// registeredReplAddr is the replication address a broker-only node
+// registered; "" when none.
+func (b *Broker) registeredReplAddr(node int32) string {
+	if img := b.img.Load(); img != nil {
+		return img.brokers[node].ReplicationAddr
+	}
+	return ""
+}
+
+// admitPeerFrom is the plaintext admission check (MuxConfig.AdmitFrom):
+// admitPeer's voters and registered brokers, the members of the metadata
+// configuration (a broker-only node added but not registered yet), and on
+// a controller a node asking to join, from loopback or, with
+// replication.plaintext.allow.nonloopback, from anywhere.
+func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
+	err := b.admitPeer(id)
+	if err == nil || !errors.Is(err, ErrTransportRefused) {
+		return err
+	}
+	node := parseServerID(raft.ServerID(id))
+	if node < 0 {
+		return err
+	}
+	if r := b.raft; r != nil {
+		if f := r.GetConfiguration(); f.Error() == nil {
+			for _, s := range f.Configuration().Servers {
+				if s.ID == serverID(node) {
+					return nil
+				}
+			}
+		}
+	}
+	if !b.isVoter(b.cfg.NodeID) {
+		return err // only controllers take joins
+	}
+	if b.cfg.JoinOffLoopback || isLoopbackAddr(remote) {
+		return nil
+	}
+	return fmt.Errorf("%w (a node joining over plaintext is admitted from loopback only, or with replication.plaintext.allow.nonloopback)", err)
+}
+
+func isLoopbackAddr(a net.Addr) bool {
+	if a == nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// joinQuorum asks the voters, one after another, to add this broker-only
+// node to the metadata group; nil once the controller has (or had).
+func (b *Broker) joinQuorum(timeout time.Duration) error {
+	body, err := json.Marshal(forwardRequest{Join: &joinRequest{Node: b.cfg.NodeID, Addr: string(b.mux.Addr())}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, v := range b.cfg.Voters {
+		out, err := b.mux.Forward(raft.ServerAddress(v.Addr), body, timeout)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("voter %d: %v", v.NodeID, err))
+			continue
+		}
+		var resp forwardResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			errs = append(errs, fmt.Errorf("voter %d: %v", v.NodeID, err))
+			continue
+		}
+		if resp.Err != "" {
+			errs = append(errs, fmt.Errorf("voter %d: %w", v.NodeID, sentinelError(resp.Err, resp.Msg)))
+			continue
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: joining the metadata quorum: %w", ErrNotController, errors.Join(errs...))
+}
+
+// handleJoin adds a broker-only node as a non-voter (on the controller).
+func (b *Broker) handleJoin(j *joinRequest) forwardResponse {
+	var resp forwardResponse
+	err := func() error {
+		if b.raft.State() != raft.Leader {
+			return fmt.Errorf("%w: not the metadata leader", ErrNotController)
+		}
+		if b.isVoter(j.Node) {
+			return fmt.Errorf("%w: node %d is a voter of controller.quorum.voters, not a broker-only node", errRejected, j.Node)
+		}
+		if _, _, err := net.SplitHostPort(j.Addr); err != nil {
+			return fmt.Errorf("%w: node %d's replication address %q is not host:port", errRejected, j.Node, j.Addr)
+		}
+		f := b.raft.GetConfiguration()
+		if err := f.Error(); err != nil {
+			return fmt.Errorf("%w: %v", ErrNotController, err)
+		}
+		for _, s := range f.Configuration().Servers {
+			if s.ID == serverID(j.Node) && s.Address == raft.ServerAddress(j.Addr) {
+				return nil // joined before (a restart)
+			}
+		}
+		if err := b.waitFuture(b.raft.AddNonvoter(serverID(j.Node), raft.ServerAddress(j.Addr), 0, metadataApplyTimeout)); err != nil {
+			return fmt.Errorf("%w: add node %d: %v", ErrNotController, j.Node, err)
+		}
+		b.logger.Info("broker-only node joined the metadata group as a non-voter", "node_id", j.Node, "addr", j.Addr)
+		return nil
+	}()
+	if err != nil {
+		resp.Err, resp.Msg = sentinelName(err), err.Error()
+	}
+	return resp
+}
+
+// checkJoin refuses, with mTLS (peer authenticated), a join request for
+// another node than the connection's.
+func checkJoin(peer string, j *joinRequest) error {
+	if j == nil || peer == "" || strconv.Itoa(int(j.Node)) == peer {
+		return nil
+	}
+	return refused("node %s asked node %d to join", peer, j.Node)
+}
