@@ -80,6 +80,9 @@ func (c *rolesCluster) add(id int32, brokerOnly bool) *chaosNode {
 		"--set", "log.dirs=" + n.dir,
 		"--set", "controller.quorum.voters=" + c.voters,
 		"--set", "strata.partition.heartbeat.timeout.ms=500",
+		// Short, so that a broker-only node the controller did not hear
+		// from would be fenced (and missing from Metadata) in the test.
+		"--set", "broker.session.timeout.ms=3000",
 	}
 	if brokerOnly {
 		n.args = append(n.args, "--set", "process.roles=broker", "--set", "replication.listener="+n.rep)
