@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -387,5 +389,96 @@ func TestDiskEIOStopsCleanly(t *testing.T) {
 	if !logHas(nd, `msg="storage failure: raft's state cannot be written`) {
 		t.Error("no storage failure line in the broker's log")
 	}
+	noPanics(t, c)
+}
+
+// The same on a real file system that fills: a 64 MiB tmpfs as the data
+// directory, strata.log.dir.min.free.bytes at 16 MiB, and a filler file
+// that leaves 8 MiB free. The broker's statfs sees it; produce answers
+// KAFKA_STORAGE_ERROR; once the filler is gone produce works again. Needs
+// root (mount); skipped where tmpfs cannot be mounted.
+func TestDiskFullTmpfs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	nw, err := newLoopback(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c := newCluster(strataBin, dir, nw, 1, 500*time.Millisecond, []string{"--set", "strata.log.dir.min.free.bytes=16777216"})
+	nd := c.nodes[0]
+	if err := os.MkdirAll(nd.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", nd.dir).CombinedOutput(); err != nil {
+		nw.close()
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		nd.kill()
+		nw.close()
+		if t.Failed() {
+			b, _ := os.ReadFile(nd.log)
+			if len(b) > 12000 {
+				b = b[len(b)-12000:]
+			}
+			t.Logf("broker log (tail):\n%s", b)
+		}
+		if out, err := exec.Command("umount", nd.dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", nd.dir, err, out)
+		}
+	})
+	if err := nd.start(strataBin); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.waitReady(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...), kgo.DefaultProduceTopic("tmpfs"),
+		kgo.RecordRetries(1), kgo.MetadataMinAge(100*time.Millisecond), kgo.RecordDeliveryTimeout(10*time.Second),
+		kgo.ProducerLinger(0), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "tmpfs"); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]bool{}
+	n := 0
+	produce := func() error {
+		n++
+		v := fmt.Sprintf("v-%d", n)
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte(v)}).FirstErr()
+		if err == nil {
+			acked[v] = true
+		}
+		return err
+	}
+	testwait.For(t, 30*time.Second, func() bool { return produce() == nil }, "first produce")
+
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(nd.dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	fill := int64(st.Bavail)*int64(st.Bsize) - 8<<20
+	filler := nd.dir + "/filler"
+	if err := os.WriteFile(filler, make([]byte, fill), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, func() bool { return errors.Is(produce(), kerr.KafkaStorageError) },
+		"produce with 8 MiB free under a 16 MiB threshold never answered KAFKA_STORAGE_ERROR")
+	if !nd.running() {
+		t.Fatal("the broker exited")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, func() bool { return produce() == nil }, "produce never resumed once the filler was removed")
+	readAll(t, c.bootstrap(), "tmpfs", 1, acked)
 	noPanics(t, c)
 }
