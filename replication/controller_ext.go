@@ -65,8 +65,9 @@ func (b *Broker) AskController(ctx context.Context, name string, payload []byte)
 	return resp.Payload, nil
 }
 
-// AskBroker sends payload to the handler named name on broker node (a
-// metadata voter), controller or not, and returns its answer.
+// AskBroker sends payload to the handler named name on broker node
+// (a metadata voter or a broker-only node), controller or not, and
+// returns its answer.
 func (b *Broker) AskBroker(ctx context.Context, node int32, name string, payload []byte) ([]byte, error) {
 	if node == b.cfg.NodeID {
 		fn := b.extHandler(name)
@@ -75,14 +76,9 @@ func (b *Broker) AskBroker(ctx context.Context, node int32, name string, payload
 		}
 		return fn(payload)
 	}
-	addr := ""
-	for _, v := range b.cfg.Voters {
-		if v.NodeID == node {
-			addr = v.Addr
-		}
-	}
-	if addr == "" {
-		return nil, fmt.Errorf("replication: broker %d is not a metadata voter", node)
+	addr, err := b.peerAddr(node) // a voter's, or a broker-only node's registered one
+	if err != nil {
+		return nil, err
 	}
 	timeout := 5 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
@@ -92,7 +88,7 @@ func (b *Broker) AskBroker(ctx context.Context, node int32, name string, payload
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.mux.Forward(raft.ServerAddress(addr), req, timeout)
+	out, err := b.mux.Forward(addr, req, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: %w", node, err)
 	}
