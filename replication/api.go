@@ -129,6 +129,10 @@ type BrokerConfig struct {
 	// replication address (BrokerInfo.ReplicationAddr). It never becomes
 	// the controller.
 	BrokerOnly bool
+	// ControllerOnly is process.roles=controller: a voter that never
+	// registers as a broker, so it is in no Metadata broker list and no
+	// replica placement (strata serve opens no Kafka listener for it).
+	ControllerOnly bool
 	// JoinOffLoopback lets a plaintext replication listener admit a node
 	// that is neither a voter nor registered yet (a broker-only node
 	// asking to join) from an address other than loopback

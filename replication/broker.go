@@ -228,7 +228,7 @@ func (b *Broker) start() error {
 		return err
 	}
 	self := b.selfInfo()
-	if cur, ok := b.img.Load().brokers[self.NodeID]; !ok || cur != self {
+	if cur, ok := b.img.Load().brokers[self.NodeID]; !b.cfg.ControllerOnly && (!ok || cur != self) {
 		if _, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self}); err != nil {
 			return err
 		}

@@ -807,5 +807,5 @@ func (b *Broker) ControllerID() int32 {
 	if id == "" {
 		return -1
 	}
-	return parseServerID(id)
+	return b.reachableController(parseServerID(id))
 }

@@ -185,3 +185,22 @@ func checkJoin(peer string, j *joinRequest) error {
 	}
 	return refused("node %s asked node %d to join", peer, j.Node)
 }
+
+// reachableController is the controller ID Metadata and DescribeCluster
+// answer with: the metadata leader when it is a registered broker, else
+// (a controller-only leader, which clients cannot reach) this broker,
+// which forwards what a client sends its controller, as Kafka's brokers
+// name a broker of theirs in KRaft mode.
+func (b *Broker) reachableController(leader int32) int32 {
+	img := b.img.Load()
+	if img == nil {
+		return leader
+	}
+	if _, ok := img.brokers[leader]; ok {
+		return leader
+	}
+	if _, ok := img.brokers[b.cfg.NodeID]; ok {
+		return b.cfg.NodeID
+	}
+	return leader
+}

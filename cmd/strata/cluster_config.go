@@ -22,7 +22,7 @@ import (
 // the voters list names an address other brokers reach). Empty = this
 // broker alone, one voter, no replication listener.
 var clusterSettings = append([]setting{
-	{"process.roles", "", "Kafka's roles: broker, controller, or broker,controller. broker: this node is not in controller.quorum.voters; it follows the metadata quorum as a Raft non-voter (the controller adds it when it starts), registers, hosts partitions and serves clients, and never becomes the controller; its replication.listener is the address peers dial. Empty or broker,controller: a voter that is also a broker (every node of controller.quorum.voters)."},
+	{"process.roles", "", "Kafka's roles: broker, controller, or broker,controller. broker: this node is not in controller.quorum.voters; it follows the metadata quorum as a Raft non-voter (the controller adds it when it starts), registers, hosts partitions and serves clients, and never becomes the controller; its replication.listener is the address peers dial. controller: a voter of controller.quorum.voters that opens no Kafka listener, hosts no partitions and is not in Metadata's broker list. Empty or broker,controller: a voter that is also a broker."},
 	{"controller.quorum.voters", "", "Metadata quorum, Kafka syntax id@host:port,...; host:port is each voter's replication listener. Empty: this broker alone."},
 	{"replication.listener", "", "Where this broker binds its replication listener (Strata-specific); default: its own entry in controller.quorum.voters."},
 	{"strata.partition.heartbeat.timeout.ms", "2000", "Raft heartbeat timeout of partition groups with several replicas (Strata-specific): a follower that hears nothing from its leader for this long to twice it starts an election, so a dead leader is replaced in about this time; lower costs more idle traffic per partition. 100..60000."},
@@ -44,6 +44,9 @@ type clusterConfig struct {
 	// BrokerOnly is process.roles=broker: not a voter (replication's
 	// roles.go).
 	BrokerOnly bool
+	// ControllerOnly is process.roles=controller: a voter with no Kafka
+	// listener that never registers as a broker (serve_controller.go).
+	ControllerOnly bool
 	// PlaintextAnywhere is replication.plaintext.allow.nonloopback.
 	PlaintextAnywhere bool
 }
@@ -155,7 +158,14 @@ func parseRoles(v string, cfg *Config) error {
 	}
 	switch {
 	case roles["controller"] && !roles["broker"]:
-		return fmt.Errorf("a controller-only node is not supported yet: use broker,controller")
+		self := false
+		for _, v := range cfg.Cluster.Voters {
+			self = self || v.NodeID == cfg.NodeID
+		}
+		if !self {
+			return fmt.Errorf("a controller must be in controller.quorum.voters (node.id %d is not)", cfg.NodeID)
+		}
+		cfg.Cluster.ControllerOnly = true
 	case roles["broker"] && !roles["controller"]:
 		if len(cfg.Cluster.Voters) == 0 {
 			return fmt.Errorf("a broker-only node needs controller.quorum.voters (the controllers it follows)")

@@ -24,6 +24,9 @@ func TestProcessRoles(t *testing.T) {
 			t.Fatalf("roles %q: %+v %v", roles, cfg, err)
 		}
 	}
+	if cfg, err := load("node.id=3", voters, "process.roles=controller"); err != nil || !cfg.Cluster.ControllerOnly || cfg.Cluster.BrokerOnly {
+		t.Fatalf("controller-only: %+v %v", cfg, err)
+	}
 	cfg, err := load("node.id=7", voters, "process.roles=broker", "replication.listener=127.0.0.1:9100")
 	if err != nil || !cfg.Cluster.BrokerOnly || cfg.Cluster.Advertise != "127.0.0.1:9100" || cfg.Cluster.Bind != "127.0.0.1:9100" {
 		t.Fatalf("broker-only: %+v %v", cfg, err)
@@ -37,7 +40,7 @@ func TestProcessRoles(t *testing.T) {
 		{[]string{"node.id=7", "process.roles=broker"}, "needs controller.quorum.voters"},
 		{[]string{"node.id=7", voters, "process.roles=broker", "replication.listener=0.0.0.0:9100"}, "not a wildcard"},
 		{[]string{"node.id=7", voters}, "process.roles=broker"},
-		{[]string{"node.id=1", voters, "process.roles=controller"}, "controller-only"},
+		{[]string{"node.id=7", voters, "process.roles=controller"}, "must be in controller.quorum.voters"},
 		{[]string{"node.id=1", voters, "process.roles=observer"}, "unknown role"},
 		// Plaintext off loopback needs the setting, as for a controller.
 		{[]string{"node.id=7", voters, "process.roles=broker", "replication.listener=10.1.2.3:9100"}, "replication.plaintext.allow.nonloopback"},

@@ -64,6 +64,9 @@ func setCleanerProps(c *retention.Cleaner, props map[string]string, logger *slog
 // server; on ctx done close them in reverse order. ready, if non-nil,
 // receives the bound address once clients can connect (for tests).
 func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, ready chan<- net.Addr) error {
+	if cfg.Cluster.ControllerOnly {
+		return serveController(ctx, stop, cfg, logger, ready)
+	}
 	dataDir := cfg.LogDirs[0]
 	if len(cfg.LogDirs) > 1 {
 		logger.Warn("only the first of log.dirs is used", "used", dataDir, "ignored", cfg.LogDirs[1:])

@@ -29,15 +29,20 @@ type rolesCluster struct {
 	dir    string
 	voters string
 	nodes  map[int32]*chaosNode
+	// controllerRole is the controllers' process.roles: "" (broker and
+	// controller) or "controller" (controller-only).
+	controllerRole string
+	ctrlOnly       map[int32]bool
 }
 
-func startRolesCluster(t *testing.T, controllers int, brokers []int32) *rolesCluster {
+func startRolesCluster(t *testing.T, controllerRole string, controllers int, brokers []int32) *rolesCluster {
 	t.Helper()
 	var offs []int
 	for i := 0; i < 10; i++ {
 		offs = append(offs, i, 100+i)
 	}
-	c := &rolesCluster{t: t, base: freePortRun(t, offs...), dir: t.TempDir(), nodes: map[int32]*chaosNode{}}
+	c := &rolesCluster{t: t, base: freePortRun(t, offs...), dir: t.TempDir(), nodes: map[int32]*chaosNode{},
+		controllerRole: controllerRole, ctrlOnly: map[int32]bool{}}
 	var vs []string
 	for i := 1; i <= controllers; i++ {
 		vs = append(vs, fmt.Sprintf("%d@127.0.0.1:%d", i, c.base+100+i-1))
@@ -60,9 +65,28 @@ func startRolesCluster(t *testing.T, controllers int, brokers []int32) *rolesClu
 		c.add(id, true)
 	}
 	for _, n := range c.nodes {
-		n.waitReady(60 * time.Second)
+		c.waitReady(n)
 	}
 	return c
+}
+
+// waitReady waits until n serves: Kafka requests, or for a
+// controller-only node (no Kafka listener) its "ready" log line.
+func (c *rolesCluster) waitReady(n *chaosNode) {
+	c.t.Helper()
+	if !c.ctrlOnly[n.id] {
+		n.waitReady(60 * time.Second)
+		return
+	}
+	testwait.For(c.t, 60*time.Second, func() bool {
+		if !n.running() {
+			c.t.Fatalf("controller %d exited during start-up; see %s", n.id, n.log)
+		}
+		return strings.Contains(fileTail(n.log, 1<<20), "strata controller ready")
+	}, "controller %d not ready; see %s", n.id, n.log)
+	if kafkaAnswersV0(n.kafka) {
+		c.t.Fatalf("controller-only node %d answers Kafka requests at %s", n.id, n.kafka)
+	}
 }
 
 // add starts node id (a broker-only node when brokerOnly); the caller
@@ -86,6 +110,9 @@ func (c *rolesCluster) add(id int32, brokerOnly bool) *chaosNode {
 	}
 	if brokerOnly {
 		n.args = append(n.args, "--set", "process.roles=broker", "--set", "replication.listener="+n.rep)
+	} else if c.controllerRole != "" {
+		n.args = append(n.args, "--set", "process.roles="+c.controllerRole)
+		c.ctrlOnly[id] = c.controllerRole == "controller"
 	}
 	c.nodes[id] = n
 	n.start()
@@ -94,8 +121,10 @@ func (c *rolesCluster) add(id int32, brokerOnly bool) *chaosNode {
 
 func (c *rolesCluster) client(opts ...kgo.Opt) *kgo.Client {
 	var seeds []string
-	for _, n := range c.nodes {
-		seeds = append(seeds, n.kafka)
+	for id, n := range c.nodes {
+		if !c.ctrlOnly[id] {
+			seeds = append(seeds, n.kafka)
+		}
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...),
 		kgo.MetadataMinAge(100 * time.Millisecond),
@@ -133,7 +162,7 @@ func (c *rolesCluster) waitBrokers(ctx context.Context, want []int32) {
 	var last string
 	if !testwait.Until(60*time.Second, func() bool {
 		for id, n := range c.nodes {
-			if !n.running() {
+			if !n.running() || c.ctrlOnly[id] {
 				continue
 			}
 			got, _, err := c.metadataBrokers(ctx, id)
@@ -194,13 +223,36 @@ func TestBrokerOnlyNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("five brokers: not in -short")
 	}
-	c := startRolesCluster(t, 3, []int32{4, 5})
+	testRoles(t, "")
+}
+
+// TestControllerOnlyNodes: the same with three controller-only nodes
+// (process.roles=controller): no Kafka listener on them, never in
+// Metadata's broker list, no replica on them; Metadata names a
+// broker-only node as the controller (it forwards).
+func TestControllerOnlyNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five nodes: not in -short")
+	}
+	testRoles(t, "controller")
+}
+
+func testRoles(t *testing.T, controllerRole string) {
+	c := startRolesCluster(t, controllerRole, 3, []int32{4, 5})
+	ctrlOnly := controllerRole == "controller"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c.waitBrokers(ctx, []int32{1, 2, 3, 4, 5})
+	want := func(ids ...int32) []int32 {
+		if ctrlOnly {
+			return ids
+		}
+		return append([]int32{1, 2, 3}, ids...)
+	}
+	c.waitBrokers(ctx, want(4, 5))
 	for _, id := range []int32{4, 5} {
-		if _, ctrl, err := c.metadataBrokers(ctx, id); err != nil || ctrl < 1 || ctrl > 3 {
-			t.Fatalf("node %d names controller %d (%v); want a voter", id, ctrl, err)
+		_, ctrl, err := c.metadataBrokers(ctx, id)
+		if err != nil || (!ctrlOnly && (ctrl < 1 || ctrl > 3)) || (ctrlOnly && ctrl != id) {
+			t.Fatalf("node %d names controller %d (%v)", id, ctrl, err)
 		}
 	}
 	// DescribeQuorum: the broker-only nodes are observers, not voters.
@@ -212,6 +264,7 @@ func TestBrokerOnlyNodes(t *testing.T) {
 	qreq.Topics = append(qreq.Topics, qt)
 	cl := c.client()
 	var quorum string
+	var leader int32
 	if !testwait.Until(30*time.Second, func() bool {
 		qr, err := qreq.RequestWith(ctx, cl)
 		if err != nil || len(qr.Topics) != 1 || len(qr.Topics[0].Partitions) != 1 {
@@ -229,6 +282,7 @@ func TestBrokerOnlyNodes(t *testing.T) {
 		sort.Slice(voters, func(i, j int) bool { return voters[i] < voters[j] })
 		sort.Slice(observers, func(i, j int) bool { return observers[i] < observers[j] })
 		quorum = fmt.Sprintf("voters %v observers %v", voters, observers)
+		leader = p.LeaderID
 		return quorum == "voters [1 2 3] observers [4 5]"
 	}) {
 		t.Fatalf("DescribeQuorum: %s; want voters [1 2 3] observers [4 5]", quorum)
@@ -254,6 +308,30 @@ func TestBrokerOnlyNodes(t *testing.T) {
 		t.Fatalf("create %s on brokers 4 and 5: %v", topic, err)
 	}
 	waitPlaced(t, ctx, adm, topic, 2, 1, 2, 3)
+	if ctrlOnly {
+		// Automatic placement uses the brokers only; an explicit one
+		// naming a controller-only node is refused.
+		if _, err := adm.CreateTopic(ctx, 4, 2, nil, "auto-placed"); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, ctx, adm, "auto-placed", 4, 1, 2, 3)
+		bad := kmsg.NewPtrCreateTopicsRequest()
+		bt := kmsg.NewCreateTopicsRequestTopic()
+		bt.Topic, bt.NumPartitions, bt.ReplicationFactor = "on-a-controller", -1, -1
+		ba := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ba.Replicas = []int32{4, 1}
+		bt.ReplicaAssignment = append(bt.ReplicaAssignment, ba)
+		bad.Topics = append(bad.Topics, bt)
+		br, err := bad.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := br.Topics[0].ErrorCode; code == 0 {
+			t.Fatalf("a topic with a replica on controller-only node 1 was created")
+		} else {
+			t.Logf("a replica on controller-only node 1: %v", kerr.ErrorForCode(code))
+		}
+	}
 
 	// Produce (acks=all) while the controller is SIGKILLed.
 	pcl := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
@@ -288,8 +366,12 @@ func TestBrokerOnlyNodes(t *testing.T) {
 		}
 	}
 	waitAcked(200, "before the controller is killed")
-	_, ctrl, err := c.metadataBrokers(ctx, 4)
-	if err != nil || c.nodes[ctrl] == nil {
+	qr, err := qreq.RequestWith(ctx, cl)
+	if err == nil && len(qr.Topics) == 1 && len(qr.Topics[0].Partitions) == 1 {
+		leader = qr.Topics[0].Partitions[0].LeaderID
+	}
+	ctrl := leader
+	if err != nil || ctrl < 1 || ctrl > 3 {
 		close(stop)
 		t.Fatalf("controller %d: %v", ctrl, err)
 	}
@@ -300,7 +382,7 @@ func TestBrokerOnlyNodes(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	c.nodes[ctrl].start()
-	c.nodes[ctrl].waitReady(60 * time.Second)
+	c.waitReady(c.nodes[ctrl])
 
 	consumeAll := func(want int64) {
 		t.Helper()
@@ -329,7 +411,7 @@ func TestBrokerOnlyNodes(t *testing.T) {
 
 	// Add broker 6; move broker 5's replicas to it; unregister 5.
 	c.add(6, true).waitReady(60 * time.Second)
-	c.waitBrokers(ctx, []int32{1, 2, 3, 4, 5, 6})
+	c.waitBrokers(ctx, want(4, 5, 6))
 	req := kadm.AlterPartitionAssignmentsReq{}
 	req.Assign(topic, 0, []int32{4, 6})
 	req.Assign(topic, 1, []int32{6, 4})
@@ -360,6 +442,6 @@ func TestBrokerOnlyNodes(t *testing.T) {
 	if uerr != nil {
 		t.Fatalf("unregister broker 5: %v", uerr)
 	}
-	c.waitBrokers(ctx, []int32{1, 2, 3, 4, 6})
+	c.waitBrokers(ctx, want(4, 6))
 	consumeAll(nAcked.Load())
 }
