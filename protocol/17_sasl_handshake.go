@@ -15,11 +15,16 @@ import (
 // Behaviour:
 //   - On a SASL listener (SASL_PLAINTEXT, SASL_SSL), before
 //     authentication: the mechanism must be one of the listener's
-//     sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), else
+//     sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+//     OAUTHBEARER), else
 //     UNSUPPORTED_SASL_MECHANISM; the answer lists the enabled mechanisms.
 //     The client then sends SaslAuthenticate.
-//   - On other listeners, or once authenticated: ILLEGAL_SASL_STATE (as
-//     Kafka answers it).
+//   - Once authenticated with a session lifetime (KIP-368,
+//     connections.max.reauth.ms or an OAUTHBEARER token's exp), v1 starts
+//     a re-authentication with the same mechanism; another mechanism is
+//     ILLEGAL_SASL_STATE and the connection closes.
+//   - On other listeners, or once authenticated without a lifetime:
+//     ILLEGAL_SASL_STATE (as Kafka answers it).
 //   - The reader handles it before reading the next request
 //     (listener_security.go).
 //
@@ -42,9 +47,21 @@ func (s *Server) handleSaslHandshake(ctx context.Context, req *kmsg.SASLHandshak
 	resp.SupportedMechanisms = append([]string(nil), c.sec.Mechanisms...)
 	c.auth.mu.Lock()
 	defer c.auth.mu.Unlock()
+	reauth := false
 	if c.auth.done {
-		resp.ErrorCode = kerr.IllegalSaslState.Code
-		return resp, nil
+		// KIP-368: a re-authentication, with the same mechanism, once
+		// the session has a lifetime.
+		if c.auth.expiry.IsZero() || c.auth.exchange != nil || req.Version < 1 {
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			return resp, nil
+		}
+		if req.Mechanism != c.auth.mech {
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			c.auth.failed = true
+			c.log.Info("closing connection: re-authentication with another SASL mechanism", "was", c.auth.mech, "mechanism", req.Mechanism)
+			return resp, nil
+		}
+		reauth = true
 	}
 	if !slices.Contains(c.sec.Mechanisms, req.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
@@ -64,10 +81,16 @@ func (s *Server) handleSaslHandshake(ctx context.Context, req *kmsg.SASLHandshak
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 			return resp, nil
 		}
+	case auth.MechOAuthBearer:
+		if c.sec.OAuth == nil {
+			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+			return resp, nil
+		}
+		ex = auth.OAuthBearer(c.sec.OAuth)
 	default:
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return resp, nil
 	}
-	c.auth.mech, c.auth.exchange = req.Mechanism, ex
+	c.auth.mech, c.auth.exchange, c.auth.reauth = req.Mechanism, ex, reauth
 	return resp, nil
 }

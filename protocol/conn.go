@@ -399,6 +399,12 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 		c.enqueueErr(err)
 		return false
 	}
+	if !isSASLKey(h.key) && c.sessionExpired() {
+		err := fmt.Errorf("%w: %s without re-authenticating (connections.max.reauth.ms)", ErrSessionExpired, kmsg.NameForKey(h.key))
+		warn("closing connection", err)
+		c.enqueueErr(err)
+		return false
+	}
 	supported := versionSupported(h.key, h.version)
 	if !supported && h.key != 18 {
 		err := fmt.Errorf("%w: %s v%d", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -49,6 +50,11 @@ type ListenerSecurity struct {
 	// Scram looks SCRAM credentials up (nil: the broker's replicated
 	// credentials, AlterUserScramCredentials).
 	Scram auth.ScramLookup
+	// OAuth validates OAUTHBEARER tokens (nil: OAUTHBEARER refused).
+	OAuth *auth.OAuthValidator
+	// ReauthAfter is connections.max.reauth.ms (KIP-368; 0: sessions do
+	// not expire, except an OAUTHBEARER token's at its exp).
+	ReauthAfter time.Duration
 	// AdvertisedHost and AdvertisedPort are the address clients of this
 	// listener are told for this broker; empty: the broker's registered
 	// address. Other brokers are named by their registered address for
@@ -78,7 +84,26 @@ type connAuth struct {
 	mech      string // chosen by SaslHandshake
 	exchange  auth.Authenticator
 	principal string
+	// expiry ends the session (KIP-368; zero: never): a request other
+	// than SaslHandshake/SaslAuthenticate after it closes the connection.
+	expiry time.Time
+	reauth bool // a re-authentication is under way
 }
+
+// sessionExpired reports whether the connection's session lifetime is
+// over (it must re-authenticate before anything else).
+func (c *conn) sessionExpired() bool {
+	if !c.sec.sasl() {
+		return false
+	}
+	c.auth.mu.Lock()
+	defer c.auth.mu.Unlock()
+	return c.auth.done && !c.auth.expiry.IsZero() && !time.Now().Before(c.auth.expiry)
+}
+
+// ErrSessionExpired closes a connection that sends a request after its
+// session lifetime without re-authenticating (KIP-368).
+var ErrSessionExpired = errors.New("protocol: SASL session expired")
 
 // Principal is the connection's authenticated principal.
 func (c *conn) Principal() string {

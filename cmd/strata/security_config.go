@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-io/strata/internal/auth"
 	"github.com/strata-io/strata/protocol"
@@ -24,7 +25,13 @@ import (
 var securitySettings = []setting{
 	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "The security protocol of each listener name, NAME:PROTOCOL comma-separated; protocols: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL."},
 	{"inter.broker.listener.name", "", "The listener whose advertised address is registered in the cluster metadata (the address other brokers and Strata's own clients use); default: the listener named PLAINTEXT, else the first one."},
-	{"sasl.enabled.mechanisms", "", "SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; default: SCRAM-SHA-256,SCRAM-SHA-512, plus PLAIN where a PLAIN JAAS configuration gives users."},
+	{"sasl.enabled.mechanisms", "", "SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; default: SCRAM-SHA-256,SCRAM-SHA-512, plus PLAIN where a PLAIN JAAS configuration gives users."},
+	{"sasl.oauthbearer.jwks.endpoint.url", "", "OAUTHBEARER: where the JWKS with the keys that sign tokens is (https://..., or file:/path); required to enable OAUTHBEARER. Tokens are JWTs signed RS256 or ES256, chosen by kid; the JWKS is read again (at most every 10 s) for an unknown kid."},
+	{"sasl.oauthbearer.expected.audience", "", "OAUTHBEARER: audiences, comma-separated, one of which the token's aud must hold; empty: aud is not checked."},
+	{"sasl.oauthbearer.expected.issuer", "", "OAUTHBEARER: the issuer the token's iss must be; empty: not checked."},
+	{"sasl.oauthbearer.sub.claim.name", "sub", "OAUTHBEARER: the claim naming the principal (User:<claim>)."},
+	{"sasl.oauthbearer.clock.skew.seconds", "30", "OAUTHBEARER: the clock difference allowed when checking exp, nbf and iat."},
+	{"connections.max.reauth.ms", "0", "KIP-368: a SASL session's lifetime, told to clients in SaslAuthenticate; after it a request other than a re-authentication closes the connection. 0: no limit, except an OAUTHBEARER token's expiry."},
 	{"ssl.keystore.type", "PEM", "PEM or PKCS12 (JKS is refused: convert it). A PEM keystore file holds the certificate chain and an unencrypted private key; PKCS12 files are read with golang.org/x/crypto/pkcs12 (legacy encryption: openssl pkcs12 -export -legacy)."},
 	{"ssl.keystore.location", "", "The TLS listener's keystore file."},
 	{"ssl.keystore.password", "", "The PKCS12 keystore's password."},
@@ -64,6 +71,9 @@ func isSecuritySetting(name string) bool {
 		return true
 	}
 	mech, jaas, ok := strings.Cut(suffix, ".")
+	if ok && mech == "oauthbearer" && strings.HasPrefix(jaas, "sasl.oauthbearer.") && securitySuffixes[jaas] {
+		return true // listener.name.<l>.oauthbearer.sasl.oauthbearer.*, as Kafka spells them
+	}
 	return ok && jaas == "sasl.jaas.config" && mech != ""
 }
 
@@ -82,6 +92,8 @@ type listenerConfig struct {
 	TLS        *tls.Config
 	Mechanisms []string
 	PlainUsers auth.PlainUsers
+	OAuth      *auth.OAuthValidator
+	Reauth     time.Duration
 }
 
 // securityConfig is every listener; Listeners[0] is the inter-broker one
@@ -272,6 +284,13 @@ func parseListenerSASL(merged map[string]rawValue, get func(l, n string) (string
 		}
 		lc.PlainUsers = users
 	}
+	if v, name := get(lc.Name, "connections.max.reauth.ms"); strings.TrimSpace(v) != "" {
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || ms < 0 {
+			return fmt.Errorf("%w: invalid value %q for %s (from %s): milliseconds >= 0", errConfig, v, name, merged[name].origin)
+		}
+		lc.Reauth = time.Duration(ms) * time.Millisecond
+	}
 	mechs, mechName := get(lc.Name, "sasl.enabled.mechanisms")
 	if strings.TrimSpace(mechs) == "" {
 		lc.Mechanisms = []string{auth.MechScramSHA256, auth.MechScramSHA512}
@@ -291,8 +310,12 @@ func parseListenerSASL(merged map[string]rawValue, get func(l, n string) (string
 					errConfig, mechName, lc.Name, strings.ToLower(lc.Name))
 			}
 		case auth.MechScramSHA256, auth.MechScramSHA512:
+		case auth.MechOAuthBearer:
+			if err := parseListenerOAuth(merged, get, lc); err != nil {
+				return err
+			}
 		default:
-			return fmt.Errorf("%w: %s (from %s): mechanism %s is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)",
+			return fmt.Errorf("%w: %s (from %s): mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)",
 				errConfig, mechName, merged[mechName].origin, m)
 		}
 		lc.Mechanisms = append(lc.Mechanisms, m)
@@ -302,6 +325,48 @@ func parseListenerSASL(merged map[string]rawValue, get func(l, n string) (string
 	}
 	return nil
 }
+
+// parseListenerOAuth makes a listener's OAUTHBEARER validator from the
+// sasl.oauthbearer.* settings (listener.name.<l>.oauthbearer.<setting>,
+// listener.name.<l>.<setting>, then the broker-wide one).
+func parseListenerOAuth(merged map[string]rawValue, get func(l, n string) (string, string), lc *listenerConfig) error {
+	oget := func(n string) (string, string) {
+		if v, name := get(lc.Name, "oauthbearer."+n); name != "oauthbearer."+n {
+			return v, name
+		}
+		return get(lc.Name, n)
+	}
+	var st auth.OAuthSettings
+	var urlName string
+	st.JWKSURL, urlName = oget("sasl.oauthbearer.jwks.endpoint.url")
+	if strings.TrimSpace(st.JWKSURL) == "" {
+		return fmt.Errorf("%w: OAUTHBEARER is enabled on listener %s but sasl.oauthbearer.jwks.endpoint.url is not set (Strata validates tokens against a JWKS only)", errConfig, lc.Name)
+	}
+	for a := range strings.SplitSeq(first(oget("sasl.oauthbearer.expected.audience")), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			st.ExpectedAudience = append(st.ExpectedAudience, a)
+		}
+	}
+	st.ExpectedIssuer = strings.TrimSpace(first(oget("sasl.oauthbearer.expected.issuer")))
+	st.SubClaim = strings.TrimSpace(first(oget("sasl.oauthbearer.sub.claim.name")))
+	if v, name := oget("sasl.oauthbearer.clock.skew.seconds"); strings.TrimSpace(v) != "" {
+		sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || sec < 0 {
+			return fmt.Errorf("%w: invalid value %q for %s (from %s): seconds >= 0", errConfig, v, name, merged[name].origin)
+		}
+		st.ClockSkew = time.Duration(sec) * time.Second
+	} else {
+		st.ClockSkew = 30 * time.Second
+	}
+	v, err := auth.NewOAuthValidator(st)
+	if err != nil {
+		return fmt.Errorf("%w: %s (from %s), listener %s: %v", errConfig, urlName, merged[urlName].origin, lc.Name, err)
+	}
+	lc.OAuth = v
+	return nil
+}
+
+func first(v, _ string) string { return v }
 
 // shown is a setting's value as an error message may show it.
 func shown(name, v string) string {
@@ -315,7 +380,7 @@ func shown(name, v string) string {
 // l is the inter-broker listener (whose address is the registered one).
 func (l listenerConfig) protocolListener(main bool, advPort int) *protocol.ListenerSecurity {
 	sec := &protocol.ListenerSecurity{Name: l.Name, Protocol: l.Protocol, TLS: l.TLS,
-		Mechanisms: l.Mechanisms, PlainUsers: l.PlainUsers}
+		Mechanisms: l.Mechanisms, PlainUsers: l.PlainUsers, OAuth: l.OAuth, ReauthAfter: l.Reauth}
 	if !main {
 		sec.AdvertisedHost, sec.AdvertisedPort = l.Advertised.Host, int32(advPort)
 	}
