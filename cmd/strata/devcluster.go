@@ -56,6 +56,7 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := flag.NewFlagSet("dev-cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	n := fs.Int("brokers", 3, "number of brokers (1-9)")
+	nc := fs.Int("controllers", 0, "0: the brokers are the controllers (each broker,controller); K (1-9): K controller-only nodes 1..K and the brokers broker-only nodes K+1..K+brokers (process.roles)")
 	dir := fs.String("dir", "./strata-dev-cluster", "folder holding every broker's data and log")
 	port := fs.Int("port", 19092, "Kafka port of broker 1; broker i listens on port+i-1, its replication listener on port+100+i-1")
 	bin := fs.String("binary", "", "strata binary to run (default: this one)")
@@ -77,7 +78,11 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "dev-cluster: --brokers %d: must be 1..%d\n", *n, maxDevBrokers)
 		return exitConfig
 	}
-	if *port < 1 || *port+devReplicationShift+*n > 65535 {
+	if *nc < 0 || *nc > maxDevBrokers {
+		fmt.Fprintf(stderr, "dev-cluster: --controllers %d: must be 0..%d\n", *nc, maxDevBrokers)
+		return exitConfig
+	}
+	if *port < 1 || *port+devReplicationShift+*nc+*n > 65535 {
 		fmt.Fprintf(stderr, "dev-cluster: --port %d out of range\n", *port)
 		return exitConfig
 	}
@@ -104,16 +109,26 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if ctl != nil {
 		defer ctl.Close()
 	}
-	var voters, bootstrap []string
-	for i := 1; i <= *n; i++ {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i, *port+devReplicationShift+i-1))
-		bootstrap = append(bootstrap, fmt.Sprintf("127.0.0.1:%d", *port+i-1))
+	// Node i: Kafka port port+i-1, replication port port+100+i-1. With
+	// --controllers K, nodes 1..K are controller-only and K+1..K+n
+	// broker-only (process.roles; README "Roles").
+	nodes := *n + *nc
+	var voters, bootstrap, addrs []string
+	for i := 1; i <= nodes; i++ {
+		rep := fmt.Sprintf("127.0.0.1:%d", *port+devReplicationShift+i-1)
+		if *nc == 0 || i <= *nc {
+			voters = append(voters, fmt.Sprintf("%d@%s", i, rep))
+		}
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", *port+i-1))
+		if i > *nc {
+			bootstrap = append(bootstrap, addrs[i-1])
+		}
 	}
-	dc := &devCluster{exe: exe, out: out, exits: make(chan devExit, *n)}
-	for i := 1; i <= *n; i++ {
+	dc := &devCluster{exe: exe, out: out, exits: make(chan devExit, nodes)}
+	for i := 1; i <= nodes; i++ {
 		cargs := []string{"serve",
 			"--set", "node.id=" + strconv.Itoa(i),
-			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s", bootstrap[i-1]),
+			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s", addrs[i-1]),
 			"--set", "log.dirs=" + filepath.Join(*dir, fmt.Sprintf("broker-%d", i)),
 			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
 			// A local cluster is for trying replication: topics get a
@@ -121,10 +136,18 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 			// (a later --set of the same name wins).
 			"--set", "default.replication.factor=" + strconv.Itoa(min(*n, 3)),
 		}
+		rep := fmt.Sprintf("127.0.0.1:%d", *port+devReplicationShift+i-1)
+		controller := *nc > 0 && i <= *nc
+		switch {
+		case controller:
+			cargs = append(cargs, "--set", "process.roles=controller")
+		case *nc > 0:
+			cargs = append(cargs, "--set", "process.roles=broker", "--set", "replication.listener="+rep)
+		}
 		for _, s := range sets {
 			cargs = append(cargs, "--set", s)
 		}
-		dc.brokers = append(dc.brokers, &devBroker{id: i, addr: bootstrap[i-1], args: cargs,
+		dc.brokers = append(dc.brokers, &devBroker{id: i, addr: addrs[i-1], rep: rep, controller: controller, args: cargs,
 			logPath: filepath.Join(*dir, fmt.Sprintf("broker-%d.log", i))})
 	}
 	for _, b := range dc.brokers {
@@ -136,7 +159,7 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	deadline := time.Now().Add(devReadyTimeout)
 	for _, b := range dc.brokers {
-		for !kafkaAnswers(b.addr) {
+		for !b.ready() {
 			select {
 			case e := <-dc.exits:
 				fmt.Fprintf(stderr, "dev-cluster: broker %d exited during start-up (%s); see %s\n", e.b.id, e.b.lastExit(), e.b.logPath)
@@ -154,7 +177,11 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	out.printf(false, "strata dev cluster: %d brokers, data in %s\n", *n, *dir)
+	if *nc > 0 {
+		out.printf(false, "strata dev cluster: %d controllers (nodes 1-%d, no Kafka listener), %d brokers, data in %s\n", *nc, *nc, *n, *dir)
+	} else {
+		out.printf(false, "strata dev cluster: %d brokers, data in %s\n", *n, *dir)
+	}
 	out.printf(false, "bootstrap: %s\n", strings.Join(bootstrap, ","))
 	if ctl != nil {
 		out.printf(false, "control: strata dev-cluster restart|kill|stop N --dir %s (or type the command here; status lists the brokers)\n", *dir)
@@ -203,11 +230,15 @@ func (o *devOutput) printf(toErr bool, format string, a ...any) {
 // devBroker is one broker of a dev-cluster; its fields are used by the
 // main loop only.
 type devBroker struct {
-	id      int
-	addr    string
-	args    []string
-	logPath string
-	proc    *devProc // the current or last process; nil before the first start
+	id   int
+	addr string
+	rep  string // replication listener
+	// controller: a controller-only node (--controllers), ready once its
+	// replication listener accepts (it has no Kafka listener).
+	controller bool
+	args       []string
+	logPath    string
+	proc       *devProc // the current or last process; nil before the first start
 	// expected: the current process was told to stop (restart, stop,
 	// kill, shutdown), so its exit is no news.
 	expected bool
@@ -390,7 +421,7 @@ func (dc *devCluster) handle(r devRequest) {
 		go func(addr string, done chan struct{}) {
 			defer close(r.reply)
 			deadline := time.Now().Add(devReadyTimeout)
-			for !kafkaAnswers(addr) {
+			for !b.ready() {
 				select {
 				case <-done:
 					r.reply <- fmt.Sprintf("error: broker %d exited before it was ready; see %s", b.id, b.logPath)
@@ -589,4 +620,18 @@ func kafkaAnswers(addr string) bool {
 	var hdr [8]byte
 	_, err = io.ReadFull(c, hdr[:])
 	return err == nil && hdr[7] == 1
+}
+
+// ready reports whether b serves: a broker answers Kafka requests; a
+// controller-only node's replication listener accepts.
+func (b *devBroker) ready() bool {
+	if !b.controller {
+		return kafkaAnswers(b.addr)
+	}
+	c, err := net.DialTimeout("tcp", b.rep, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

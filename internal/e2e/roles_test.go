@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -444,4 +448,107 @@ func testRoles(t *testing.T, controllerRole string) {
 	}
 	c.waitBrokers(ctx, want(4, 6))
 	consumeAll(nAcked.Load())
+}
+
+// TestDevClusterControllers: `strata dev-cluster --controllers 3
+// --brokers 2` (README "Roles") starts three controller-only nodes and
+// two broker-only nodes: its bootstrap names the brokers only, Metadata
+// lists them only, and a topic at its default replication factor (2)
+// takes writes and reads them back; Ctrl-C stops it all.
+func TestDevClusterControllers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	port := freePortRun(t, 0, 1, 2, 3, 4, 100, 101, 102, 103, 104)
+	cmd := exec.Command(strataBin, "dev-cluster", "--controllers", "3", "--brokers", "2", "--dir", t.TempDir(), "--port", fmt.Sprint(port))
+	cmd.Env = brokerEnv()
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan error, 1)
+	go func() { gone <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-gone:
+		case <-time.After(40 * time.Second):
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("dev-cluster output:\n%s", out.String())
+		}
+	})
+	re := regexp.MustCompile(`(?m)^bootstrap: (.*)$`)
+	var m []string
+	testwait.For(t, 90*time.Second, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil },
+		"no bootstrap line from dev-cluster")
+	want := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", port+3, port+4)
+	if m[1] != want {
+		t.Fatalf("bootstrap %s, want the broker-only nodes %s", m[1], want)
+	}
+	if !strings.Contains(out.String(), "3 controllers") {
+		t.Fatalf("dev-cluster did not say it runs 3 controllers:\n%s", out.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(m[1], ",")...), kgo.DefaultProduceTopic("dev"),
+		kgo.ConsumeTopics("dev"), kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	kr, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int32
+	for _, b := range kr.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if fmt.Sprint(ids) != "[4 5]" {
+		t.Fatalf("Metadata lists brokers %v, want [4 5]", ids)
+	}
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(ctx, 1, -1, nil, "dev"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	waitPlaced(t, ctx, adm, "dev", 1, 1, 2, 3)
+	for i := 0; i < 10; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	got := 0
+	testwait.For(t, 30*time.Second, func() bool {
+		fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer fcancel()
+		got += cl.PollFetches(fctx).NumRecords()
+		return got >= 10
+	}, "consumed %d of 10 records", got)
+	td, _ := adm.ListTopics(ctx, "dev")
+	if rs := td["dev"].Partitions[0].Replicas; len(rs) != 2 {
+		t.Fatalf("replicas %v: want the default replication factor 2 (both brokers)", rs)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's output and the
+// test's reads at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
