@@ -103,7 +103,7 @@ func claimsFor(sub string, exp time.Time) map[string]any {
 
 // TestOAuthBearer: OAUTHBEARER (KIP-255) with a JWKS file and KIP-368
 // re-authentication, with franz-go's sasl/oauth against strata serve.
-// Takes about 10 s.
+// Takes about 12 s.
 func TestOAuthBearer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker")
@@ -122,7 +122,7 @@ func TestOAuthBearer(t *testing.T) {
 		"--set", "sasl.oauthbearer.jwks.endpoint.url=file:" + jwksPath,
 		"--set", "sasl.oauthbearer.expected.audience=strata",
 		"--set", "sasl.oauthbearer.expected.issuer=https://idp.test",
-		"--set", "listener.name.sasl_plaintext.connections.max.reauth.ms=1500",
+		"--set", "listener.name.sasl_plaintext.connections.max.reauth.ms=3000",
 	}}
 	b.start()
 	t.Cleanup(func() {
@@ -185,14 +185,14 @@ func TestOAuthBearer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		n := 0
-		// A session lives 1.5 s: produce until the client re-authenticated
-		// at least six times on connections it kept.
+		// A session lives 3 s (franz-go re-authenticates 1 s before its end): produce until the client re-authenticated
+		// at least four times on connections it kept.
 		testwait.For(t, 45*time.Second, func() bool {
 			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
 				t.Fatalf("produce %d: %v", n, err)
 			}
 			n++
-			return auths.Load()-connects.Load() >= 6
+			return auths.Load()-connects.Load() >= 4
 		}, "too few re-authentications: %d authentications, %d connections", auths.Load(), connects.Load())
 		if strings.Contains(b.logText(), "SASL session expired") {
 			t.Fatal("the broker closed a connection of the re-authenticating client")
@@ -234,8 +234,8 @@ func TestOAuthBearer(t *testing.T) {
 		// Not re-authenticating: closed once the lifetime is over.
 		conn := dial()
 		resp := authenticate(conn, token, 1)
-		if resp.ErrorCode != 0 || resp.SessionLifetimeMillis <= 0 || resp.SessionLifetimeMillis > 1500 {
-			t.Fatalf("SaslAuthenticate: error %d, session lifetime %d ms, want 0 < lifetime <= 1500", resp.ErrorCode, resp.SessionLifetimeMillis)
+		if resp.ErrorCode != 0 || resp.SessionLifetimeMillis <= 0 || resp.SessionLifetimeMillis > 3000 {
+			t.Fatalf("SaslAuthenticate: error %d, session lifetime %d ms, want 0 < lifetime <= 3000", resp.ErrorCode, resp.SessionLifetimeMillis)
 		}
 		start := time.Now()
 		corr := int32(10)
@@ -245,8 +245,8 @@ func TestOAuthBearer(t *testing.T) {
 			md.Version = 4
 			return rawRequest(t, conn, md, corr) == nil
 		}, "the connection stayed open after its session expired")
-		if el := time.Since(start); el < time.Second {
-			t.Fatalf("closed after %v, before the 1.5 s session lifetime", el)
+		if el := time.Since(start); el < 2*time.Second {
+			t.Fatalf("closed after %v, before the 3 s session lifetime", el)
 		}
 
 		// Re-authenticating as another principal is refused.
