@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -551,4 +553,43 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestBrokerOnlyCatchUp measures how long a broker-only node added to a
+// cluster with STRATA_ROLES_CATCHUP_TOPICS topics (one partition each on
+// node 4) takes to join the metadata quorum and catch up (its "metadata
+// caught up" log line), and to be ready: docs/SCALING.md. Not in CI
+// (unset: skipped).
+func TestBrokerOnlyCatchUp(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("STRATA_ROLES_CATCHUP_TOPICS"))
+	if n <= 0 {
+		t.Skip("set STRATA_ROLES_CATCHUP_TOPICS=N to measure")
+	}
+	c := startRolesCluster(t, "controller", 3, []int32{4})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client())
+	for i := 0; i < n; i += 100 {
+		var names []string
+		for j := i; j < min(n, i+100); j++ {
+			names = append(names, fmt.Sprintf("t%05d", j))
+		}
+		rs, err := adm.CreateTopics(ctx, 1, 1, nil, names...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				t.Fatalf("create %s: %v", r.Topic, r.Err)
+			}
+		}
+	}
+	start := time.Now()
+	n5 := c.add(5, true)
+	c.waitReady(n5)
+	ready := time.Since(start)
+	re := regexp.MustCompile(`metadata caught up with the controller.* commands=(\d+) .*took=(\S+)`)
+	m := re.FindStringSubmatch(fileTail(n5.log, 1<<20))
+	t.Logf("%d topics: a new broker-only node caught up %v (metadata commands %v) and answered Kafka requests %v after its start",
+		n, m[2:], m[1:2], ready.Round(time.Millisecond))
 }
