@@ -82,7 +82,7 @@ func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
 		return err
 	}
 	node := parseServerID(raft.ServerID(id))
-	if node < 0 {
+	if node < 0 || serverID(node) != raft.ServerID(id) {
 		return err
 	}
 	if r := b.raft; r != nil {
