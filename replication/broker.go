@@ -183,8 +183,17 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.start(); err != nil {
-		b.closeGroups()
+		// The metadata group first: its FSM opens partition groups as it
+		// applies commands, so groups closed before it stops could be
+		// followed by new ones, left running on logs the caller then
+		// closes (raft panics reading a closed partition: seen in the
+		// fault harness when a disk fault failed a start). closed stops
+		// a restart after a snapshot install from reopening one.
+		b.closed.Store(true)
 		b.closeRaft()
+		b.effMu.Lock()
+		b.closeGroups()
+		b.effMu.Unlock()
 		return nil, err
 	}
 	img := b.img.Load()
