@@ -389,6 +389,27 @@ func testRoles(t *testing.T, controllerRole string) {
 	wg.Wait()
 	c.nodes[ctrl].start()
 	c.waitReady(c.nodes[ctrl])
+	// A broker-only node restarted asks to join again: nothing changes
+	// (the same observers), and it serves again.
+	c.nodes[4].kill()
+	c.nodes[4].start()
+	c.waitReady(c.nodes[4])
+	c.waitBrokers(ctx, want(4, 5))
+	if !testwait.Until(30*time.Second, func() bool {
+		qr, err := qreq.RequestWith(ctx, cl)
+		if err != nil || len(qr.Topics) != 1 || len(qr.Topics[0].Partitions) != 1 {
+			return false
+		}
+		var obs []int32
+		for _, o := range qr.Topics[0].Partitions[0].Observers {
+			obs = append(obs, o.ReplicaID)
+		}
+		sort.Slice(obs, func(i, j int) bool { return obs[i] < obs[j] })
+		quorum = fmt.Sprint(obs)
+		return quorum == "[4 5]"
+	}) {
+		t.Fatalf("observers after node 4's restart: %s; want [4 5]", quorum)
+	}
 
 	consumeAll := func(want int64) {
 		t.Helper()
