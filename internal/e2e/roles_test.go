@@ -39,16 +39,18 @@ type rolesCluster struct {
 	// controller) or "controller" (controller-only).
 	controllerRole string
 	ctrlOnly       map[int32]bool
+	// extra settings of every node; "{node.id}" stands for its ID.
+	extra []string
 }
 
-func startRolesCluster(t *testing.T, controllerRole string, controllers int, brokers []int32) *rolesCluster {
+func startRolesCluster(t *testing.T, controllerRole string, controllers int, brokers []int32, extra ...string) *rolesCluster {
 	t.Helper()
 	var offs []int
 	for i := 0; i < 10; i++ {
 		offs = append(offs, i, 100+i)
 	}
 	c := &rolesCluster{t: t, base: freePortRun(t, offs...), dir: t.TempDir(), nodes: map[int32]*chaosNode{},
-		controllerRole: controllerRole, ctrlOnly: map[int32]bool{}}
+		controllerRole: controllerRole, ctrlOnly: map[int32]bool{}, extra: extra}
 	var vs []string
 	for i := 1; i <= controllers; i++ {
 		vs = append(vs, fmt.Sprintf("%d@127.0.0.1:%d", i, c.base+100+i-1))
@@ -119,6 +121,9 @@ func (c *rolesCluster) add(id int32, brokerOnly bool) *chaosNode {
 	} else if c.controllerRole != "" {
 		n.args = append(n.args, "--set", "process.roles="+c.controllerRole)
 		c.ctrlOnly[id] = c.controllerRole == "controller"
+	}
+	for _, a := range c.extra {
+		n.args = append(n.args, strings.ReplaceAll(a, "{node.id}", strconv.Itoa(int(id))))
 	}
 	c.nodes[id] = n
 	n.start()
@@ -243,8 +248,26 @@ func TestControllerOnlyNodes(t *testing.T) {
 	testRoles(t, "controller")
 }
 
-func testRoles(t *testing.T, controllerRole string) {
-	c := startRolesCluster(t, controllerRole, 3, []int32{4, 5})
+// TestControllerOnlyNodesMTLS: TestControllerOnlyNodes with mutual TLS
+// on the replication transport: broker-only nodes, unknown to the
+// controllers until they join, are admitted by their node certificates.
+func TestControllerOnlyNodesMTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five nodes: not in -short")
+	}
+	dir := t.TempDir()
+	run(t, time.Minute, "", strataBin, "certs", "ca", "--dir", dir)
+	for i := 1; i <= 6; i++ {
+		run(t, time.Minute, "", strataBin, "certs", "issue", "--dir", dir, "--node-id", strconv.Itoa(i))
+	}
+	testRoles(t, "controller",
+		"--set", "replication.security.protocol=SSL",
+		"--set", "replication.ssl.keystore.location="+filepath.Join(dir, "node-{node.id}.pem"),
+		"--set", "replication.ssl.truststore.location="+filepath.Join(dir, "ca.pem"))
+}
+
+func testRoles(t *testing.T, controllerRole string, extra ...string) {
+	c := startRolesCluster(t, controllerRole, 3, []int32{4, 5}, extra...)
 	ctrlOnly := controllerRole == "controller"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
