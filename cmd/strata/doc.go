@@ -23,7 +23,7 @@
 // invalid value fails start-up with exit status 2 and a message naming the
 // setting and where it came from (file and line, variable, or flag).
 // Kafka settings that a stock server.properties carries but that mean
-// nothing to Strata yet (num.io.threads, process.roles, ...; see
+// nothing to Strata yet (num.io.threads, controller.listener.names, ...; see
 // ignoredSettings in config.go) are accepted with a warning.
 //
 // Only the first of log.dirs is used. Only one PLAINTEXT listener is
