@@ -480,6 +480,12 @@ func TestReassignPartition(t *testing.T) {
 		g := b1.group(log.TopicPartition{Topic: "mv", Partition: 0})
 		return g != nil && g.trans.joinGateFor() == nil
 	}, "the re-added replica still holds its votes back after catching up")
+	// The metadata's ISR follows the promotion (the ISR counts voters, and
+	// nothing else makes the leader report after it).
+	testwait.For(t, 15*time.Second, func() bool {
+		ti, _ := q.brokers[1].Topic("mv")
+		return len(ti.Partitions[0].ISR) == 3
+	}, "the ISR never grew to the three replicas after the reassignment")
 }
 
 // checkRoleTiming waits until every running replica of the partition

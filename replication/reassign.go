@@ -245,7 +245,14 @@ func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) 
 			return nil // the next tick looks again
 		}
 		b.logger.Info("reassignment: the new replica caught up; it votes", "topic", t.Name, "partition", p.Partition, "broker", n)
-		return g.raft.AddVoter(serverID(n), addr, 0, configChangeTimeout).Error()
+		if err := g.raft.AddVoter(serverID(n), addr, 0, configChangeTimeout).Error(); err != nil {
+			return err
+		}
+		// The ISR counts voters (partitionGroup.isr): report it now, or
+		// the metadata would keep the replica out of sync until some
+		// other change made this leader report again.
+		b.queueReport(g)
+		return nil
 	}
 	for _, s := range cf.Configuration().Servers {
 		n := parseServerID(s.ID)
@@ -263,7 +270,11 @@ func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) 
 			return g.raft.LeadershipTransferToServer(serverID(to), addr).Error()
 		}
 		b.logger.Info("reassignment: removing a replica", "topic", t.Name, "partition", p.Partition, "broker", n)
-		return g.raft.RemoveServer(serverID(n), 0, configChangeTimeout).Error()
+		if err := g.raft.RemoveServer(serverID(n), 0, configChangeTimeout).Error(); err != nil {
+			return err
+		}
+		b.queueReport(g)
+		return nil
 	}
 	// The configuration equals the target; it may still be uncommitted (a
 	// leader elected since holds its predecessor's last change in its log,
