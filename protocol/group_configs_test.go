@@ -191,7 +191,8 @@ func TestGroupConfigsOverTheWire(t *testing.T) {
 	want := shareSettings{lock: 1500 * time.Millisecond, deliveryLimit: 3, maxLocks: 100,
 		reset: groupconfig.AutoOffsetReset{Kind: groupconfig.ResetByDuration, DurationMs: 600000}, readCommitted: true,
 		backoffMax: time.Minute, backoffMultiplier: 2, // Strata's delayed redelivery: off, with its defaults
-		recordTimes: true} // records' own times: read by default
+		recordTimes:  true, // records' own times: read by default
+		redriveLimit: 3}    // strata.share.dlq.redrive.limit's default
 	if st := n.s.shareSettings("jobs"); st != want {
 		t.Fatalf("after set: %+v, want %+v", st, want)
 	}

@@ -56,6 +56,8 @@ type shareSettings struct {
 	ttl time.Duration
 	// recordTimes is strata.share.record.headers.enable.
 	recordTimes bool
+	// redriveLimit is strata.share.dlq.redrive.limit (0 = none).
+	redriveLimit int
 }
 
 // part is the sharepart decision inputs of these settings.
@@ -89,6 +91,7 @@ func (s *Server) shareSettings(group string) shareSettings {
 		backoffJitter:     e.BackoffJitter,
 		ttl:               e.RecordTTL,
 		recordTimes:       e.RecordHeaders,
+		redriveLimit:      e.RedriveLimit,
 	}
 }
 

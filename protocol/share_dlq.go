@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/dlq"
 	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/segment"
@@ -64,8 +65,12 @@ import (
 type dlqSettings struct {
 	topic      string
 	copyRecord bool
-	prefix     string // errors.deadletterqueue.topic.name.prefix
-	autoCreate bool   // errors.deadletterqueue.auto.create.topics.enable
+	// redriveLimit is strata.share.dlq.redrive.limit: a record redriven
+	// this many times is dead-lettered with reason redrive-limit (0 =
+	// never).
+	redriveLimit int
+	prefix       string // errors.deadletterqueue.topic.name.prefix
+	autoCreate   bool   // errors.deadletterqueue.auto.create.topics.enable
 	// The flood guard (strata.share.dlq.flood.*; ratio 0 = off).
 	floodRatio  float64
 	floodWindow time.Duration
@@ -375,10 +380,12 @@ func (w *dlqWriter) flush(t replication.TopicInfo, partition int32, group string
 		letters = letters[:dlqMaxBatch]
 	}
 	var copies map[int64]kmsg.Record
-	if ds.copyRecord {
+	if ds.copyRecord || ds.redriveLimit > 0 {
+		// Also without copies: a redriven record's strata.redrive.count
+		// decides its reason (dead letters are rare; reading them is cheap).
 		copies = w.originals(t.Name, partition, letters)
 	}
-	batch, n := buildDLQBatch(t.Name, partition, group, stream, letters, copies, l.cfg.Now().UnixMilli())
+	batch, n := buildDLQBatch(t.Name, partition, group, stream, letters, copies, ds, l.cfg.Now().UnixMilli())
 	letters = letters[:n]
 	code, err := w.produce(ctx, dt, target, batch)
 	if err != nil {
@@ -631,13 +638,21 @@ func readDLQRecord(src []byte, r *kmsg.Record) (int, error) {
 // buildDLQBatch encodes letters (a prefix of them within
 // dlqMaxBatchBytes: n) as one idempotent batch of stream's producer, its
 // base sequence the first letter's.
-func buildDLQBatch(topic string, partition int32, group string, stream sharepart.Stream, letters []sharepart.DeadLetter, copies map[int64]kmsg.Record, nowMs int64) ([]byte, int) {
+func buildDLQBatch(topic string, partition int32, group string, stream sharepart.Stream, letters []sharepart.DeadLetter, copies map[int64]kmsg.Record, ds dlqSettings, nowMs int64) ([]byte, int) {
 	var body []byte
 	n := 0
 	for i, lt := range letters {
 		r := kmsg.Record{OffsetDelta: int32(i)}
-		if c, ok := copies[lt.Offset]; ok {
-			r.Key, r.Value = c.Key, c.Value
+		orig, haveOrig := copies[lt.Offset]
+		if haveOrig && ds.copyRecord {
+			r.Key, r.Value = orig.Key, orig.Value
+		}
+		reason, msg := lt.Reason.String(), lt.Reason.Message()
+		if haveOrig && ds.redriveLimit > 0 {
+			if rc := redriveCount(orig.Headers); rc >= ds.redriveLimit {
+				reason = "redrive-limit"
+				msg = fmt.Sprintf("redriven %d times (strata.share.dlq.redrive.limit %d) and dead-lettered again: %s", rc, ds.redriveLimit, msg)
+			}
 		}
 		h := func(k, v string) { r.Headers = append(r.Headers, kmsg.Header{Key: k, Value: []byte(v)}) }
 		h(hdrDLQTopic, topic)
@@ -645,8 +660,8 @@ func buildDLQBatch(topic string, partition int32, group string, stream sharepart
 		h(hdrDLQOffset, strconv.FormatInt(lt.Offset, 10))
 		h(hdrDLQGroup, group)
 		h(hdrDLQDeliveryCount, strconv.Itoa(int(lt.Count)))
-		h(hdrDLQMessage, lt.Reason.Message())
-		h(hdrStrataReason, lt.Reason.String())
+		h(hdrDLQMessage, msg)
+		h(hdrStrataReason, reason)
 		if lt.FirstMs > 0 {
 			h(hdrStrataFirstMs, strconv.FormatInt(lt.FirstMs, 10))
 		}
@@ -659,8 +674,8 @@ func buildDLQBatch(topic string, partition int32, group string, stream sharepart
 		// Beyond Kafka: the original headers too (after the letter's own,
 		// which they never repeat), so a redrive re-publishes the record
 		// whole and its strata.redrive.count survives the round trip.
-		if c, ok := copies[lt.Offset]; ok {
-			for _, oh := range c.Headers {
+		if haveOrig && ds.copyRecord {
+			for _, oh := range orig.Headers {
 				if !strings.HasPrefix(oh.Key, "__dlq.errors.") && !strings.HasPrefix(oh.Key, "strata.dlq.") {
 					r.Headers = append(r.Headers, oh)
 				}
@@ -743,4 +758,17 @@ func (w *dlqWriter) collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descDLQPaused, prometheus.GaugeValue, 1, g)
 		}
 	}
+}
+
+// redriveCount is a record's strata.redrive.count header (0 when absent
+// or not a number).
+func redriveCount(headers []kmsg.Header) int {
+	for _, h := range headers {
+		if h.Key == dlq.HeaderRedriveCount {
+			if n, err := strconv.Atoi(string(h.Value)); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }

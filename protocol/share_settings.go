@@ -14,7 +14,7 @@ func (s *Server) groupShare(group string) groupShare {
 	if st.dlqTopic != "" && s.featureLevel(featureShare) >= 2 {
 		// KIP-1191: dead letters need share.version 2.
 		b := s.cfg.GroupConfig
-		gs.dlq = dlqSettings{topic: st.dlqTopic, copyRecord: st.dlqCopy, prefix: b.DLQTopicNamePrefix, autoCreate: b.DLQAutoCreateTopics,
+		gs.dlq = dlqSettings{topic: st.dlqTopic, copyRecord: st.dlqCopy, redriveLimit: st.redriveLimit, prefix: b.DLQTopicNamePrefix, autoCreate: b.DLQAutoCreateTopics,
 			floodRatio: b.FloodRatio, floodWindow: b.FloodWindow, floodMin: int64(b.FloodMinDeliveries)}
 		gs.part.DeadLetters = true
 	}

@@ -268,6 +268,9 @@ const (
 	// RecordHeadersEnable is Strata's: records' own strata.ttl.ms and
 	// strata.deliver.after.ms headers are honoured.
 	RecordHeadersEnable = "strata.share.record.headers.enable"
+	// RedriveLimit is Strata's: a record redriven this many times that is
+	// dead-lettered again says so (reason redrive-limit).
+	RedriveLimit = "strata.share.dlq.redrive.limit"
 )
 
 // Defs are the group configs Strata serves, in DescribeConfigs' order.
@@ -302,6 +305,9 @@ var Defs = []Def{
 		bounds: func(Broker) (int64, int64, int64) { return 0, 2147483647, 0 }},
 	{Name: RecordHeadersEnable, Type: TypeBoolean, Default: "true",
 		Doc: "Strata's: a record's own headers strata.ttl.ms (a time-to-live from its timestamp, overriding strata.share.record.ttl.ms; 0 = none) and strata.deliver.after.ms (epoch milliseconds: not delivered before) are honoured. The share-partition leader then reads the records of each batch it delivers for the first time (a scan of an uncompressed batch, a decompression of a compressed one); false delivers batches without looking inside."},
+	{Name: RedriveLimit, Type: TypeInt, Min: 0, Default: "3",
+		Doc:    "Strata's: a record whose strata.redrive.count header (set by strata dlq redrive) is at least this when it is dead-lettered again gets the reason redrive-limit instead of its own (max-deliveries, rejected, ...): the redrive loop guard's limit (strata dlq redrive --limit has the same default, 3: set both alike). 0 = never.",
+		bounds: func(Broker) (int64, int64, int64) { return 0, 1000, 3 }},
 	{Name: FloodPaused, Type: TypeBoolean, Default: "false",
 		Doc: "Strata's: true while the share group is paused by the dead-letter flood guard (its dead letters exceeded strata.share.dlq.flood.ratio of its deliveries): no records are delivered to it. Delete it (strata share-group resume GROUP) to resume."},
 	{Name: ShareAutoOffsetReset, Type: TypeString, Default: "latest",
@@ -558,6 +564,7 @@ type Effective struct {
 	BackoffJitter     float64       // strata.share.redelivery.backoff.jitter
 	RecordTTL         time.Duration // strata.share.record.ttl.ms (0 = none)
 	RecordHeaders     bool          // strata.share.record.headers.enable
+	RedriveLimit      int           // strata.share.dlq.redrive.limit (0 = none)
 	// Share-group membership.
 	ShareSessionTimeout    time.Duration // share.session.timeout.ms
 	ShareHeartbeatInterval time.Duration // share.heartbeat.interval.ms
@@ -574,6 +581,7 @@ func Defaults(b Broker) Effective {
 		PartitionMaxRecordLocks:   b.SharePartitionMaxRecordLocks,
 		RenewAcknowledgeEnable:    true,
 		RecordHeaders:             true,
+		RedriveLimit:              3,
 		BackoffMax:                time.Minute,
 		BackoffMultiplier:         2,
 		ShareSessionTimeout:       b.ShareSessionTimeout,
@@ -661,6 +669,9 @@ func Resolve(overrides map[string]string, b Broker) Effective {
 		if on, ok := parseBool(v); ok {
 			e.RecordHeaders = on
 		}
+	}
+	if n, ok := intOf(RedriveLimit); ok {
+		e.RedriveLimit = int(n)
 	}
 	if v, ok := overrides[FloodPaused]; ok {
 		if on, ok := parseBool(v); ok {
