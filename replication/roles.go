@@ -74,8 +74,11 @@ func (b *Broker) registeredReplAddr(node int32) string {
 // admitPeerFrom is the plaintext admission check (MuxConfig.AdmitFrom):
 // admitPeer's voters and registered brokers, the members of the metadata
 // configuration (a broker-only node added but not registered yet), and on
-// a controller a node asking to join, from loopback or, with
-// replication.plaintext.allow.nonloopback, from anywhere.
+// a controller a node asking to join only with
+// replication.plaintext.allow.nonloopback: without TLS a node's ID is
+// only its claim, so admitting nodes the metadata does not know is the
+// operator's explicit choice (with mutual TLS the certificate admits
+// them). Loopback is not enough: any local process could claim a node.
 func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
 	err := b.admitPeer(id)
 	if err == nil || !errors.Is(err, ErrTransportRefused) {
@@ -97,22 +100,10 @@ func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
 	if !b.isVoter(b.cfg.NodeID) {
 		return err // only controllers take joins
 	}
-	if b.cfg.JoinOffLoopback || isLoopbackAddr(remote) {
+	if b.cfg.JoinOffLoopback {
 		return nil
 	}
-	return fmt.Errorf("%w (a node joining over plaintext is admitted from loopback only, or with replication.plaintext.allow.nonloopback)", err)
-}
-
-func isLoopbackAddr(a net.Addr) bool {
-	if a == nil {
-		return false
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return fmt.Errorf("%w (a node joining over plaintext is admitted only with replication.plaintext.allow.nonloopback=true on the controllers, or use mutual TLS)", err)
 }
 
 // joinQuorum asks the voters, one after another, to add this broker-only

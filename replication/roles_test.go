@@ -27,15 +27,16 @@ func TestAdmitJoiner(t *testing.T) {
 		remote net.Addr
 		ok     bool
 	}{
-		{broker(1, false), "7", loop, true},
-		{broker(1, false), "7", loop6, true},
+		{broker(1, false), "7", loop, false}, // plaintext joins need the setting
+		{broker(1, false), "7", loop6, false},
+		{broker(1, true), "7", loop, true},
 		{broker(1, false), "7", far, false},
 		{broker(1, true), "7", far, true},
 		{broker(1, false), "2", far, true}, // a voter, as before
 		{broker(5, false), "7", loop, false},
 		{broker(5, true), "7", far, false},
-		{broker(1, false), "x", loop, false},
-		{broker(1, false), "07", loop, false},
+		{broker(1, true), "x", loop, false},
+		{broker(1, true), "07", loop, false},
 	} {
 		err := c.b.admitPeerFrom(c.id, c.remote)
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrTransportRefused)) {

@@ -140,7 +140,9 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		controller := *nc > 0 && i <= *nc
 		switch {
 		case controller:
-			cargs = append(cargs, "--set", "process.roles=controller")
+			// Plaintext on loopback: the controllers admit the broker-only
+			// nodes joining (a setting, as a node's ID is only its claim).
+			cargs = append(cargs, "--set", "process.roles=controller", "--set", "replication.plaintext.allow.nonloopback=true")
 		case *nc > 0:
 			cargs = append(cargs, "--set", "process.roles=broker", "--set", "replication.listener="+rep)
 		}

@@ -122,8 +122,14 @@ func (c *rolesCluster) add(id int32, brokerOnly bool) *chaosNode {
 		n.args = append(n.args, "--set", "process.roles="+c.controllerRole)
 		c.ctrlOnly[id] = c.controllerRole == "controller"
 	}
+	tls := false
 	for _, a := range c.extra {
 		n.args = append(n.args, strings.ReplaceAll(a, "{node.id}", strconv.Itoa(int(id))))
+		tls = tls || strings.HasPrefix(a, "replication.security.protocol=SSL")
+	}
+	if !tls {
+		// Plaintext: the controllers admit joining nodes only when told.
+		n.args = append(n.args, "--set", "replication.plaintext.allow.nonloopback=true")
 	}
 	c.nodes[id] = n
 	n.start()

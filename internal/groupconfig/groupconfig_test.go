@@ -129,7 +129,8 @@ func TestCheckAsKafka(t *testing.T) {
 func TestResolve(t *testing.T) {
 	b := Broker{ShareMinRecordLockDuration: time.Second, ShareRecordLockDuration: 2 * time.Second}.WithDefaults()
 	if e := Resolve(nil, b); e.RecordLockDuration != 2*time.Second || e.DeliveryCountLimit != 5 || e.PartitionMaxRecordLocks != 2000 ||
-		e.AutoOffsetReset.Kind != ResetLatest || e.ReadCommitted || !e.RenewAcknowledgeEnable || !e.RecordHeaders || e.ShareSessionTimeout != 45*time.Second {
+		e.AutoOffsetReset.Kind != ResetLatest || e.ReadCommitted || !e.RenewAcknowledgeEnable || !e.RecordHeaders || e.ShareSessionTimeout != 45*time.Second ||
+		e.RedriveLimit != 3 {
 		t.Fatalf("defaults: %+v", e)
 	}
 	e := Resolve(map[string]string{
@@ -138,11 +139,12 @@ func TestResolve(t *testing.T) {
 		ShareSessionTimeoutMs: "50000", ShareHeartbeatIntervalMs: "6000", ConsumerSessionTimeoutMs: "46000", ConsumerHeartbeatIntervalMs: "7000",
 		DLQTopicName: " dlq.jobs", DLQCopyRecordEnable: "true",
 		BackoffInitialMs: "500", BackoffMultiplier: "1.5", BackoffJitter: "0.2", RecordHeadersEnable: "false",
+		RedriveLimit: "7",
 	}, b)
 	want := Effective{RecordLockDuration: 1500 * time.Millisecond, DeliveryCountLimit: 3, PartitionMaxRecordLocks: 100,
 		AutoOffsetReset: AutoOffsetReset{Kind: ResetByDuration, DurationMs: 60000}, ReadCommitted: true, RenewAcknowledgeEnable: false,
 		DLQTopicName: "dlq.jobs", DLQCopyRecordEnable: true,
-		BackoffInitial: 500 * time.Millisecond, BackoffMax: time.Minute, BackoffMultiplier: 1.5, BackoffJitter: 0.2,
+		BackoffInitial: 500 * time.Millisecond, BackoffMax: time.Minute, BackoffMultiplier: 1.5, BackoffJitter: 0.2, RedriveLimit: 7,
 		ShareSessionTimeout: 50 * time.Second, ShareHeartbeatInterval: 6 * time.Second, ConsumerSessionTimeout: 46 * time.Second, ConsumerHeartbeatInterval: 7 * time.Second}
 	if e != want {
 		t.Fatalf("overrides:\n got %+v\nwant %+v", e, want)
