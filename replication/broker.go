@@ -265,21 +265,17 @@ func (b *Broker) start() error {
 			}
 		}
 	}
-	// Under effMu, against the image of the moment: an effect applied
-	// meanwhile (a reassignment done that drops this broker's copy, a
-	// deletion) must not interleave with opening a group -- the FSM
-	// closed and deleted a partition whose group this loop was opening,
-	// and raft panicked reading it (the fault harness, 30 minutes, seed
-	// 11) -- and a topic created meanwhile (its partitions opened by the
-	// FSM) is not a stray.
-	b.effMu.Lock()
-	defer b.effMu.Unlock()
 	img = b.img.Load()
 	for _, name := range img.names {
 		if err := b.openLogs(img.topics[name], 0); err != nil {
 			return err
 		}
 	}
+	// Under effMu, against the image of the moment: a topic created
+	// meanwhile (its partitions opened by the FSM) is not a stray.
+	b.effMu.Lock()
+	defer b.effMu.Unlock()
+	img = b.img.Load()
 	for _, tp := range b.logs.Partitions() {
 		if t, ok := img.topics[tp.Topic]; ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
 			// Moved away by a reassignment that finished while this
