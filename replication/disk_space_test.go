@@ -20,7 +20,8 @@ func TestProduceRefusedBelowFreeSpaceThreshold(t *testing.T) {
 	free.Store(1 << 30)
 	cfg := testConfig(t.TempDir())
 	cfg.MinFreeBytes = 100 << 20
-	cfg.FreeSpace = func(string) (int64, error) { return free.Load(), nil }
+	var looks atomic.Int64 // how often the broker has read the free space
+	cfg.FreeSpace = func(string) (int64, error) { looks.Add(1); return free.Load(), nil }
 	b := startBroker(t, cfg)
 	defer b.Close()
 	if _, err := b.CreateTopic(ctx, CreateTopicRequest{Name: "full", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
@@ -41,7 +42,10 @@ func TestProduceRefusedBelowFreeSpaceThreshold(t *testing.T) {
 	}
 	// Over the threshold but under the resume mark: still full.
 	free.Store(105 << 20)
-	time.Sleep(3 * diskCheckInterval) // what is tested: the state does not change
+	// The state must not change: let the broker look at the new figure
+	// three times, then check.
+	seen := looks.Load()
+	testwait.For(t, 10*time.Second, func() bool { return looks.Load() >= seen+3 }, "the broker stopped checking the free space")
 	if b.LogDirError() == nil {
 		t.Fatal("resumed below the resume mark (threshold + 10%)")
 	}
