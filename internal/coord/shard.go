@@ -99,10 +99,17 @@ func (s *Shard[S]) run() {
 	// Stopped -- is a bug that some input triggered: it stops this shard
 	// only (its callers get NOT_COORDINATOR and retry, and the next request
 	// reloads the partition from its log), never the process.
-	defer s.recoverPanic()
-	defer close(s.done)
-	defer s.c.forget(s)
-	defer s.state.Stopped()
+	// Done closes only after the panic was counted and logged and the
+	// coordinator forgot the shard, so whoever waits on it sees all of that.
+	defer func() {
+		s.notePanic(recover())
+		func() {
+			defer func() { s.notePanic(recover()) }()
+			s.state.Stopped()
+		}()
+		s.c.forget(s)
+		close(s.done)
+	}()
 	start := time.Now()
 	if err := s.load(); err != nil {
 		cfg.Logger.Warn(cfg.Name+" load failed", "partition", s.partition, "epoch", s.epoch, "err", err)
@@ -134,8 +141,8 @@ func (s *Shard[S]) run() {
 // and metrics read it; each is a bug, logged with its stack).
 var Panics atomic.Int64
 
-func (s *Shard[S]) recoverPanic() {
-	r := recover()
+// notePanic counts and logs a value recovered from a panic (nil: none).
+func (s *Shard[S]) notePanic(r any) {
 	if r == nil {
 		return
 	}
