@@ -422,6 +422,9 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	if err != nil {
 		return TopicInfo{}, err
 	}
+	if err := checkPartitionLimits(img, b.brokerPropsOf(img), len(assign), assignedReplicas(assign)); err != nil {
+		return TopicInfo{}, err
+	}
 	if err := checkPartitionBudget(img, len(assign)); err != nil {
 		return TopicInfo{}, err
 	}
@@ -699,6 +702,9 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 		assign, err = autoAssign(img, cur, count-cur, rf)
 	}
 	if err != nil {
+		return err
+	}
+	if err := checkPartitionLimits(img, b.brokerPropsOf(img), len(assign), assignedReplicas(assign)); err != nil {
 		return err
 	}
 	if err := checkPartitionBudget(img, len(assign)); err != nil {

@@ -126,6 +126,21 @@ func (b *Broker) AlterPartitionReassignment(ctx context.Context, topic string, p
 	if replicas != nil && len(replicas) == 0 {
 		return fmt.Errorf("%w: an empty replica list", ErrInvalidReplicaAssignment)
 	}
+	if replicas != nil {
+		// Replicas the move adds count against max.broker.partitions from
+		// the start (they are created at once); a cancel only removes.
+		img := b.img.Load()
+		members := t.Partitions[partition].members()
+		added := map[int32]int64{}
+		for _, n := range replicas {
+			if !containsNode(members, n) {
+				added[n]++
+			}
+		}
+		if err := checkPartitionLimits(img, b.brokerPropsOf(img), 0, added); err != nil {
+			return err
+		}
+	}
 	_, err := b.commitLocked(Command{Type: CmdReassign, Reassign: &ReassignChange{TopicID: t.ID, Partition: partition, Target: replicas}})
 	if err != nil && errors.Is(err, errRejected) {
 		if errors.Is(err, ErrNoReassignmentInProgress) || replicas == nil {

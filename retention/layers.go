@@ -50,9 +50,10 @@ func Merge(layers []Layer) map[string]string {
 // (log.retention.hours, log.roll.hours stay static). They reach every live
 // partition whose topic does not override them. Of the cleaner's own
 // settings, log.cleaner.backoff.ms is dynamic (Cleaner.SetBackoff), the
-// others are not, as in Kafka.
+// others are not, as in Kafka. The partition limits (max.broker.partitions,
+// max.partitions) are dynamic, as KIP-578 makes them.
 func IsDynamicBrokerSetting(name string) bool {
-	if name == "log.cleaner.backoff.ms" {
+	if name == "log.cleaner.backoff.ms" || IsLimitSetting(name) {
 		return true
 	}
 	ref, ok := synonymByName[name]
@@ -82,6 +83,12 @@ func ValidateDynamicBroker(set map[string]string, lower []Layer) error {
 		}
 		if i := cleanerSettingIndex(k); i >= 0 {
 			if _, _, err := parseCleanerSetting(i, set[k]); err != nil {
+				return err
+			}
+			continue
+		}
+		if IsLimitSetting(k) {
+			if err := ValidateLimitSetting(k, set[k]); err != nil {
 				return err
 			}
 			continue
@@ -209,6 +216,17 @@ func DescribeBrokerLayers(layers []Layer) []Entry {
 			}
 		}
 		e.Synonyms = append(e.Synonyms, EntrySynonym{Name: cs.name, Value: cs.def, Source: SourceDefault})
+		e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
+		out = append(out, e)
+	}
+	for _, ls := range limitSettings {
+		e := Entry{Name: ls.name, Type: TypeInt, Doc: ls.doc}
+		for _, l := range layers {
+			if v, ok := l.Props[ls.name]; ok {
+				e.Synonyms = append(e.Synonyms, EntrySynonym{Name: ls.name, Value: strings.TrimSpace(v), Source: l.Source})
+			}
+		}
+		e.Synonyms = append(e.Synonyms, EntrySynonym{Name: ls.name, Value: ls.def, Source: SourceDefault})
 		e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
 		out = append(out, e)
 	}

@@ -175,7 +175,7 @@ var settingByName = func() map[string]*setting {
 }()
 
 func knownSetting(name string) bool {
-	return settingByName[name] != nil || retention.IsBrokerSetting(name) || retention.IsCleanerSetting(name) || ignoredSettings[name] || isSecuritySetting(name)
+	return settingByName[name] != nil || retention.IsBrokerSetting(name) || retention.IsCleanerSetting(name) || retention.IsLimitSetting(name) || ignoredSettings[name] || isSecuritySetting(name)
 }
 
 // rawValue is a setting's value and where it came from.
@@ -450,6 +450,11 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 	for name, rv := range explicit {
 		if retention.IsBrokerSetting(name) {
 			if err := retention.ValidateBrokerSetting(name, rv.value); err != nil {
+				return nil, fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
+			}
+		}
+		if retention.IsLimitSetting(name) {
+			if err := retention.ValidateLimitSetting(name, rv.value); err != nil {
 				return nil, fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
 			}
 		}

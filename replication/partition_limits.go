@@ -1,0 +1,75 @@
+package replication
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/strata-io/strata/retention"
+)
+
+// Partition limits (KIP-578): max.broker.partitions bounds the replicas
+// one broker hosts, max.partitions the partitions of the cluster. The
+// broker that takes the request checks them, with its own effective
+// settings (its dynamic value, the dynamic cluster default, static), against
+// its image before it proposes a CreateTopic, CreatePartitions or
+// reassignment -- auto-created
+// and internal topics included, as KIP-578 asks, so that no request is a
+// back door. What would exceed them is refused with ErrPolicyViolation
+// (POLICY_VIOLATION on the wire: KIP-578's own error code was never
+// added to Kafka, and every Kafka client knows POLICY_VIOLATION as a
+// non-retriable error whose message it shows), naming the limit. The
+// checks are O(partitions) under the writer lock, at most 200,000.
+
+// replicaCounts counts, per broker, the replicas img places on it: the
+// current replicas of every partition plus those a reassignment is adding.
+func replicaCounts(img *image) map[int32]int64 {
+	out := make(map[int32]int64, len(img.brokers))
+	for _, name := range img.names {
+		for _, p := range img.topics[name].Partitions {
+			for _, n := range p.Replicas {
+				out[n]++
+			}
+			for _, n := range p.Target {
+				if !containsNode(p.Replicas, n) {
+					out[n]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkPartitionLimits checks that adding newParts partitions and the
+// replicas in added (per broker) keeps img within limits.
+func checkPartitionLimits(img *image, props map[string]string, newParts int, added map[int32]int64) error {
+	perBroker, cluster := retention.PartitionLimits(props)
+	if total := int64(img.partitionCount()); newParts > 0 && total+int64(newParts) > cluster {
+		return fmt.Errorf("%w: %d more partitions would make the cluster hold %d, above %s=%d", ErrPolicyViolation, newParts, total+int64(newParts), retention.MaxPartitions, cluster)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	counts := replicaCounts(img)
+	nodes := make([]int32, 0, len(added))
+	for n := range added {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
+	for _, n := range nodes {
+		if c := counts[n] + added[n]; added[n] > 0 && c > perBroker {
+			return fmt.Errorf("%w: %d more partition replicas on broker %d would make it host %d, above %s=%d", ErrPolicyViolation, added[n], n, c, retention.MaxBrokerPartitions, perBroker)
+		}
+	}
+	return nil
+}
+
+// assignedReplicas counts the replicas of assign per broker.
+func assignedReplicas(assign []Assignment) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, a := range assign {
+		for _, n := range a.Replicas {
+			out[n]++
+		}
+	}
+	return out
+}

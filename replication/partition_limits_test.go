@@ -1,0 +1,102 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/internal/testwait"
+)
+
+func TestCheckPartitionLimits(t *testing.T) {
+	im := newImage()
+	im.brokers = map[int32]BrokerInfo{1: {NodeID: 1}, 2: {NodeID: 2}}
+	im.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		topics["t"] = &TopicInfo{Name: "t", Partitions: []PartitionInfo{
+			{Partition: 0, Replicas: []int32{1, 2}},
+			{Partition: 1, Replicas: []int32{1}, Target: []int32{2}}, // 2 being added
+		}}
+	})
+	props := map[string]string{"max.broker.partitions": "3", "max.partitions": "3"}
+	if err := checkPartitionLimits(im, props, 1, map[int32]int64{1: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Broker 2 hosts 2 (one replica, one being added): one more fits.
+	if err := checkPartitionLimits(im, props, 0, map[int32]int64{2: 1}); err != nil {
+		t.Fatal(err)
+	}
+	err := checkPartitionLimits(im, props, 0, map[int32]int64{2: 2})
+	if !errors.Is(err, ErrPolicyViolation) || !strings.Contains(err.Error(), "broker 2") || !strings.Contains(err.Error(), "max.broker.partitions=3") {
+		t.Fatalf("over the broker limit: %v", err)
+	}
+	err = checkPartitionLimits(im, props, 2, nil)
+	if !errors.Is(err, ErrPolicyViolation) || !strings.Contains(err.Error(), "max.partitions=3") {
+		t.Fatalf("over the cluster limit: %v", err)
+	}
+	// Defaults: 10,000 replicas per broker.
+	if err := checkPartitionLimits(im, nil, 1, map[int32]int64{1: 9998}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPartitionLimits(im, nil, 1, map[int32]int64{1: 9999}); !errors.Is(err, ErrPolicyViolation) {
+		t.Fatalf("10,001 replicas on a broker: %v", err)
+	}
+}
+
+// On three brokers, max.broker.partitions set for the cluster through one
+// broker (the dynamic default) binds CreateTopics with an explicit
+// assignment, and reassignments: a move that would put one replica too
+// many on broker 3 is refused with ErrPolicyViolation naming the broker
+// and the limit, while one that fits completes.
+func TestPartitionLimitsAcrossQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-broker quorum")
+	}
+	q := newTestQuorum(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	q.controller()
+	testwait.For(t, 30*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three brokers registered")
+	if err := q.brokers[1].SetBrokerConfigs(ctx, "", map[string]string{"max.broker.partitions": "2"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range q.brokers {
+		testwait.For(t, 10*time.Second, func() bool {
+			return q.brokers[i].DynamicBrokerConfigs("")["max.broker.partitions"] == "2"
+		}, "broker %d never saw the limit", i+1)
+	}
+	if _, err := q.brokers[0].CreateTopic(ctx, CreateTopicRequest{Name: "a", NumPartitions: -1, ReplicationFactor: -1,
+		Assignment: map[int32][]int32{0: {1, 2}, 1: {1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := q.brokers[2].CreateTopic(ctx, CreateTopicRequest{Name: "b", NumPartitions: -1, ReplicationFactor: -1,
+		Assignment: map[int32][]int32{0: {1, 3}}})
+	if !errors.Is(err, ErrPolicyViolation) || !strings.Contains(err.Error(), "broker 1") {
+		t.Fatalf("a third replica on broker 1: %v", err)
+	}
+	if _, err := q.brokers[2].CreateTopic(ctx, CreateTopicRequest{Name: "b", NumPartitions: -1, ReplicationFactor: -1,
+		Assignment: map[int32][]int32{0: {3}}}); err != nil {
+		t.Fatal(err)
+	}
+	q.waitTopic(2, "a")
+	if err := q.brokers[2].AlterPartitionReassignment(ctx, "a", 0, []int32{2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, func() bool {
+		for _, br := range q.brokers {
+			ti, _ := br.Topic("a")
+			if len(ti.Partitions) != 2 || ti.Partitions[0].Target != nil || !equalNodes(ti.Partitions[0].Replicas, []int32{2, 3}) {
+				return false
+			}
+		}
+		return true
+	}, "the reassignment within the limit never finished")
+	err = q.brokers[0].AlterPartitionReassignment(ctx, "a", 1, []int32{3, 2})
+	if !errors.Is(err, ErrPolicyViolation) || !strings.Contains(err.Error(), "broker 3") || !strings.Contains(err.Error(), "max.broker.partitions=2") {
+		t.Fatalf("a third replica on broker 3 by reassignment: %v", err)
+	}
+	if rs := q.brokers[0].Reassignments(); len(rs) != 0 {
+		t.Fatalf("a refused reassignment was recorded: %+v", rs)
+	}
+}
