@@ -72,6 +72,11 @@ type Broker struct {
 	// one per open local partition. Lock order: effMu, then groupsMu;
 	// groupsMu is never held while waiting for raft.
 	groupsMu sync.RWMutex
+	// guards keep a partition's open and removal apart (partition_guard.go).
+	guards *partitionGuards
+	// testHookOpening, when set, runs in openLog under the partition's
+	// guard before the group starts (tests hold an open there).
+	testHookOpening func(log.TopicPartition)
 	groups   map[log.TopicPartition]*partitionGroup // protected by groupsMu
 	byRaft   map[*raft.Raft]*partitionGroup         // protected by groupsMu
 	// partitionTiming is the raft timing of groups with several voters.
@@ -154,6 +159,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, mu: newWriterLock(),
 		groups: map[log.TopicPartition]*partitionGroup{}, byRaft: map[*raft.Raft]*partitionGroup{},
+		guards: newPartitionGuards(),
 		partitionTiming: partitionTiming,
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
@@ -265,9 +271,12 @@ func (b *Broker) start() error {
 			}
 		}
 	}
+	// Not under effMu (that stalled the metadata FSM for the whole start,
+	// ff2f24b): each partition is opened under its guard, after checking
+	// that the image of the moment still places it here.
 	img = b.img.Load()
 	for _, name := range img.names {
-		if err := b.openLogs(img.topics[name], 0); err != nil {
+		if err := b.openLogsChecked(img.topics[name], 0, true); err != nil {
 			return err
 		}
 	}
@@ -289,7 +298,7 @@ func (b *Broker) start() error {
 		// broker). Deleted, as Kafka deletes stray replicas.
 		b.logger.Warn("partition directory of a topic deleted while this broker was away; deleting it",
 			"topic", tp.Topic, "partition", tp.Partition)
-		if err := b.logs.Delete(tp); err != nil {
+		if err := b.deleteGuarded(tp); err != nil {
 			b.logger.Error("could not delete a stray partition directory", "partition", tp.String(), "err", err)
 		}
 	}
@@ -503,15 +512,27 @@ func (b *Broker) removeLeftoversLocked(name string) ([][16]byte, error) {
 		}
 	}
 	for _, tp := range b.logs.Partitions() {
-		if tp.Topic != name || b.group(tp) != nil {
+		if tp.Topic != name {
 			continue
 		}
-		b.logger.Warn("removing stray partition directory before creating its topic", "topic", tp.Topic, "partition", tp.Partition)
-		if err := b.logs.Delete(tp); err != nil {
+		if err := b.deleteStray(tp); err != nil {
 			return nil, fmt.Errorf("replication: remove stray %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
 	}
 	return finished, nil
+}
+
+// deleteStray deletes tp's directory unless a group runs on it, under
+// tp's guard.
+func (b *Broker) deleteStray(tp log.TopicPartition) error {
+	g := b.guards.of(tp)
+	g.Lock()
+	defer g.Unlock()
+	if b.group(tp) != nil {
+		return nil
+	}
+	b.logger.Warn("removing stray partition directory before creating its topic", "topic", tp.Topic, "partition", tp.Partition)
+	return b.logs.Delete(tp)
 }
 
 // assignLocked checks partitions, replication factor and any explicit

@@ -653,7 +653,13 @@ func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish fun
 }
 
 // openLogs opens the local logs of t's partitions from first on.
-func (b *Broker) openLogs(t *TopicInfo, first int32) error {
+func (b *Broker) openLogs(t *TopicInfo, first int32) error { return b.openLogsChecked(t, first, false) }
+
+// openLogsChecked is openLogs; with recheck, a partition the published
+// image no longer places here (moved away or deleted since t was read) is
+// skipped. Effects leave recheck off: a command that opens partitions
+// publishes its image after them.
+func (b *Broker) openLogsChecked(t *TopicInfo, first int32, recheck bool) error {
 	cfg, err := retention.LogConfig(t.Configs, b.brokerProps())
 	if err != nil {
 		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
@@ -679,7 +685,7 @@ func (b *Broker) openLogs(t *TopicInfo, first int32) error {
 		go func(part int32) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := b.openLog(t, part, cfg); err != nil {
+			if err := b.openLog(t, part, cfg, recheck); err != nil {
 				mu.Lock()
 				if firstErr == nil {
 					firstErr = err
@@ -695,9 +701,17 @@ func (b *Broker) openLogs(t *TopicInfo, first int32) error {
 // openLogsParallel bounds the partitions openLogs opens at once.
 const openLogsParallel = 8
 
-// openLog opens one partition's log and starts its raft group.
-func (b *Broker) openLog(t *TopicInfo, part int32, cfg log.Config) error {
+// openLog opens one partition's log and starts its raft group, under the
+// partition's guard (partition_guard.go).
+func (b *Broker) openLog(t *TopicInfo, part int32, cfg log.Config, recheck bool) error {
 	tp := log.TopicPartition{Topic: t.Name, Partition: part}
+	g := b.guards.of(tp)
+	g.Lock()
+	defer g.Unlock()
+	if recheck && !b.stillLocal(t.ID, part) {
+		b.logger.Debug("partition left this broker before start opened it", "partition", tp.String())
+		return nil
+	}
 	if err := b.dropStrayDir(tp, t.ID); err != nil {
 		return err
 	}
@@ -706,6 +720,9 @@ func (b *Broker) openLog(t *TopicInfo, part int32, cfg log.Config) error {
 		return fmt.Errorf("replication: open %s-%d: %w", t.Name, part, err)
 	}
 	b.adoptDir(lp, t.ID)
+	if h := b.testHookOpening; h != nil {
+		h(tp)
+	}
 	if err := b.openGroup(t, lp); err != nil {
 		return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, part, err)
 	}
@@ -725,20 +742,33 @@ func (b *Broker) deleteLogs(pd pendingDelete) error {
 		wg.Add(1)
 		go func(tp log.TopicPartition) {
 			defer func() { <-sem; wg.Done() }()
+			g := b.guards.of(tp)
+			g.Lock()
+			defer g.Unlock()
 			b.closeGroup(tp)
 		}(log.TopicPartition{Topic: pd.Name, Partition: p})
 	}
 	wg.Wait()
 	for p := int32(0); p < pd.Partitions; p++ {
 		tp := log.TopicPartition{Topic: pd.Name, Partition: p}
-		if !b.hasLog(tp) {
-			continue
-		}
-		if err := b.logs.Delete(tp); err != nil {
+		if err := b.deleteGuarded(tp); err != nil {
 			return fmt.Errorf("replication: delete %s-%d: %w", pd.Name, p, err)
 		}
 	}
 	return nil
+}
+
+// deleteGuarded closes tp's group (if one runs) and deletes its log (if
+// there is one), under tp's guard, so no open of tp interleaves.
+func (b *Broker) deleteGuarded(tp log.TopicPartition) error {
+	g := b.guards.of(tp)
+	g.Lock()
+	defer g.Unlock()
+	if !b.hasLog(tp) {
+		return nil
+	}
+	b.closeGroup(tp)
+	return b.logs.Delete(tp)
 }
 
 func (b *Broker) applyTopicConfigs(t *TopicInfo) {

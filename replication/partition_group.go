@@ -357,6 +357,9 @@ func (b *Broker) restartGroup(tp log.TopicPartition) {
 	if b.closed.Load() {
 		return
 	}
+	g := b.guards.of(tp)
+	g.Lock()
+	defer g.Unlock()
 	b.closeGroup(tp)
 	t, ok := b.img.Load().topics[tp.Topic]
 	lp := b.logs.Get(tp)

@@ -362,8 +362,7 @@ func (b *Broker) dropNonMember(t *TopicInfo, partition int32) {
 	if !b.hasLog(tp) {
 		return
 	}
-	b.closeGroup(tp)
-	if err := b.logs.Delete(tp); err != nil {
+	if err := b.deleteGuarded(tp); err != nil {
 		b.logger.Error("could not delete the log of a partition moved away", "partition", tp.String(), "err", err)
 		return
 	}
