@@ -77,8 +77,8 @@ type Broker struct {
 	// testHookOpening, when set, runs in openLog under the partition's
 	// guard before the group starts (tests hold an open there).
 	testHookOpening func(log.TopicPartition)
-	groups   map[log.TopicPartition]*partitionGroup // protected by groupsMu
-	byRaft   map[*raft.Raft]*partitionGroup         // protected by groupsMu
+	groups          map[log.TopicPartition]*partitionGroup // protected by groupsMu
+	byRaft          map[*raft.Raft]*partitionGroup         // protected by groupsMu
 	// partitionTiming is the raft timing of groups with several voters.
 	partitionTiming raftTiming
 
@@ -159,7 +159,7 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, mu: newWriterLock(),
 		groups: map[log.TopicPartition]*partitionGroup{}, byRaft: map[*raft.Raft]*partitionGroup{},
-		guards: newPartitionGuards(),
+		guards:          newPartitionGuards(),
 		partitionTiming: partitionTiming,
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
