@@ -72,13 +72,13 @@ type Broker struct {
 	// one per open local partition. Lock order: effMu, then groupsMu;
 	// groupsMu is never held while waiting for raft.
 	groupsMu sync.RWMutex
+	groups   map[log.TopicPartition]*partitionGroup // protected by groupsMu
+	byRaft   map[*raft.Raft]*partitionGroup         // protected by groupsMu
 	// guards keep a partition's open and removal apart (partition_guard.go).
 	guards *partitionGuards
 	// testHookOpening, when set, runs in openLog under the partition's
 	// guard before the group starts (tests hold an open there).
 	testHookOpening func(log.TopicPartition)
-	groups          map[log.TopicPartition]*partitionGroup // protected by groupsMu
-	byRaft          map[*raft.Raft]*partitionGroup         // protected by groupsMu
 	// partitionTiming is the raft timing of groups with several voters.
 	partitionTiming raftTiming
 
