@@ -99,8 +99,10 @@
 // FSM goroutine, never waiting for raft) Broker.effMu, then the log
 // package's locks (log.Manager.Open/Delete). The FSM goroutine never
 // takes Broker.mu: a writer holding it waits for that goroutine.
-// Broker.groupsMu (the map of running partition groups) comes after
-// effMu and is never held while calling raft. Under effMu the metadata
+// A partition's guard (partition_guard.go: its open and its removal
+// never interleave) comes after effMu, Broker.groupsMu (the map of
+// running partition groups) after both, and groupsMu is never held while
+// calling raft. Under effMu the metadata
 // FSM goroutine starts and shuts down partition groups (before a log is
 // deleted); a partition group's goroutines never take effMu or
 // Broker.mu, so that wait always ends. Produce takes no broker lock
