@@ -729,11 +729,14 @@ var (
 	descDLQFailures = prometheus.NewDesc("strata_share_dlq_write_failures_total", "Attempts to write dead letters that failed and will be retried.", nil, nil)
 	descDLQPaused   = prometheus.NewDesc("strata_share_group_paused", "1 for each share group paused by the dead-letter flood guard (strata.share.dlq.flood.paused; resume with strata share-group resume).", []string{"group"}, nil)
 	descDLQPauses   = prometheus.NewDesc("strata_share_dlq_flood_pauses_total", "Share groups this broker paused because their dead letters exceeded strata.share.dlq.flood.ratio of their deliveries.", nil, nil)
+	descFloodDeliv  = prometheus.NewDesc("strata_share_dlq_flood_window_deliveries", "On the controller: a share group's deliveries, cluster-wide, in the flood guard's window (strata.share.dlq.flood.window.ms).", []string{"group"}, nil)
+	descFloodLetter = prometheus.NewDesc("strata_share_dlq_flood_window_letters", "On the controller: a share group's dead letters, cluster-wide, in the flood guard's window; the group is paused when they reach strata.share.dlq.flood.ratio of the deliveries.", []string{"group"}, nil)
+	descFloodJudge  = prometheus.NewDesc("strata_share_dlq_flood_judging", "On the controller: 1 for each share group past the flood ratio whose pause waits for the other brokers' reports of the same moments.", []string{"group"}, nil)
 	descDLQDups     = prometheus.NewDesc("strata_share_dlq_rewrites_deduplicated_total", "Dead letters found already written when a new leader resumed (a leader died between the write and recording it): not written again.", nil, nil)
 )
 
 func dlqDescribe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDLQWritten, descDLQWaiting, descDLQRecorded, descDLQDropped, descDLQFailures, descDLQDups, descDLQPaused, descDLQPauses, descDLQDepth, descDLQOldest} {
+	for _, d := range []*prometheus.Desc{descDLQWritten, descDLQWaiting, descDLQRecorded, descDLQDropped, descDLQFailures, descDLQDups, descDLQPaused, descDLQPauses, descFloodDeliv, descFloodLetter, descFloodJudge, descDLQDepth, descDLQOldest} {
 		ch <- d
 	}
 }
@@ -749,6 +752,7 @@ func (w *dlqWriter) collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDLQDups, prometheus.CounterValue, float64(w.duplicates.Load()))
 	ch <- prometheus.MustNewConstMetric(descDLQPauses, prometheus.CounterValue, float64(w.floodPauses.Load()))
 	w.collectDepths(ch)
+	w.collectFlood(ch)
 	b := w.l.broker
 	if b == nil {
 		return

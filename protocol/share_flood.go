@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The dead-letter flood guard (strata.share.dlq.flood.*), counted
@@ -192,5 +194,21 @@ func (w *dlqWriter) floodJudge(group string) {
 	w.mu.Unlock()
 	if over {
 		w.pause(group, sum.Deliveries, sum.Letters)
+	}
+}
+
+// collectFlood exports the controller's windows: how close each group is
+// to a pause, and which pauses wait for their grace.
+func (w *dlqWriter) collectFlood(ch chan<- prometheus.Metric) {
+	now := w.l.cfg.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for g := range w.floodHist {
+		_, sum := w.floodOverLocked(g, now)
+		ch <- prometheus.MustNewConstMetric(descFloodDeliv, prometheus.GaugeValue, float64(sum.Deliveries), g)
+		ch <- prometheus.MustNewConstMetric(descFloodLetter, prometheus.GaugeValue, float64(sum.Letters), g)
+	}
+	for g := range w.floodJudging {
+		ch <- prometheus.MustNewConstMetric(descFloodJudge, prometheus.GaugeValue, 1, g)
 	}
 }

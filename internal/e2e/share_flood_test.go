@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestShareDLQFloodGuardClusterWide(t *testing.T) {
 		t.Skip("cluster test: skipped under -short")
 	}
 	c := startChaosCluster(t, 3, 2*time.Second, append(append([]string{}, shareSettings...),
-		"--set", "strata.share.dlq.flood.ratio=0.5", "--set", "strata.share.dlq.flood.min.deliveries=10")...)
+		"--set", "metrics.listener=127.0.0.1:0", "--set", "strata.share.dlq.flood.ratio=0.5", "--set", "strata.share.dlq.flood.min.deliveries=10")...)
 	st := shareTarget{seeds: c.bootstrap(), client: c.client, rf: 3}
 	createShareTopic(t, st, "calls", 3)
 	createDLQTopic(t, st, "dlq.calls", true)
@@ -66,11 +67,27 @@ func TestShareDLQFloodGuardClusterWide(t *testing.T) {
 	describe := func() string {
 		return run(t, 30*time.Second, "", strataBin, "share-group", "describe", "callers", "--bootstrap-server", st.seeds[0])
 	}
-	// Every broker reports twice a second: 3 s is several reports.
-	for until := time.Now().Add(3 * time.Second); time.Now().Before(until); time.Sleep(250 * time.Millisecond) { // an observation window, not a wait
-		if out := describe(); strings.Contains(out, "PAUSED") {
-			t.Fatalf("paused at 20 dead letters of 60 deliveries cluster-wide:\n%s", out)
+	// The controller holds every broker's reports in its window: all 60
+	// deliveries and 20 letters, and no pause waiting for its grace. (A
+	// guard judging per leader would have paused on partition 0's 20 of
+	// 20.)
+	mons := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		mons[i] = chaosMetricsAddr(t, n)
+	}
+	deliveries := `strata_share_dlq_flood_window_deliveries{group="callers"}`
+	letters := `strata_share_dlq_flood_window_letters{group="callers"}`
+	judging := `strata_share_dlq_flood_judging{group="callers"}`
+	testwait.For(t, 60*time.Second, func() bool {
+		for _, a := range mons {
+			if m := monScrape(t, a); m[deliveries] >= 60 && m[letters] >= 20 && m[judging] == 0 {
+				return true
+			}
 		}
+		return false
+	}, "the controller's flood window holding the 60 deliveries and 20 dead letters, no pause pending")
+	if out := describe(); strings.Contains(out, "PAUSED") {
+		t.Fatalf("paused at 20 dead letters of 60 deliveries cluster-wide:\n%s", out)
 	}
 	produce("bad", 0, 20, 20)
 	produce("bad", 1, 20, 20)
@@ -80,4 +97,29 @@ func TestShareDLQFloodGuardClusterWide(t *testing.T) {
 	cancel()
 	_ = adm
 	ledger.check(t)
+}
+
+// chaosMetricsAddr is the metrics listener of n's latest run (its
+// "metrics listener up" log line; metrics.listener=127.0.0.1:0).
+func chaosMetricsAddr(t *testing.T, n *chaosNode) string {
+	t.Helper()
+	var addr string
+	testwait.For(t, 30*time.Second, func() bool {
+		raw, err := os.ReadFile(n.log)
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if !strings.Contains(line, "metrics listener up") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if a, ok := strings.CutPrefix(f, "addr="); ok {
+					addr = strings.Trim(a, `"`)
+				}
+			}
+		}
+		return addr != ""
+	}, "broker %d's metrics listener up", n.id)
+	return addr
 }
