@@ -53,6 +53,52 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 			return devControlClient(args, stdout, stderr)
 		}
 	}
+	opts, code := parseDevClusterFlags(args, stderr)
+	if opts == nil {
+		return code
+	}
+	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
+		fmt.Fprintln(stderr, "dev-cluster:", err)
+		return exitError
+	}
+	out := &devOutput{stdout: stdout, stderr: stderr}
+	// The control socket first: a second dev-cluster on the same folder
+	// would share the brokers' data directories.
+	ctl, err := listenDevControl(opts.dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "dev-cluster:", err)
+		return exitError
+	}
+	if ctl != nil {
+		defer ctl.Close()
+	}
+	dc, bootstrap := planDevCluster(opts, out)
+	if code, ok := dc.startAll(ctx); !ok {
+		return code
+	}
+	if opts.controllers > 0 {
+		out.printf(false, "strata dev cluster: %d controllers (nodes 1-%d, no Kafka listener), %d brokers, data in %s\n", opts.controllers, opts.controllers, opts.brokers, opts.dir)
+	} else {
+		out.printf(false, "strata dev cluster: %d brokers, data in %s\n", opts.brokers, opts.dir)
+	}
+	out.printf(false, "bootstrap: %s\n", strings.Join(bootstrap, ","))
+	if ctl != nil {
+		out.printf(false, "control: strata dev-cluster restart|kill|stop N --dir %s (or type the command here; status lists the brokers)\n", opts.dir)
+	}
+	out.printf(false, "Ctrl-C stops it.\n")
+	return dc.serve(ctx, ctl, out)
+}
+
+// devClusterOptions are dev-cluster's flags, checked.
+type devClusterOptions struct {
+	brokers, controllers, port int
+	dir, exe                   string
+	sets                       []string
+}
+
+// parseDevClusterFlags parses and checks dev-cluster's flags; nil with
+// the exit code when they do not hold (or --help).
+func parseDevClusterFlags(args []string, stderr io.Writer) (*devClusterOptions, int) {
 	fs := flag.NewFlagSet("dev-cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	n := fs.Int("brokers", 3, "number of brokers (1-9)")
@@ -70,93 +116,92 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+			return nil, exitOK
 		}
-		return exitConfig
+		return nil, exitConfig
 	}
 	if *n < 1 || *n > maxDevBrokers {
 		fmt.Fprintf(stderr, "dev-cluster: --brokers %d: must be 1..%d\n", *n, maxDevBrokers)
-		return exitConfig
+		return nil, exitConfig
 	}
 	if *nc < 0 || *nc > maxDevBrokers {
 		fmt.Fprintf(stderr, "dev-cluster: --controllers %d: must be 0..%d\n", *nc, maxDevBrokers)
-		return exitConfig
+		return nil, exitConfig
 	}
 	if *port < 1 || *port+devReplicationShift+*nc+*n > 65535 {
 		fmt.Fprintf(stderr, "dev-cluster: --port %d out of range\n", *port)
-		return exitConfig
+		return nil, exitConfig
 	}
 	exe := *bin
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
 			fmt.Fprintln(stderr, "dev-cluster:", err)
-			return exitError
+			return nil, exitError
 		}
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		fmt.Fprintln(stderr, "dev-cluster:", err)
-		return exitError
-	}
-	out := &devOutput{stdout: stdout, stderr: stderr}
-	// The control socket first: a second dev-cluster on the same folder
-	// would share the brokers' data directories.
-	ctl, err := listenDevControl(*dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "dev-cluster:", err)
-		return exitError
-	}
-	if ctl != nil {
-		defer ctl.Close()
-	}
-	// Node i: Kafka port port+i-1, replication port port+100+i-1. With
-	// --controllers K, nodes 1..K are controller-only and K+1..K+n
-	// broker-only (process.roles; README "Roles").
-	nodes := *n + *nc
+	return &devClusterOptions{brokers: *n, controllers: *nc, port: *port, dir: *dir, exe: exe, sets: sets}, exitOK
+}
+
+// planDevCluster lays the nodes out and builds each one's serve
+// arguments; it returns the cluster (nothing started) and the Kafka
+// bootstrap addresses. Node i: Kafka port port+i-1, replication port
+// port+100+i-1. With --controllers K, nodes 1..K are controller-only and
+// K+1..K+n broker-only (process.roles; README "Roles").
+func planDevCluster(o *devClusterOptions, out *devOutput) (*devCluster, []string) {
+	nodes := o.brokers + o.controllers
 	var voters, bootstrap, addrs []string
 	for i := 1; i <= nodes; i++ {
-		rep := fmt.Sprintf("127.0.0.1:%d", *port+devReplicationShift+i-1)
-		if *nc == 0 || i <= *nc {
+		rep := fmt.Sprintf("127.0.0.1:%d", o.port+devReplicationShift+i-1)
+		if o.controllers == 0 || i <= o.controllers {
 			voters = append(voters, fmt.Sprintf("%d@%s", i, rep))
 		}
-		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", *port+i-1))
-		if i > *nc {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", o.port+i-1))
+		if i > o.controllers {
 			bootstrap = append(bootstrap, addrs[i-1])
 		}
 	}
-	dc := &devCluster{exe: exe, out: out, exits: make(chan devExit, nodes)}
+	dc := &devCluster{exe: o.exe, out: out, exits: make(chan devExit, nodes)}
 	for i := 1; i <= nodes; i++ {
 		cargs := []string{"serve",
 			"--set", "node.id=" + strconv.Itoa(i),
 			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s", addrs[i-1]),
-			"--set", "log.dirs=" + filepath.Join(*dir, fmt.Sprintf("broker-%d", i)),
+			"--set", "log.dirs=" + filepath.Join(o.dir, fmt.Sprintf("broker-%d", i)),
 			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
 			// A local cluster is for trying replication: topics get a
 			// replica on every broker (up to 3) unless --set says otherwise
 			// (a later --set of the same name wins).
-			"--set", "default.replication.factor=" + strconv.Itoa(min(*n, 3)),
+			"--set", "default.replication.factor=" + strconv.Itoa(min(o.brokers, 3)),
 		}
-		rep := fmt.Sprintf("127.0.0.1:%d", *port+devReplicationShift+i-1)
-		controller := *nc > 0 && i <= *nc
+		rep := fmt.Sprintf("127.0.0.1:%d", o.port+devReplicationShift+i-1)
+		controller := o.controllers > 0 && i <= o.controllers
 		switch {
 		case controller:
 			// Plaintext on loopback: the controllers admit the broker-only
 			// nodes joining (a setting, as a node's ID is only its claim).
 			cargs = append(cargs, "--set", "process.roles=controller", "--set", "replication.plaintext.allow.nonloopback=true")
-		case *nc > 0:
+		case o.controllers > 0:
 			cargs = append(cargs, "--set", "process.roles=broker", "--set", "replication.listener="+rep)
 		}
-		for _, s := range sets {
+		for _, s := range o.sets {
 			cargs = append(cargs, "--set", s)
 		}
 		dc.brokers = append(dc.brokers, &devBroker{id: i, addr: addrs[i-1], rep: rep, controller: controller, args: cargs,
-			logPath: filepath.Join(*dir, fmt.Sprintf("broker-%d.log", i))})
+			logPath: filepath.Join(o.dir, fmt.Sprintf("broker-%d.log", i))})
 	}
+	return dc, bootstrap
+}
+
+// startAll starts every node and waits until each is ready; on failure
+// (a node exits, the deadline passes, ctx ends) it stops them all and
+// returns the exit code with ok false.
+func (dc *devCluster) startAll(ctx context.Context) (code int, ok bool) {
+	stderr := dc.out.stderr
 	for _, b := range dc.brokers {
 		if err := dc.start(b); err != nil {
 			fmt.Fprintln(stderr, "dev-cluster:", err)
 			dc.stopAll()
-			return exitError
+			return exitError, false
 		}
 	}
 	deadline := time.Now().Add(devReadyTimeout)
@@ -166,30 +211,25 @@ func devClusterCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 			case e := <-dc.exits:
 				fmt.Fprintf(stderr, "dev-cluster: broker %d exited during start-up (%s); see %s\n", e.b.id, e.b.lastExit(), e.b.logPath)
 				dc.stopAll()
-				return exitError
+				return exitError, false
 			case <-ctx.Done():
-				return dc.stopAll()
+				return dc.stopAll(), false
 			default:
 			}
 			if time.Now().After(deadline) {
 				fmt.Fprintf(stderr, "dev-cluster: broker %d not ready after %v; see %s\n", b.id, devReadyTimeout, b.logPath)
 				dc.stopAll()
-				return exitError
+				return exitError, false
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if *nc > 0 {
-		out.printf(false, "strata dev cluster: %d controllers (nodes 1-%d, no Kafka listener), %d brokers, data in %s\n", *nc, *nc, *n, *dir)
-	} else {
-		out.printf(false, "strata dev cluster: %d brokers, data in %s\n", *n, *dir)
-	}
-	out.printf(false, "bootstrap: %s\n", strings.Join(bootstrap, ","))
-	if ctl != nil {
-		out.printf(false, "control: strata dev-cluster restart|kill|stop N --dir %s (or type the command here; status lists the brokers)\n", *dir)
-	}
-	out.printf(false, "Ctrl-C stops it.\n")
+	return exitOK, true
+}
 
+// serve runs the cluster until ctx ends: restarts and status requests
+// from the control socket and the standard input, exits reported.
+func (dc *devCluster) serve(ctx context.Context, ctl net.Listener, out *devOutput) int {
 	reqs := make(chan devRequest)
 	// A dev-cluster in the background reading its terminal would be
 	// stopped by SIGTTIN: ignored, the read fails and only the reading
