@@ -147,6 +147,11 @@ type BrokerConfig struct {
 	// ReplicationAdvertise is the address other brokers dial to reach
 	// ReplicationListener; empty = its address.
 	ReplicationAdvertise string
+	// ReplicationDial, when set, opens this broker's connections to its
+	// peers' replication listeners instead of TCP (internal/sim runs a
+	// whole cluster in one process over an in-memory network with it);
+	// nil = TCP.
+	ReplicationDial func(ctx context.Context, addr string) (net.Conn, error)
 	// ReplicationTLS, when set, is mutual TLS with node certificates on
 	// the replication listener and every connection to a peer
 	// (transport_tls.go); nil = plaintext.

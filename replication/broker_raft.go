@@ -99,7 +99,7 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Logger: b.cfg.Logger,
+	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Dial: cfg.ReplicationDial, Logger: b.cfg.Logger,
 		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, AdmitFrom: b.admitPeerFrom, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward,
 		ExpectPeer: b.expectPeer})
 	if err != nil {
@@ -828,7 +828,22 @@ func (b *Broker) migrateMetadataLog() error {
 	return syncDir(b.cfg.FS, b.cfg.DataDir)
 }
 
-// ControllerID is the metadata group's current leader, -1 when unknown.
+// MetadataLeader is the node this broker follows as the metadata group's
+// leader (the active controller, controller-only or not), -1 when
+// unknown. ControllerID is what clients are told instead.
+func (b *Broker) MetadataLeader() int32 {
+	if b.raft == nil {
+		return -1
+	}
+	_, id := b.raft.LeaderWithID()
+	if id == "" {
+		return -1
+	}
+	return parseServerID(id)
+}
+
+// ControllerID is the metadata group's current leader as clients are told
+// (reachableController), -1 when unknown.
 func (b *Broker) ControllerID() int32 {
 	if b.raft == nil {
 		return -1
