@@ -72,7 +72,6 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		logger.Warn("only the first of log.dirs is used", "used", dataDir, "ignored", cfg.LogDirs[1:])
 	}
 	cleanerOpts := retention.CleanerOptions{Logger: logger}
-	var cleanerRef atomic.Pointer[retention.Cleaner] // set once the cleaner runs
 	if err := retention.CleanerOptionsFromProps(cfg.BrokerProps, &cleanerOpts); err != nil {
 		return fmt.Errorf("%w: %w", errConfig, err)
 	}
@@ -82,29 +81,16 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	if faults.Now != nil {
 		cfg.Txns.Now, cfg.Groups.Now, cfg.Share.Now, cleanerOpts.Now = faults.Now, faults.Now, faults.Now, faults.Now
 	}
-	// Listen first: a busy port fails start-up before any disk work, and
-	// port 0 gives the real port to advertise.
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listener.Host, strconv.Itoa(cfg.Listener.Port)))
+	lns, err := bindListeners(cfg)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listener, err)
-	}
-	adv := cfg.Advertised
-	if adv.Port == 0 {
-		adv.Port = ln.Addr().(*net.TCPAddr).Port
-	}
-	// The other listeners (security_config.go), bound now too.
-	extra, err := listenExtra(cfg, ln)
-	if err != nil {
-		ln.Close()
 		return err
 	}
-
 	// The operators' HTTP listener (monitoring.go) comes up before the
 	// broker, so /healthz answers while a quorum is joined.
 	reg := prometheus.NewRegistry()
 	mon, err := startMonitor(cfg.Monitoring, reg, logger)
 	if err != nil {
-		ln.Close()
+		lns.close()
 		return err
 	}
 	advertiseConsole(cfg, mon)
@@ -117,13 +103,11 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	}()
 	defer mon.close()
 
-	var repLn net.Listener // the Raft transport's listener (cluster_config.go)
-	if cfg.Cluster.Bind != "" {
-		if repLn, err = net.Listen("tcp", cfg.Cluster.Bind); err != nil {
-			ln.Close()
-			return fmt.Errorf("listen on replication listener %s: %w", cfg.Cluster.Bind, err)
-		}
-	}
+	var cleanerRef atomic.Pointer[retention.Cleaner] // set once the cleaner runs
+	bc := replicationConfig(cfg, dataDir, lns.replication, faults, logger)
+	bc.AdvertisedHost, bc.AdvertisedPort, bc.AdvertisedEndpoints = lns.advertised.Host, int32(lns.advertised.Port), lns.extra.endpoints
+	bc.Rack, bc.BrokerOnly = cfg.Rack, cfg.Cluster.BrokerOnly
+	bc.OnBrokerProps = func(p map[string]string) { setCleanerProps(cleanerRef.Load(), p, logger) }
 	// With other voters a partition may have other replicas: what this
 	// broker stored but the quorum never committed (a leader's tail when
 	// it died) must not count as committed at restart, or Raft's later
@@ -131,34 +115,120 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	// the replica is stuck. Such a partition starts at its checkpointed
 	// high watermark and Raft commits the rest; alone, everything
 	// recovered is committed (log.ManagerOptions).
-	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger,
+	logs, broker, err := openReplicated(log.ManagerOptions{Dir: dataDir, Logger: logger,
 		ProducerIDExpiration: cfg.ProducerIDExpiration, ProducerIDExpirationCheck: cfg.ProducerIDExpirationCheck,
-		UseHighWatermarkCheckpoint: len(cfg.Cluster.Voters) > 1, FS: faults.FS, Now: faults.Now})
+		UseHighWatermarkCheckpoint: len(cfg.Cluster.Voters) > 1, FS: faults.FS, Now: faults.Now}, bc, "start broker")
 	if err != nil {
-		ln.Close()
-		if repLn != nil {
-			repLn.Close()
-		}
-		return fmt.Errorf("open data dir %s: %w", dataDir, err)
+		lns.closeKafka() // the replication listener is closed or owned by the broker
+		return err
 	}
-	broker, err := replication.NewBroker(replication.BrokerConfig{
+	registerBrokerMetrics(reg, logs, broker)
+	cleanerOpts.Logs = logs
+	cleanerOpts.Registerer = reg
+	cleaner := retention.NewCleaner(cleanerOpts)
+	// Dynamic broker configs of the cleaner (log.cleaner.backoff.ms): those
+	// set before this start, then every change (OnBrokerProps above).
+	cleanerRef.Store(cleaner)
+	setCleanerProps(cleaner, broker.EffectiveBrokerProps(), logger)
+	pcfg := protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg,
+		Share: cfg.Share, GroupConfig: cfg.GroupConfig, ShareVersion: cfg.ShareVersion}
+	cfg.Limits.apply(&pcfg)
+	cfg.ACLs.apply(&pcfg)
+	srv := protocol.NewServer(pcfg, broker)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ServeListener(lns.kafka, lns.extra.main) }()
+	lns.extra.serve(srv, serveErr)
+	logger.Info("strata ready", "listener", lns.kafka.Addr().String(), "advertised", lns.advertised.String(),
+		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
+	cons := startConsole(cfg, lns.kafka.Addr(), reg, mon, broker, logger)
+	mon.setReady(true)
+	if ready != nil {
+		ready <- lns.kafka.Addr()
+	}
+	defer runIdleProcs(cfg, logger)()
+	defer logRaftStateOnSIGUSR1(broker)()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "cause", context.Cause(ctx))
+	case runErr = <-serveErr:
+		if runErr == nil {
+			runErr = errors.New("server stopped unexpectedly")
+		}
+		logger.Error("kafka listener failed", "err", runErr)
+	}
+	if stop != nil {
+		stop()
+	}
+	watchdog = shutdownBroker(cfg, shutdownParts{mon: mon, cons: cons, cleaner: cleaner, srv: srv, broker: broker}, &runErr, logger)
+	return runErr
+}
+
+// serveListeners are the sockets a broker binds before any disk work: a
+// busy port fails start-up early, and port 0 gives the real port to
+// advertise.
+type serveListeners struct {
+	kafka       net.Listener    // the first of listeners
+	advertised  Listener        // kafka's advertised address (its real port for port 0)
+	extra       *extraListeners // the other listeners (security_config.go)
+	replication net.Listener    // the Raft transport's (cluster_config.go); nil when alone
+}
+
+// bindListeners binds every listener; on failure none is left open.
+func bindListeners(cfg *Config) (*serveListeners, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listener.Host, strconv.Itoa(cfg.Listener.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listener, err)
+	}
+	l := &serveListeners{kafka: ln, advertised: cfg.Advertised}
+	if l.advertised.Port == 0 {
+		l.advertised.Port = ln.Addr().(*net.TCPAddr).Port
+	}
+	if l.extra, err = listenExtra(cfg, ln); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if cfg.Cluster.Bind != "" {
+		if l.replication, err = net.Listen("tcp", cfg.Cluster.Bind); err != nil {
+			l.closeKafka()
+			return nil, fmt.Errorf("listen on replication listener %s: %w", cfg.Cluster.Bind, err)
+		}
+	}
+	return l, nil
+}
+
+// closeKafka closes the Kafka listeners (before a server took them).
+func (l *serveListeners) closeKafka() {
+	l.kafka.Close()
+	for _, o := range l.extra.lns {
+		o.Close()
+	}
+}
+
+// close closes every listener (before a broker or server took them).
+func (l *serveListeners) close() {
+	l.closeKafka()
+	if l.replication != nil {
+		l.replication.Close()
+	}
+}
+
+// replicationConfig is the part of replication.BrokerConfig both roles
+// (serve, serveController) take from the configuration alike.
+func replicationConfig(cfg *Config, dataDir string, repLn net.Listener, faults *faultInjection, logger *slog.Logger) replication.BrokerConfig {
+	return replication.BrokerConfig{
 		NodeID:                   cfg.NodeID,
-		AdvertisedHost:           adv.Host,
-		AdvertisedPort:           int32(adv.Port),
-		AdvertisedEndpoints:      extra.endpoints,
-		Rack:                     cfg.Rack,
 		DataDir:                  dataDir,
 		NumPartitions:            cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		AutoCreateTopics:         cfg.AutoCreateTopics,
 		DeleteTopicEnable:        cfg.DeleteTopicEnable,
 		BrokerProps:              cfg.BrokerProps,
-		OnBrokerProps:            func(p map[string]string) { setCleanerProps(cleanerRef.Load(), p, logger) },
 		Logger:                   logger,
 		Voters:                   cfg.Cluster.Voters,
-		ReplicationListener:      repLn, // owned by the broker from here on
+		ReplicationListener:      repLn, // owned by the broker once NewBroker is called
 		ReplicationAdvertise:     cfg.Cluster.Advertise,
-		BrokerOnly:               cfg.Cluster.BrokerOnly,
 		JoinOffLoopback:          cfg.Cluster.PlaintextAnywhere,
 		ReplicationTLS:           cfg.Cluster.TLS,
 		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
@@ -169,15 +239,34 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 		MinFreeBytes:             cfg.Disk.MinFreeBytes,
 		FreeSpace:                faults.FreeSpace,
 		OnStorageFatal:           storageFatal(logger),
-	}, logs)
+	}
+}
+
+// openReplicated opens the data directory's logs and the replicated
+// broker over them. On failure nothing it opened is left open, and the
+// replication listener is closed (before NewBroker) or the broker's.
+func openReplicated(mopts log.ManagerOptions, bc replication.BrokerConfig, what string) (*log.Manager, *replication.Broker, error) {
+	logs, err := log.OpenManager(mopts)
 	if err != nil {
-		ln.Close()
+		if bc.ReplicationListener != nil {
+			bc.ReplicationListener.Close()
+		}
+		return nil, nil, fmt.Errorf("open data dir %s: %w", mopts.Dir, err)
+	}
+	broker, err := replication.NewBroker(bc, logs)
+	if err != nil {
 		logs.Close()
 		if errors.Is(err, replication.ErrMetaProperties) || errors.Is(err, replication.ErrInvalidConfig) {
-			return fmt.Errorf("%w: %w", errConfig, err)
+			return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
 		}
-		return fmt.Errorf("start broker: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
+	return logs, broker, nil
+}
+
+// registerBrokerMetrics registers the logs', the broker's and idle
+// mode's series.
+func registerBrokerMetrics(reg *prometheus.Registry, logs *log.Manager, broker *replication.Broker) {
 	log.RegisterMetrics(reg, logs)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_idle",
@@ -193,82 +282,68 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 			func() float64 { s, _ := procs.Transitions(); return float64(s) }),
 	)
 	broker.RegisterMetrics(reg)
-	cleanerOpts.Logs = logs
-	cleanerOpts.Registerer = reg
-	cleaner := retention.NewCleaner(cleanerOpts)
-	// Dynamic broker configs of the cleaner (log.cleaner.backoff.ms): those
-	// set before this start, then every change (OnBrokerProps above).
-	cleanerRef.Store(cleaner)
-	setCleanerProps(cleaner, broker.EffectiveBrokerProps(), logger)
-	pcfg := protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg,
-		Share: cfg.Share, GroupConfig: cfg.GroupConfig, ShareVersion: cfg.ShareVersion}
-	cfg.Limits.apply(&pcfg)
-	cfg.ACLs.apply(&pcfg)
-	srv := protocol.NewServer(pcfg, broker)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ServeListener(ln, extra.main) }()
-	extra.serve(srv, serveErr)
-	logger.Info("strata ready", "listener", ln.Addr().String(), "advertised", adv.String(),
-		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
-	cons := startConsole(cfg, ln.Addr(), reg, mon, broker, logger)
-	mon.setReady(true)
-	if ready != nil {
-		ready <- ln.Addr()
-	}
-	// An idle broker runs on one scheduler P with timer slack (internal/procs).
-	procsCtx, procsStop := context.WithCancel(context.Background())
-	procsDone := make(chan struct{})
+}
+
+// runIdleProcs runs idle mode (internal/procs: an idle broker runs on
+// one scheduler P with timer slack) until the returned stop is called.
+func runIdleProcs(cfg *Config, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
-		defer close(procsDone)
-		procs.Run(procsCtx, procs.Config{After: cfg.IdleAfter, Slack: cfg.IdleTimerSlack, Environ: os.Environ(), Logger: logger})
+		defer close(done)
+		procs.Run(ctx, procs.Config{After: cfg.IdleAfter, Slack: cfg.IdleTimerSlack, Environ: os.Environ(), Logger: logger})
 	}()
-	defer func() { procsStop(); <-procsDone }()
-	// SIGUSR1 logs every raft group's state (replication/raft_state.go).
-	usr1, usr1Done := make(chan os.Signal, 1), make(chan struct{})
+	return func() { cancel(); <-done }
+}
+
+// logRaftStateOnSIGUSR1 logs every raft group's state at each SIGUSR1
+// (replication/raft_state.go) until the returned stop is called.
+func logRaftStateOnSIGUSR1(broker *replication.Broker) (stop func()) {
+	usr1, done := make(chan os.Signal, 1), make(chan struct{})
 	signal.Notify(usr1, syscall.SIGUSR1)
-	defer func() { signal.Stop(usr1); close(usr1Done) }()
 	go func() {
 		for {
 			select {
 			case <-usr1:
 				broker.LogRaftState()
-			case <-usr1Done:
+			case <-done:
 				return
 			}
 		}
 	}()
+	return func() { signal.Stop(usr1); close(done) }
+}
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down", "cause", context.Cause(ctx))
-	case runErr = <-serveErr:
-		if runErr == nil {
-			runErr = errors.New("server stopped unexpectedly")
-		}
-		logger.Error("kafka listener failed", "err", runErr)
-	}
-	if stop != nil {
-		stop()
-	}
-	// Bounded (shutdown.go): each stage has its share of
-	// strata.shutdown.timeout.ms, and the watchdog ends the process at the
-	// end of it whatever is still running.
+// shutdownParts are what shutdownBroker stops, in its order.
+type shutdownParts struct {
+	mon     *monitor
+	cons    interface{ Close() }
+	cleaner *retention.Cleaner
+	srv     *protocol.Server
+	broker  *replication.Broker
+}
+
+// shutdownBroker stops a broker in stages, each within its share of
+// strata.shutdown.timeout.ms (shutdown.go), under a watchdog that ends
+// the process at the end of it whatever is still running; it returns the
+// watchdog (stopped by serve's deferred call, after the deferred closes)
+// and adds a failure to close the broker to *runErr.
+func shutdownBroker(cfg *Config, p shutdownParts, runErr *error, logger *slog.Logger) *shutdownWatchdog {
 	total := cfg.ShutdownTimeout
 	if total <= 0 {
 		total = defaultShutdownTimeout
 	}
 	plan := planShutdown(time.Now(), total)
-	watchdog = startShutdownWatchdog(plan, logger)
-	mon.setReady(false) // load balancers stop sending clients here first
-	cons.Close()        // its client and sampler, before the listener drains
+	watchdog := startShutdownWatchdog(plan, logger)
+	p.mon.setReady(false) // load balancers stop sending clients here first
+	p.cons.Close()        // its client and sampler, before the listener drains
 	// The cleaner stops between partitions (a compaction in progress
 	// finishes first): meanwhile the listener drains.
 	cleanerDone := make(chan struct{})
-	go func() { cleaner.Close(); close(cleanerDone) }()
+	go func() { p.cleaner.Close(); close(cleanerDone) }()
 	watchdog.enter("closing the kafka listener")
 	lctx, lcancel := context.WithDeadline(context.Background(), plan.listener)
-	if err := srv.Shutdown(lctx); err != nil {
+	if err := p.srv.Shutdown(lctx); err != nil {
 		logger.Warn("kafka listener closed with work left behind", "err", err)
 	}
 	lcancel()
@@ -276,13 +351,13 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	<-cleanerDone
 	watchdog.enter("closing the broker (leadership handoff, raft groups, logs)")
 	bctx, bcancel := context.WithDeadline(context.Background(), plan.handoff)
-	if err := broker.CloseContext(bctx); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("close broker: %w", err))
+	if err := p.broker.CloseContext(bctx); err != nil {
+		*runErr = errors.Join(*runErr, fmt.Errorf("close broker: %w", err))
 	}
 	bcancel()
 	watchdog.enter("closing the monitoring listener")
 	logger.Info("strata stopped", "took", time.Since(plan.start).Round(time.Millisecond))
-	return runErr
+	return watchdog
 }
 
 // defaultShutdownTimeout is strata.shutdown.timeout.ms's default, for a

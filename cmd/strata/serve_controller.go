@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-io/strata/log"
-	"github.com/strata-io/strata/replication"
 )
 
 // serveController runs a controller-only node (process.roles=controller;
@@ -33,41 +31,11 @@ func serveController(ctx context.Context, stop func(), cfg *Config, logger *slog
 	if err != nil {
 		return fmt.Errorf("listen on replication listener %s: %w", cfg.Cluster.Bind, err)
 	}
-	logs, err := log.OpenManager(log.ManagerOptions{Dir: dataDir, Logger: logger, UseHighWatermarkCheckpoint: true, FS: faults.FS, Now: faults.Now})
+	bc := replicationConfig(cfg, dataDir, repLn, faults, logger)
+	bc.ControllerOnly = true
+	_, broker, err := openReplicated(log.ManagerOptions{Dir: dataDir, Logger: logger, UseHighWatermarkCheckpoint: true, FS: faults.FS, Now: faults.Now}, bc, "start controller")
 	if err != nil {
-		repLn.Close()
-		return fmt.Errorf("open data dir %s: %w", dataDir, err)
-	}
-	broker, err := replication.NewBroker(replication.BrokerConfig{
-		NodeID:                   cfg.NodeID,
-		DataDir:                  dataDir,
-		NumPartitions:            cfg.NumPartitions,
-		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-		AutoCreateTopics:         cfg.AutoCreateTopics,
-		DeleteTopicEnable:        cfg.DeleteTopicEnable,
-		BrokerProps:              cfg.BrokerProps,
-		Logger:                   logger,
-		Voters:                   cfg.Cluster.Voters,
-		ReplicationListener:      repLn,
-		ReplicationAdvertise:     cfg.Cluster.Advertise,
-		ControllerOnly:           true,
-		JoinOffLoopback:          cfg.Cluster.PlaintextAnywhere,
-		ReplicationTLS:           cfg.Cluster.TLS,
-		PartitionHeartbeat:       cfg.Cluster.PartitionHeartbeat,
-		LeaderRebalance:          cfg.Rebalance.LeaderRebalanceConfig,
-		BrokerSessionTimeout:     cfg.Rebalance.SessionTimeout,
-		FS:                       faults.FS,
-		Now:                      faults.Now,
-		MinFreeBytes:             cfg.Disk.MinFreeBytes,
-		FreeSpace:                faults.FreeSpace,
-		OnStorageFatal:           storageFatal(logger),
-	}, logs)
-	if err != nil {
-		logs.Close()
-		if errors.Is(err, replication.ErrMetaProperties) || errors.Is(err, replication.ErrInvalidConfig) {
-			return fmt.Errorf("%w: %w", errConfig, err)
-		}
-		return fmt.Errorf("start controller: %w", err)
+		return err
 	}
 	broker.RegisterMetrics(reg)
 	logger.Info("strata controller ready", "replication_listener", repLn.Addr().String(), "node_id", cfg.NodeID,
