@@ -30,10 +30,7 @@ type aclConfig struct {
 func (a aclConfig) apply(pc *protocol.Config) { pc.Authorizer = a.Authorizer }
 
 func parseACLSettings(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	class := strings.TrimSpace(merged["authorizer.class.name"].value)
 	allow := strings.TrimSpace(merged["allow.everyone.if.no.acl.found"].value)
 	if allow != "true" && allow != "false" {

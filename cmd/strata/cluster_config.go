@@ -92,10 +92,7 @@ func parseVoters(s string) ([]replication.Voter, error) {
 
 // parseClusterSettings fills cfg.Cluster.
 func parseClusterSettings(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	voters, err := parseVoters(merged["controller.quorum.voters"].value)
 	if err != nil {
 		return bad("controller.quorum.voters", err.Error())

@@ -325,29 +325,9 @@ func loadConfig(args []string, environ []string, readFile func(string) ([]byte, 
 // buildConfig parses and cross-checks the merged values.
 func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 	cfg := &Config{BrokerProps: map[string]string{}}
-	bad := func(name string, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
-	}
-	intIn := func(name string, lo, hi int64) (int64, error) {
-		n, err := strconv.ParseInt(merged[name].value, 10, 64)
-		if err != nil {
-			return 0, bad(name, "expected an integer")
-		}
-		if n < lo || n > hi {
-			return 0, bad(name, fmt.Sprintf("must be between %d and %d", lo, hi))
-		}
-		return n, nil
-	}
-	boolOf := func(name string) (bool, error) {
-		switch strings.ToLower(merged[name].value) {
-		case "true":
-			return true, nil
-		case "false":
-			return false, nil
-		}
-		return false, bad(name, "expected true or false")
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
+	intIn := func(name string, lo, hi int64) (int64, error) { return intSetting(merged, name, lo, hi) }
+	boolOf := func(name string) (bool, error) { return boolSetting(merged, name) }
 	n, err := intIn("node.id", 0, 1<<31-1)
 	if err != nil {
 		return nil, err

@@ -43,10 +43,7 @@ type consoleConfig struct {
 }
 
 func parseConsoleSettings(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	c := &cfg.Monitoring.Console
 	for name, dst := range map[string]*bool{"strata.console.admin.enable": &c.Admin, "strata.console.lag.history.eager": &c.Eager} {
 		switch merged[name].value {

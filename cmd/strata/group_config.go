@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -30,14 +29,7 @@ var groupSettings = []setting{
 
 // parseGroupSettings fills cfg.Groups from the merged settings.
 func parseGroupSettings(merged map[string]rawValue, cfg *Config) error {
-	num := func(name string, lo, hi int64) (int64, error) {
-		rv := merged[name]
-		n, err := strconv.ParseInt(rv.value, 10, 64)
-		if err != nil || n < lo || n > hi {
-			return 0, fmt.Errorf("%w: invalid value %q for %s (from %s): must be an integer between %d and %d", errConfig, rv.value, name, rv.origin, lo, hi)
-		}
-		return n, nil
-	}
+	num := func(name string, lo, hi int64) (int64, error) { return intSetting(merged, name, lo, hi) }
 	ms := func(name string, lo int64) (time.Duration, error) {
 		n, err := num(name, lo, 1<<31-1)
 		return time.Duration(n) * time.Millisecond, err

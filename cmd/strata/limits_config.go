@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/strata-io/strata/protocol"
@@ -42,20 +41,8 @@ func (l limitsConfig) apply(pc *protocol.Config) {
 }
 
 func parseLimitSettings(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
-	}
-	intIn := func(name string, lo, hi int64) (int64, error) {
-		n, err := strconv.ParseInt(merged[name].value, 10, 64)
-		if err != nil {
-			return 0, bad(name, "expected an integer")
-		}
-		if n < lo || n > hi {
-			return 0, bad(name, fmt.Sprintf("must be between %d and %d", lo, hi))
-		}
-		return n, nil
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
+	intIn := func(name string, lo, hi int64) (int64, error) { return intSetting(merged, name, lo, hi) }
 	l := &cfg.Limits
 	n, err := intIn("max.connections", 1, 1000000)
 	if err != nil {

@@ -40,10 +40,7 @@ type monitoringConfig struct {
 }
 
 func parseMonitoringSettings(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	if l := merged["metrics.listener"].value; l != "" {
 		if _, _, err := net.SplitHostPort(l); err != nil {
 			return bad("metrics.listener", "expected host:port")

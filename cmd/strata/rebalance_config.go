@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -30,10 +29,7 @@ type rebalanceConfig struct {
 
 // parseRebalanceSettings fills cfg.Rebalance.
 func parseRebalanceSettings(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, rv.value, name, rv.origin, why)
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	const enName, ivName, pctName = "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage"
 	en, err := strconv.ParseBool(merged[enName].value)
 	if err != nil {

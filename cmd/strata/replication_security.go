@@ -48,10 +48,7 @@ var replicationSecuritySettings = []setting{
 // unless replication.plaintext.allow.nonloopback is set. It runs after
 // cfg.Cluster.Bind is known (parseClusterSettings).
 func parseReplicationSecurity(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, shown(name, rv.value), name, rv.origin, why)
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	allow := false
 	switch strings.ToLower(strings.TrimSpace(merged[replicationAllowSetting].value)) {
 	case "true":

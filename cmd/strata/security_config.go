@@ -139,10 +139,7 @@ func parseEndpoints(s string) ([]Listener, error) {
 // parseSecuritySettings parses listeners, advertised.listeners and the
 // security settings into cfg.Security, cfg.Listener and cfg.Advertised.
 func parseSecuritySettings(merged map[string]rawValue, cfg *Config) error {
-	bad := func(name, why string) error {
-		rv := merged[name]
-		return fmt.Errorf("%w: invalid value %q for %s (from %s): %s", errConfig, shown(name, rv.value), name, rv.origin, why)
-	}
+	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	get := func(listener, name string) (string, string) {
 		prefixed := "listener.name." + strings.ToLower(listener) + "." + name
 		if rv, ok := merged[prefixed]; ok {
