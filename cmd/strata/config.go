@@ -325,87 +325,87 @@ func loadConfig(args []string, environ []string, readFile func(string) ([]byte, 
 // buildConfig parses and cross-checks the merged values.
 func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 	cfg := &Config{BrokerProps: map[string]string{}}
+	steps := []func() error{
+		func() error { return parseBrokerSettings(merged, explicit, cfg) },
+		func() error { return parseTxnSettings(merged, cfg) },
+		func() error { return parseGroupSettings(merged, cfg) },
+		func() error { return parseShareSettings(merged, explicit, cfg) },
+		func() error { return parseClusterSettings(merged, cfg) },
+		func() error { return parseRebalanceSettings(merged, cfg) },
+		func() error { return parseMonitoringSettings(merged, cfg) },
+		func() error { return parseLimitSettings(merged, cfg) },
+		func() error { return parseACLSettings(merged, cfg) },
+		func() error { return parseDiskSettings(merged, cfg) },
+		func() error { return parseLogDirs(merged, explicit, cfg) },
+		func() error { return parseSecuritySettings(merged, cfg) },
+		func() error { return collectBrokerProps(explicit, cfg) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// parseBrokerSettings reads the broker's own settings: its ID, topic
+// creation defaults, the request size limit, idle mode, shutdown and
+// logging.
+func parseBrokerSettings(merged, explicit map[string]rawValue, cfg *Config) error {
 	bad := func(name, why string) error { return badSetting(merged, name, why) }
 	intIn := func(name string, lo, hi int64) (int64, error) { return intSetting(merged, name, lo, hi) }
-	boolOf := func(name string) (bool, error) { return boolSetting(merged, name) }
 	n, err := intIn("node.id", 0, 1<<31-1)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg.NodeID = int32(n)
 	if _, ok := merged["broker.id"]; ok {
 		bid, err := intIn("broker.id", 0, 1<<31-1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if _, set := explicit["node.id"]; !set {
 			cfg.NodeID = int32(bid)
 		} else if int32(bid) != cfg.NodeID {
-			return nil, bad("broker.id", fmt.Sprintf("differs from node.id=%d", cfg.NodeID))
+			return bad("broker.id", fmt.Sprintf("differs from node.id=%d", cfg.NodeID))
 		}
 	}
 	if n, err = intIn("num.partitions", 1, 50000); err != nil {
-		return nil, err
+		return err
 	}
 	cfg.NumPartitions = int32(n)
 	if n, err = intIn("default.replication.factor", 1, 1<<15-1); err != nil {
-		return nil, err
+		return err
 	}
 	cfg.DefaultReplicationFactor = int16(n)
 	if n, err = intIn("socket.request.max.bytes", 1, 1<<31-1); err != nil {
-		return nil, err
+		return err
 	}
 	cfg.SocketRequestMaxBytes = int32(n)
-	if cfg.AutoCreateTopics, err = boolOf("auto.create.topics.enable"); err != nil {
-		return nil, err
+	if cfg.AutoCreateTopics, err = boolSetting(merged, "auto.create.topics.enable"); err != nil {
+		return err
 	}
-	if cfg.DeleteTopicEnable, err = boolOf("delete.topic.enable"); err != nil {
-		return nil, err
+	if cfg.DeleteTopicEnable, err = boolSetting(merged, "delete.topic.enable"); err != nil {
+		return err
 	}
 	cfg.Rack = merged["broker.rack"].value
-	if n, err = intIn("strata.idle.after.ms", 0, 3600000); err != nil {
-		return nil, err
+	if cfg.IdleAfter, err = msSetting(merged, "strata.idle.after.ms", 0, 3600000); err != nil {
+		return err
 	}
-	cfg.IdleAfter = time.Duration(n) * time.Millisecond
-	if n, err = intIn("strata.idle.timer.slack.ms", 0, 100); err != nil {
-		return nil, err
+	if cfg.IdleTimerSlack, err = msSetting(merged, "strata.idle.timer.slack.ms", 0, 100); err != nil {
+		return err
 	}
-	cfg.IdleTimerSlack = time.Duration(n) * time.Millisecond
-	if n, err = intIn("strata.shutdown.timeout.ms", 1000, 3600000); err != nil {
-		return nil, err
-	}
-	cfg.ShutdownTimeout = time.Duration(n) * time.Millisecond
-	if err := parseTxnSettings(merged, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseGroupSettings(merged, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseShareSettings(merged, explicit, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseClusterSettings(merged, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseRebalanceSettings(merged, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseMonitoringSettings(merged, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseLimitSettings(merged, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseACLSettings(merged, cfg); err != nil {
-		return nil, err
-	}
-	if err := parseDiskSettings(merged, cfg); err != nil {
-		return nil, err
+	if cfg.ShutdownTimeout, err = msSetting(merged, "strata.shutdown.timeout.ms", 1000, 3600000); err != nil {
+		return err
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(merged["log.level"].value)); err != nil {
-		return nil, bad("log.level", "expected debug, info, warn or error")
+		return bad("log.level", "expected debug, info, warn or error")
 	}
+	return nil
+}
 
+// parseLogDirs reads log.dirs (or log.dir, when only it is set).
+func parseLogDirs(merged, explicit map[string]rawValue, cfg *Config) error {
 	dirsName := "log.dirs"
 	if _, set := explicit["log.dirs"]; !set {
 		if _, set := explicit["log.dir"]; set {
@@ -418,36 +418,38 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		}
 	}
 	if len(cfg.LogDirs) == 0 {
-		return nil, bad(dirsName, "no directory given")
+		return badSetting(merged, dirsName, "no directory given")
 	}
+	return nil
+}
 
-	if err := parseSecuritySettings(merged, cfg); err != nil {
-		return nil, err
-	}
-
-	// Topic defaults (log.retention.hours, message.max.bytes, ...): checked
-	// by retention, passed on to the broker as given.
+// collectBrokerProps checks the topic defaults and limits set explicitly
+// (log.retention.hours, message.max.bytes, ...: retention checks them)
+// and passes them on to the broker as given (secrets stay out of
+// DescribeConfigs); Kafka settings Strata accepts but does not use are
+// warned about.
+func collectBrokerProps(explicit map[string]rawValue, cfg *Config) error {
 	for name, rv := range explicit {
 		if retention.IsBrokerSetting(name) {
 			if err := retention.ValidateBrokerSetting(name, rv.value); err != nil {
-				return nil, fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
+				return fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
 			}
 		}
 		if retention.IsLimitSetting(name) {
 			if err := retention.ValidateLimitSetting(name, rv.value); err != nil {
-				return nil, fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
+				return fmt.Errorf("%w: %s (from %s): %v", errConfig, name, rv.origin, err)
 			}
 		}
 		if ignoredSettings[name] {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("setting %s (from %s) is accepted for compatibility with Kafka but not used by Strata", name, rv.origin))
 		}
 		if sensitiveSetting(name) {
-			continue // secrets stay out of DescribeConfigs
+			continue
 		}
 		cfg.BrokerProps[name] = rv.value
 	}
 	sort.Strings(cfg.Warnings)
-	return cfg, nil
+	return nil
 }
 
 func isWildcard(host string) bool {
