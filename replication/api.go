@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -154,8 +155,8 @@ type BrokerConfig struct {
 	ReplicationDial func(ctx context.Context, addr string) (net.Conn, error)
 	// ReplicationTLS, when set, is mutual TLS with node certificates on
 	// the replication listener and every connection to a peer
-	// (transport_tls.go); nil = plaintext.
-	ReplicationTLS *TransportTLS
+	// (transport/tls.go); nil = plaintext.
+	ReplicationTLS *transport.TLS
 	// PartitionHeartbeat is the raft HeartbeatTimeout of partition groups
 	// with several voters (a follower that hears nothing from its leader
 	// for this long to twice it starts an election): the time a dead

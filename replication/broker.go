@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
 )
@@ -56,7 +58,7 @@ type Broker struct {
 	// The metadata Raft group (broker_raft.go); set by openRaft, then
 	// read-only.
 	raft  *raft.Raft
-	mux   *Mux
+	mux   *transport.Mux
 	rlog  *raftLogFile
 	fsm   *metadataFSM
 	fresh bool // the metadata raft store was empty at start
@@ -80,7 +82,7 @@ type Broker struct {
 	// guard before the group starts (tests hold an open there).
 	testHookOpening func(log.TopicPartition)
 	// partitionTiming is the raft timing of groups with several voters.
-	partitionTiming raftTiming
+	partitionTiming raftconf.Timing
 
 	// Leader reports (partition_leaders.go): groups' raft observations
 	// arrive on obsCh (observe), groups to report wait in reports
@@ -160,14 +162,14 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, mu: newWriterLock(),
 		groups: map[log.TopicPartition]*partitionGroup{}, byRaft: map[*raft.Raft]*partitionGroup{},
 		guards:          newPartitionGuards(),
-		partitionTiming: partitionTiming,
+		partitionTiming: raftconf.PartitionTiming,
 		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
 		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
 		observerDone: make(chan struct{}), memoDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{}),
 		announce: make(chan struct{}, 1), announceDone: make(chan struct{}), rebalanceDone: make(chan struct{}),
 		fenceDone: make(chan struct{})}
 	if cfg.PartitionHeartbeat > 0 {
-		b.partitionTiming = partitionTimingFor(cfg.PartitionHeartbeat)
+		b.partitionTiming = raftconf.PartitionTimingFor(cfg.PartitionHeartbeat)
 	}
 	// The loops below read the image from their first tick (reassignLoop
 	// every 250 ms); openRaft's FSM takes this one over, and a start whose

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/retention"
 )
 
@@ -28,7 +30,7 @@ const (
 
 // singleVoterTiming is for a metadata group whose only voter is this
 // broker: no peer to wait for, so a restart elects itself at once.
-var singleVoterTiming = raftTiming{Heartbeat: 50 * time.Millisecond, Election: 50 * time.Millisecond, Commit: 50 * time.Millisecond, Lease: 50 * time.Millisecond}
+var singleVoterTiming = raftconf.Timing{Heartbeat: 50 * time.Millisecond, Election: 50 * time.Millisecond, Commit: 50 * time.Millisecond, Lease: 50 * time.Millisecond}
 
 func serverID(node int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(node))) }
 
@@ -99,7 +101,7 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	mux, err := NewMux(MuxConfig{Listener: cfg.ReplicationListener, Advertise: advertise, Dial: cfg.ReplicationDial, Logger: b.cfg.Logger,
+	mux, err := transport.NewMux(transport.Config{Listener: cfg.ReplicationListener, Advertise: advertise, Dial: cfg.ReplicationDial, Logger: b.cfg.Logger,
 		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, AdmitFrom: b.admitPeerFrom, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward,
 		ExpectPeer: b.expectPeer})
 	if err != nil {
@@ -110,11 +112,11 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	timing := metadataTiming
+	timing := raftconf.MetadataTiming
 	if single {
 		timing = singleVoterTiming
 	}
-	conf := newRaftConfig(serverID(cfg.NodeID), timing, b.cfg.Logger)
+	conf := raftconf.New(serverID(cfg.NodeID), timing, b.cfg.Logger)
 	// Metadata commands are rare and an image is cheap to snapshot: keep
 	// the log short.
 	conf.TrailingLogs = 1024
@@ -136,7 +138,7 @@ func (b *Broker) openRaft() (err error) {
 	// AppendEntries to a voter that is down wait for it to come back
 	// rather than pile up failures that raft backs off from, and a voter
 	// behind is sent the rest at once, not 64 entries per CommitTimeout
-	// (transport_catchup.go).
+	// (transport/catchup.go).
 	trans.SetCatchUp(r)
 	b.raft, b.mux, b.rlog, b.fsm, b.fresh = r, mux, rlog, fsm, !existing
 	mux.SetForwardHandler(b.handleForward)
@@ -147,13 +149,13 @@ func (b *Broker) openRaft() (err error) {
 // connects to the replication listener may use it: a metadata voter
 // (controller.quorum.voters; every broker is one today) or
 // a broker registered in the metadata. Everyone else is refused before a
-// byte of their requests is read (transport.go). Without TLS the ID is the
+// byte of their requests is read (transport/mux.go). Without TLS the ID is the
 // peer's claim; with TLS (BrokerConfig.ReplicationTLS) admitPeer is not
-// asked: the node certificate authenticates and admits (transport_tls.go).
+// asked: the node certificate authenticates and admits (transport/tls.go).
 func (b *Broker) admitPeer(id string) error {
 	node := parseServerID(raft.ServerID(id))
 	if node < 0 || serverID(node) != raft.ServerID(id) {
-		return fmt.Errorf("%w: %q is not a node ID", ErrTransportRefused, id)
+		return fmt.Errorf("%w: %q is not a node ID", transport.ErrRefused, id)
 	}
 	for _, v := range b.cfg.Voters {
 		if v.NodeID == node {
@@ -165,7 +167,7 @@ func (b *Broker) admitPeer(id string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: node %d is neither a metadata voter nor a registered broker", ErrTransportRefused, node)
+	return fmt.Errorf("%w: node %d is neither a metadata voter nor a registered broker", transport.ErrRefused, node)
 }
 
 // waitCaughtUp waits until the metadata group has a leader and this
@@ -353,7 +355,7 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		b.logger.Error("metadata command not committed", "command", c.Type.String(), "err", err)
 		return nil, 0, err
 	}
-	metaCommitLatency.observe(time.Since(proposed))
+	metaCommitLatency.Observe(time.Since(proposed))
 	select {
 	case b.announce <- struct{}{}:
 	default: // a wake-up is pending already

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftconf"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
 )
@@ -475,10 +476,10 @@ func TestReassignPartition(t *testing.T) {
 	q.produceTo("mv", 0, batch(1, -1, -1, -1))
 	q.waitSameReplicas("mv", 0, 36)
 	// Broker 1 came back empty: it joined with its votes held back
-	// (join_gate.go) and votes again once caught up.
+	// (transport/join_gate.go) and votes again once caught up.
 	testwait.For(t, 10*time.Second, func() bool {
 		g := b1.group(log.TopicPartition{Topic: "mv", Partition: 0})
-		return g != nil && g.trans.joinGateFor() == nil
+		return g != nil && !g.trans.Joining()
 	}, "the re-added replica still holds its votes back after catching up")
 	// The metadata's ISR follows the promotion (the ISR counts voters, and
 	// nothing else makes the leader report after it).
@@ -508,7 +509,7 @@ func (q *testQuorum) checkRoleTiming(topic string, part int32) {
 			}
 			want := g.timing.Heartbeat
 			if g.raft.State() == raft.Leader {
-				want *= leaderHeartbeatFactor
+				want *= raftconf.LeaderHeartbeatFactor
 			}
 			if got := g.raft.ReloadableConfig().HeartbeatTimeout; got != want {
 				last += fmt.Sprintf("broker %d (%v) heartbeat timeout %v, want %v; ", i+1, g.raft.State(), got, want)

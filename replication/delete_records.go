@@ -62,7 +62,7 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 	start := r.res.LogStartOffset
 	// Followers apply the entry when they learn it is committed, with the
 	// leader's next AppendEntries -- on an idle partition only after
-	// CommitTimeout (6-12 s, raft_config.go). A barrier is such an entry
+	// CommitTimeout (6-12 s, raftconf/config.go). A barrier is such an entry
 	// now: every replica moves its log start within a round trip. Not
 	// waited for: the leader has applied it, which is what is answered.
 	g.raft.Barrier(produceApplyTimeout)

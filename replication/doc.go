@@ -116,37 +116,16 @@
 //
 // # Raft design
 //
-// One transport per broker (transport.go, transport_codec.go). A Mux owns
-// one TCP listener (the broker's replication listener) and, per peer
-// broker, a fixed pool of connections: MuxConfig.ConnsPerPeer data lanes
-// and one control lane. Every Raft group (the metadata group and each
-// partition's group) gets a GroupTransport from the Mux: a raft.Transport
-// whose RPCs carry the group id. A partition group's AppendEntries are
-// pinned to one data lane (hash of the group id), so they, and its
-// pipeline, stay in order. The control lane carries what must never wait
-// behind record data: heartbeat rounds, votes, pre-votes and TimeoutNow
-// of every group, all of the metadata group's traffic, and forwarded
-// metadata requests (below, "Staying up under load"). Frames are
-// length-prefixed and bounded (maxFrameBytes); the RPC structs are encoded
-// by hand (no msgpack: not an allowed dependency), every length checked
-// before allocating. Writes go through one buffered writer per connection,
-// flushed when its queue is empty, so the heartbeats of hundreds of
-// groups to one peer leave in a few syscalls (coalesced at the socket).
-// InstallSnapshot streams on a connection of its own, never on the shared
-// ones. Heartbeats take hashicorp's fast path (SetHeartbeatHandler) on the
-// receiving side and never wait behind disk I/O.
+// One transport per broker: a Mux (package replication/transport, its doc
+// tells the wire and the lanes) carries every group's RPCs and the
+// forwarded metadata requests over a few connections per peer broker.
 //
-//	frame:  | len u32 | kind u8 | reqID u64 | group (uvarint len + bytes) | body |
-//	kind:   AppendEntries, RequestVote, RequestPreVote, TimeoutNow,
-//	        InstallSnapshot (own connection, body then len bytes of data),
-//	        Response (body = encoded response), Error (body = message)
-//
-// Raft timing (newRaftConfig in raft_config.go sets every raft.Config
+// Raft timing (raftconf.New in raftconf/config.go sets every raft.Config
 // field explicitly). hashicorp/raft costs each leader, per follower, one
 // heartbeat every HeartbeatTimeout/10..2/10 and one commit-index
 // AppendEntries every CommitTimeout..2x; each follower arms a timer every
 // HeartbeatTimeout, each leader one every LeaderLeaseTimeout. Partition
-// groups (partitionTimingFor; strata.partition.heartbeat.timeout.ms, 2 s
+// groups (raftconf.PartitionTimingFor; strata.partition.heartbeat.timeout.ms, 2 s
 // by default): followers wait 2-4 s for their leader; a leader runs with
 // twice that heartbeat timeout (partitionGroup.fitTiming reloads raft's
 // config on each change of role), so it heartbeats each follower every
@@ -155,7 +134,7 @@
 // applies it at once; a follower whose heartbeats resume after an outage
 // is sent what it missed at once, as raft alone would retry it only on
 // the next entry or CommitTimeout). The metadata group has faster values.
-// Heartbeats to one peer are coalesced (transport_heartbeats.go): the Mux
+// Heartbeats to one peer are coalesced (transport/heartbeats.go): the Mux
 // holds them up to 50 ms and sends one frame per peer; the peer hands
 // each to its group's raft heartbeat handler and answers all in one
 // frame; a steady group's heartbeat is answered at once with the peer's
@@ -163,7 +142,7 @@
 // within a second, the peer heard from within a second). An idle
 // commit-index update that repeats what the follower acknowledged is
 // answered by the pipeline itself while the follower's broker is heard
-// from (transport_commit.go). Other frames without entries are flushed
+// from (transport/commit.go). Other frames without entries are flushed
 // lazily (2 ms) so they share syscalls. Measured: `strata bench idle`
 // (1,000 partitions at RF 3 on 3 brokers) and idle_test.go
 // (STRATA_IDLE_GROUPS=1000, raft and the Mux alone); figures in
@@ -173,29 +152,6 @@
 // batch stored for 10 s, one scheduler P and 5 ms of timer slack, so the
 // kernel batches those wakes; partitionStore.StoreLogs and every Kafka
 // request call procs.Touch, which ends it.
-//
-// Catch-up (transport_catchup.go): hashicorp/raft's pipeline sends a
-// follower at most MaxAppendEntries entries per new entry on the leader,
-// else one AppendEntries per CommitTimeout, so the end of a burst (or a
-// follower back from an outage once producers pause) waited seconds per
-// 64 entries. A pipeline whose follower acknowledges the last entry sent
-// while the leader's log goes further appends a barrier entry, which
-// makes raft send the rest at once (partition groups and the metadata
-// group). A follower that is down: raft sleeps backoff(10 ms, failures,
-// 12) before each retry, 10.24 s from the twelfth failure on, reset only
-// by a success, and a dial to a stopped broker fails at once, so about
-// 20 s into an outage the leader retried every 10 s and a broker back
-// from it waited up to that long (heartbeats resume at once but do not cut
-// raft's sleep short). Instead an AppendEntries whose dial fails waits
-// until a dial to the peer succeeds (one redial loop per down peer, every
-// 200 ms, only while someone waits) and is sent then, so raft sees one slow
-// call, not a string of failures. The wait ends, and the call fails as
-// before, when the group's raft changes state or shuts down, when the
-// peer leaves its configuration, when the group or the Mux closes, or
-// after 5 minutes; heartbeats, votes and snapshots fail at once as
-// before. A 25 s outage (restart_catchup_test.go): the restarted broker
-// started 0.2-0.3 s after its restart with every metadata command and a
-// replica caught up, against 6 s before.
 //
 // Metadata group (the controller quorum, as KRaft). Voters are
 // controller.quorum.voters (Kafka syntax id@host:port,...; the port is the
@@ -253,7 +209,7 @@
 //     to apply it): a small memo per partition (partition_memo.go) keeps
 //     the last batches appended or read, in memory only, so those reads
 //     are not preads; a follower decodes a lone entry without copying it
-//     out of its frame (transport_codec.go).
+//     out of its frame (transport/codec.go).
 //   - Commit index -> high watermark: FSM.Apply of a command entry calls
 //     Partition.Commit(last+1) and returns the offsets; the producer is
 //     answered from the ApplyFuture (acks=1 and acks=all alike). FSM.Apply
@@ -276,10 +232,11 @@
 // Single node: the same code, one voter; Apply commits as soon as the
 // entry is stored.
 //
-// Files: transport.go + transport_codec.go (the Mux), raft_config.go
-// (every raft.Config field), harness.go (an in-process cluster of raft
+// Rooms: transport/ (the Mux: every group's raft.Transport, doc.go there),
+// raftconf/ (every raft.Config field, the timings, raft's log lines),
+// internal/raftharness (for tests only: an in-process cluster of raft
 // nodes over real Muxes on 127.0.0.1, with Partition/Disconnect/Heal
-// through a fault-injecting dialer, Restart; harness_test.go),
+// through a fault-injecting dialer, Restart). Files here:
 // metadata_store.go (the metadata group's raft LogStore and StableStore
 // over segment.FS), metadata_raft_fsm.go (raft.FSM over image.Apply, image
 // snapshots), broker_raft.go (the broker's metadata group),
@@ -399,7 +356,7 @@
 // stop the group and delete the log (at once, or at their next start). A
 // joining replica neither grants nor asks votes until its log reaches
 // the leader's last index as of the first entries it was sent
-// (join_gate.go): a broker removed (log deleted) and added back would
+// (transport/join_gate.go): a broker removed (log deleted) and added back would
 // otherwise vote, with an empty configuration, for a candidate holding
 // only an old part of the log (docs/RELIABILITY.md, seed 11).
 //
@@ -432,7 +389,7 @@
 //     busy raft loop does not take every group's pipeline down with it;
 //   - heartbeats that raise a group's term (raft fsyncs it) are answered
 //     off the lane's reader (handleHeartbeats);
-//   - elections are gated (transport_elections.go): a partition group's
+//   - elections are gated (transport/elections.go): a partition group's
 //     refused pre-vote rounds back off (1, 2, 4, 8 s, jittered) and a
 //     broker has at most maxPreVoteRounds in flight; a held-back round is
 //     answered "not granted", so the gate only delays elections;
@@ -440,7 +397,7 @@
 //     writes in place (one fsync per Set, not a replaced file), and a new topic's
 //     partitions are created side by side on the FSM goroutine (openLogs);
 //   - a steady group's heartbeat is answered from its follower's last
-//     answer while that broker is heard from (transport_heartbeats.go), so
+//     answer while that broker is heard from (transport/heartbeats.go), so
 //     a leader keeps its lease through late heartbeats.
 //
 // strata_raft_elections_total, strata_raft_prevotes_total,

@@ -71,7 +71,7 @@ func (b *Broker) fenceOnce(timeout time.Duration) {
 		if err != nil {
 			continue // no replication address known: nothing to hear from
 		}
-		heard := b.mux.peerHeardWithin(addr, timeout)
+		heard := b.mux.PeerHeardWithin(addr, timeout)
 		if heard != bi.Fenced {
 			continue // fenced and silent, or unfenced and heard
 		}

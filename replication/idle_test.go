@@ -6,6 +6,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/replication/internal/raftharness"
+	"github.com/strata-io/strata/replication/raftconf"
 )
 
 // TestIdleCostOfManyGroups measures the CPU an idle cluster of 3 nodes
@@ -23,12 +26,12 @@ func TestIdleCostOfManyGroups(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set STRATA_IDLE_GROUPS=1000 to measure")
 	}
-	timing := partitionTiming
+	timing := raftconf.PartitionTiming
 	if hb, err := time.ParseDuration(os.Getenv("STRATA_IDLE_HEARTBEAT")); err == nil {
 		// As strata.partition.heartbeat.timeout.ms sets it (broker.go).
-		timing = partitionTimingFor(hb)
+		timing = raftconf.PartitionTimingFor(hb)
 	}
-	h := newTestHarness(t, harnessConfig{Nodes: 3, Groups: n, Timing: timing})
+	h := raftharness.Start(t, raftharness.Config{Nodes: 3, Groups: n, Timing: timing})
 	for g := 0; g < n; g++ {
 		if _, err := h.Leader(g, 60*time.Second); err != nil {
 			t.Fatal(err)

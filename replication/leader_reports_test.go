@@ -197,7 +197,7 @@ func TestLeaderReportsSurviveControllerStop(t *testing.T) {
 	q := newTestQuorum(t)
 	q.controller()
 	// The last registration may still be on its way.
-	waitFor(t, 5*time.Second, "three registered brokers", func() bool { return len(q.brokers[0].Brokers()) == 3 })
+	testwait.For(t, 5*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three registered brokers")
 	if _, err := q.brokers[0].CreateTopic(context.Background(), CreateTopicRequest{Name: topic, NumPartitions: partitions, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
 	}

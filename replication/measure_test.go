@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/replication/raftconf"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -26,7 +27,7 @@ func TestMeasurePartitionGroup(t *testing.T) {
 	}
 	const batches, producers, records = 5000, 32, 16 // 16 records of 1 KiB
 	rate := func(rf int) float64 {
-		pc := newPartitionClusterT(t, rf, partitionTiming, 1<<30)
+		pc := newPartitionClusterT(t, rf, raftconf.PartitionTiming, 1<<30)
 		leader, err := pc.h.Leader(0, 30*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +60,7 @@ func TestMeasurePartitionGroup(t *testing.T) {
 	rf3 := rate(3)
 	t.Logf("RF3/RF1 throughput ratio: %.2f", rf3/rf1)
 
-	pc := newPartitionClusterT(t, 3, partitionTiming, 1<<30)
+	pc := newPartitionClusterT(t, 3, raftconf.PartitionTiming, 1<<30)
 	old, err := pc.h.Leader(0, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestMeasurePartitionGroup(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("leader cut off -> next committed produce: %v (HeartbeatTimeout %v)", time.Since(cut).Round(time.Millisecond), partitionTiming.Heartbeat)
+	t.Logf("leader cut off -> next committed produce: %v (HeartbeatTimeout %v)", time.Since(cut).Round(time.Millisecond), raftconf.PartitionTiming.Heartbeat)
 }
 
 // valueBatch is an uncompressed v2 batch of n records with valueLen-byte

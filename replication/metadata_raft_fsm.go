@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/internal/acl"
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // metadataFSM is the metadata group's raft.FSM: image.Apply over raft
@@ -74,10 +75,10 @@ func encodeCommandEntry(c Command) ([]byte, error) {
 func decodeCommandEntry(data []byte) (Command, error) {
 	var c Command
 	if len(data) < 2 || data[0] != metadataRecordVersion {
-		return c, fmt.Errorf("%w: metadata entry of %d bytes, version %v", ErrTransportCodec, len(data), firstByte(data))
+		return c, fmt.Errorf("%w: metadata entry of %d bytes, version %v", transport.ErrCodec, len(data), firstByte(data))
 	}
 	if err := json.Unmarshal(data[1:], &c); err != nil {
-		return c, fmt.Errorf("%w: metadata entry: %v", ErrTransportCodec, err)
+		return c, fmt.Errorf("%w: metadata entry: %v", transport.ErrCodec, err)
 	}
 	return c, nil
 }

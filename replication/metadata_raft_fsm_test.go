@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/internal/testwait"
+	"github.com/strata-io/strata/replication/internal/raftharness"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -116,20 +117,20 @@ func imageBytes(t *testing.T, f *metadataFSM) string {
 
 // waitSameImages waits until every node's metadata image encodes the same
 // and has applied want commands.
-func waitSameImages(t *testing.T, h *harness, want int64) {
+func waitSameImages(t *testing.T, h *raftharness.Harness, want int64) {
 	t.Helper()
 	if !testwait.Until(5*time.Second, func() bool {
-		first := imageBytes(t, h.nodes[0].fsms[0].(*metadataFSM))
-		for i := range h.nodes {
-			f := h.nodes[i].fsms[0].(*metadataFSM)
+		first := imageBytes(t, h.FSM(0, 0).(*metadataFSM))
+		for i := range h.Nodes() {
+			f := h.FSM(i, 0).(*metadataFSM)
 			if f.Image().applied != want || imageBytes(t, f) != first {
 				return false
 			}
 		}
 		return true
 	}) {
-		for i := range h.nodes {
-			f := h.nodes[i].fsms[0].(*metadataFSM)
+		for i := range h.Nodes() {
+			f := h.FSM(i, 0).(*metadataFSM)
 			t.Logf("node %d applied %d: %s", i, f.Image().applied, imageBytes(t, f))
 		}
 		t.Fatalf("images differ or not all %d commands applied", want)
@@ -141,7 +142,7 @@ func waitSameImages(t *testing.T, h *harness, want int64) {
 // heal, a snapshot and restarts (Raft §5.3, §7).
 func TestMetadataGroupReplicatesTheImage(t *testing.T) {
 	dir := t.TempDir()
-	h := newTestHarness(t, harnessConfig{
+	h := raftharness.Start(t, raftharness.Config{
 		Nodes:  3,
 		FSM:    func(node, group int) raft.FSM { return newMetadataFSM(quietLogger(), nil, nil) },
 		Stores: fileStores(t, dir),
@@ -184,7 +185,7 @@ func TestMetadataGroupReplicatesTheImage(t *testing.T) {
 	proposeAll(t, h.Raft(leader, 0), cmds[7:])
 	waitSameImages(t, h, int64(len(cmds)))
 	// And a restart of everyone at once (all from their files).
-	for i := range h.nodes {
+	for i := range h.Nodes() {
 		if err := h.Restart(i); err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +194,7 @@ func TestMetadataGroupReplicatesTheImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSameImages(t, h, int64(len(cmds)))
-	im := h.nodes[0].fsms[0].(*metadataFSM).Image()
+	im := h.FSM(0, 0).(*metadataFSM).Image()
 	if len(im.brokers) != 3 || len(im.topics["orders"].Partitions) != 2 || len(im.pending) != 1 {
 		t.Fatalf("final image: %d brokers, topics %v, %d pending", len(im.brokers), im.names, len(im.pending))
 	}
@@ -202,7 +203,7 @@ func TestMetadataGroupReplicatesTheImage(t *testing.T) {
 // A rejected command is rejected on every replica alike and changes
 // nothing (but is counted, so images stay comparable).
 func TestMetadataGroupRejectsDeterministically(t *testing.T) {
-	h := newTestHarness(t, harnessConfig{Nodes: 3, FSM: func(node, group int) raft.FSM { return newMetadataFSM(quietLogger(), nil, nil) }})
+	h := raftharness.Start(t, raftharness.Config{Nodes: 3, FSM: func(node, group int) raft.FSM { return newMetadataFSM(quietLogger(), nil, nil) }})
 	leader, err := h.Leader(0, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

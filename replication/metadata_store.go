@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -30,7 +31,7 @@ import (
 //
 //	+------------+------------+----------------------------------------+
 //	| length u32 | crc32c u32 | entry: index, term, type, data, ext,   |
-//	|            |            | appendedAt (transport_codec.go layout) |
+//	|            |            | appendedAt (transport/codec.go layout) |
 //	+------------+------------+----------------------------------------+
 //
 // Entries are consecutive by index. A torn or corrupt tail is truncated at
@@ -123,9 +124,8 @@ func openRaftLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger
 	}
 	bodies, positions, good, why := readFramedRecords(f, size)
 	for i, body := range bodies {
-		d := &dec{b: body}
-		e := decodeLog(d)
-		if err := d.done(); err != nil {
+		e, err := transport.DecodeLog(body)
+		if err != nil {
 			good, why = positions[i], "undecodable entry: "+err.Error()
 			break
 		}
@@ -326,11 +326,9 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 			return fmt.Errorf("%w: raft entry %d stored after %d", ErrMetadataStorage, e.Index, last)
 		}
 		last, have = e.Index, true
-		en := &enc{}
-		encodeLog(en, e)
 		pos = append(pos, l.size+int64(len(buf)))
 		var err error
-		if buf, err = frameRecord(buf, en.b); err != nil {
+		if buf, err = frameRecord(buf, transport.EncodeLog(nil, e)); err != nil {
 			return err
 		}
 	}
@@ -409,11 +407,9 @@ func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
 	var buf []byte
 	pos := make([]int64, 0, len(keep))
 	for _, e := range keep {
-		en := &enc{}
-		encodeLog(en, e)
 		pos = append(pos, int64(len(buf)))
 		var err error
-		if buf, err = frameRecord(buf, en.b); err != nil {
+		if buf, err = frameRecord(buf, transport.EncodeLog(nil, e)); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,8 @@ package replication
 import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // The broker's replication series, read at scrape time from the image and
@@ -20,7 +22,7 @@ import (
 //	strata_raft_heartbeat_frames_total                 frames that carried them (one per peer per round)
 //	strata_raft_elections_total{group}                 elections this broker started (a term it asked votes for)
 //	strata_raft_prevotes_total{group}                  pre-vote rounds this broker started
-//	strata_raft_prevotes_deferred_total                pre-vote rounds held back (backoff, budget; transport_elections.go)
+//	strata_raft_prevotes_deferred_total                pre-vote rounds held back (backoff, budget; transport/elections.go)
 //	strata_raft_leader_changes_total{group}            leaderships this broker won (a term it led)
 //	strata_raft_heartbeat_round_seconds                a heartbeat round's send to answer, per peer (histogram)
 //	strata_raft_heartbeat_gap_seconds                  time between two heartbeats a follower group handled (histogram)
@@ -59,7 +61,7 @@ var (
 
 // Commit latencies of this process's raft leaders (all brokers of a test
 // process together, as the snapshot installs).
-var partitionCommitLatency, metaCommitLatency latencyHist
+var partitionCommitLatency, metaCommitLatency transport.LatencyHist
 
 // RegisterMetrics registers the broker's replication collector on reg.
 func (b *Broker) RegisterMetrics(reg prometheus.Registerer) {
@@ -114,9 +116,9 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOfflineDirs, prometheus.GaugeValue, offlineDirs)
 	for _, h := range []struct {
 		group string
-		h     *latencyHist
+		h     *transport.LatencyHist
 	}{{"partition", &partitionCommitLatency}, {"metadata", &metaCommitLatency}} {
-		buckets, count, sum := h.h.snapshot()
+		buckets, count, sum := h.h.Snapshot()
 		ch <- prometheus.MustNewConstHistogram(descCommitLat, count, sum, buckets, h.group)
 	}
 	ch <- prometheus.MustNewConstMetric(descInstalls, prometheus.CounterValue, float64(snapshotInstalls.Load()))
@@ -124,26 +126,27 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descShareEntries, prometheus.CounterValue, float64(shareEntriesFenced.Load()), "fenced")
 	ch <- prometheus.MustNewConstMetric(descShareEntries, prometheus.CounterValue, float64(shareEntriesRefused.Load()), "refused")
 	if b.mux != nil {
-		ch <- prometheus.MustNewConstMetric(descCatchUp, prometheus.CounterValue, float64(b.mux.catchUpPokes.Load()))
-		ch <- prometheus.MustNewConstMetric(descBeats, prometheus.CounterValue, float64(b.mux.beatsSent.Load()))
-		ch <- prometheus.MustNewConstMetric(descBeatsVouched, prometheus.CounterValue, float64(b.mux.beatsVouched.Load()))
-		ch <- prometheus.MustNewConstMetric(descBeatFrames, prometheus.CounterValue, float64(b.mux.beatFrames.Load()))
-		ch <- prometheus.MustNewConstMetric(descRepeats, prometheus.CounterValue, float64(b.mux.commitRepeats.Load()))
-		ch <- prometheus.MustNewConstMetric(descPreDeferred, prometheus.CounterValue, float64(b.mux.preVotesDeferred.Load()))
+		st := b.mux.Stats()
+		ch <- prometheus.MustNewConstMetric(descCatchUp, prometheus.CounterValue, float64(st.CatchUpPokes))
+		ch <- prometheus.MustNewConstMetric(descBeats, prometheus.CounterValue, float64(st.BeatsSent))
+		ch <- prometheus.MustNewConstMetric(descBeatsVouched, prometheus.CounterValue, float64(st.BeatsVouched))
+		ch <- prometheus.MustNewConstMetric(descBeatFrames, prometheus.CounterValue, float64(st.BeatFrames))
+		ch <- prometheus.MustNewConstMetric(descRepeats, prometheus.CounterValue, float64(st.CommitRepeats))
+		ch <- prometheus.MustNewConstMetric(descPreDeferred, prometheus.CounterValue, float64(st.PreVotesDeferred))
 		for _, h := range []struct {
 			d *prometheus.Desc
-			h *latencyHist
-		}{{descBeatRTT, &b.mux.beatRTT}, {descBeatGap, &b.mux.beatGap}} {
-			buckets, count, sum := h.h.snapshot()
+			h *transport.LatencyHist
+		}{{descBeatRTT, b.mux.BeatRTT()}, {descBeatGap, b.mux.BeatGap()}} {
+			buckets, count, sum := h.h.Snapshot()
 			ch <- prometheus.MustNewConstHistogram(h.d, count, sum, buckets)
 		}
 		for _, k := range []struct {
 			name string
-			c    *raftCounters
-		}{{"metadata", &b.mux.metaCounts}, {"partition", &b.mux.partCounts}} {
-			ch <- prometheus.MustNewConstMetric(descElections, prometheus.CounterValue, float64(k.c.elections.Load()), k.name)
-			ch <- prometheus.MustNewConstMetric(descPreVotes, prometheus.CounterValue, float64(k.c.preVotes.Load()), k.name)
-			ch <- prometheus.MustNewConstMetric(descLeaderChgs, prometheus.CounterValue, float64(k.c.leaderChanges.Load()), k.name)
+			c    transport.RaftCounts
+		}{{"metadata", st.Metadata}, {"partition", st.Partitions}} {
+			ch <- prometheus.MustNewConstMetric(descElections, prometheus.CounterValue, float64(k.c.Elections), k.name)
+			ch <- prometheus.MustNewConstMetric(descPreVotes, prometheus.CounterValue, float64(k.c.PreVotes), k.name)
+			ch <- prometheus.MustNewConstMetric(descLeaderChgs, prometheus.CounterValue, float64(k.c.LeaderChanges), k.name)
 		}
 	}
 }

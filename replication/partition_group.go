@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/sharepart"
 )
 
@@ -31,6 +33,9 @@ const (
 	// anchorKey is the stable-store key of the log offset at which the
 	// group's raft log began (index 0): the segments below predate it.
 	anchorKey = "StrataAnchorOffset"
+	// joinUntilKey is the stable-store key of the group's join gate
+	// (transport/join_gate.go): the value SetJoinGate persists.
+	joinUntilKey = "StrataJoinUntil"
 	// produceApplyTimeout bounds one Produce's wait for raft to take the
 	// entry (not for the commit: that is the caller's context).
 	produceApplyTimeout = 10 * time.Second
@@ -45,7 +50,7 @@ const (
 // cannot exceed Heartbeat: 500 ms is an election 0.5-1 s after the group
 // opens (Produce waits for it) and 2 wake-ups a second per idle group
 // (with 100 ms, 1,000 idle partitions cost 14% of a core).
-var singleVoterPartitionTiming = raftTiming{Heartbeat: 500 * time.Millisecond, Election: 500 * time.Millisecond, Commit: 500 * time.Millisecond, Lease: 500 * time.Millisecond}
+var singleVoterPartitionTiming = raftconf.Timing{Heartbeat: 500 * time.Millisecond, Election: 500 * time.Millisecond, Commit: 500 * time.Millisecond, Lease: 500 * time.Millisecond}
 
 // partitionGroup is one running partition group.
 type partitionGroup struct {
@@ -54,9 +59,9 @@ type partitionGroup struct {
 	lp      *log.Partition
 	raft    *raft.Raft
 	store   *partitionStore
-	trans   *GroupTransport
+	trans   *transport.Group
 	voters  []int32 // the replicas when the group was opened
-	timing  raftTiming
+	timing  raftconf.Timing
 	single  bool // this broker is the only voter
 	// share is the partition's share state, applied by the FSM
 	// (share_state.go); shareReady is the term in which, as leader, a
@@ -178,10 +183,10 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	if single {
 		timing = singleVoterPartitionTiming
 	}
-	conf := newRaftConfig(serverID(b.cfg.NodeID), timing, b.cfg.Logger.With("partition", tp.String()))
+	conf := raftconf.New(serverID(b.cfg.NodeID), timing, b.cfg.Logger.With("partition", tp.String()))
 	// A topic creation elects a leader for each of its partitions: those
 	// normal elections log at DEBUG (the metadata group's at INFO).
-	conf.Logger = newRaftLogger(b.cfg.Logger.With("partition", tp.String(), "component", "raft", "raft_id", string(serverID(b.cfg.NodeID))), slog.LevelDebug)
+	conf.Logger = raftconf.NewLogger(b.cfg.Logger.With("partition", tp.String(), "component", "raft", "raft_id", string(serverID(b.cfg.NodeID))), slog.LevelDebug)
 	if preferred {
 		// Started a hair longer so that lowering it below (ReloadConfig)
 		// wakes the follower loop, which finds no leader contact and
@@ -208,12 +213,12 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		return err
 	}
 	var started atomic.Pointer[raft.Raft]
-	trans.setJoinGate(func() uint64 {
+	trans.SetJoinGate(func() uint64 {
 		if r := started.Load(); r != nil {
 			return r.LastIndex()
 		}
 		return 0
-	}, stable, joinValue, b.logger.With("partition", tp.String()))
+	}, joinValue, func(v uint64) error { return stable.SetUint64([]byte(joinUntilKey), v) }, b.logger.With("partition", tp.String()))
 	if !existing && !joining {
 		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			trans.Close()
@@ -251,7 +256,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 }
 
 // fitTiming gives g's raft the heartbeat timeout of its role: a leader
-// runs with leaderHeartbeatFactor times its followers' (raft_config.go).
+// runs with leaderHeartbeatFactor times its followers' (raftconf/config.go).
 // Called on every change of role (the observer) and after open.
 func (g *partitionGroup) fitTiming(logger *slog.Logger) {
 	if g.single {
@@ -259,7 +264,7 @@ func (g *partitionGroup) fitTiming(logger *slog.Logger) {
 	}
 	hb, election := g.timing.Heartbeat, g.timing.Election
 	if g.raft.State() == raft.Leader {
-		hb *= leaderHeartbeatFactor
+		hb *= raftconf.LeaderHeartbeatFactor
 		election = max(election, hb)
 	}
 	cur := g.raft.ReloadableConfig()
@@ -499,7 +504,7 @@ func (g *partitionGroup) produce(ctx context.Context, records []byte) (log.Appen
 	if err := waitFutureOr(f, g.stopped); err != nil {
 		return log.AppendResult{}, raftErr(g, err)
 	}
-	partitionCommitLatency.observe(time.Since(proposed))
+	partitionCommitLatency.Observe(time.Since(proposed))
 	r, ok := f.Response().(partitionResult)
 	if !ok {
 		return log.AppendResult{}, fmt.Errorf("%w: %s: unexpected raft response %T", log.ErrStorage, g.tp, f.Response())

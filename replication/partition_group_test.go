@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftconf"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -136,7 +137,7 @@ func TestPartitionGroupProduceKeepsNoBufferRF3(t *testing.T) {
 	// It produces through one leader's raft, so a leader that steps down
 	// under load (fastTiming's 200 ms lease at load 30) would fail it:
 	// timing that a loaded machine keeps (what is tested is the buffer).
-	pc := newPartitionClusterT(t, 3, raftTiming{Heartbeat: time.Second, Election: time.Second, Commit: 10 * time.Millisecond, Lease: time.Second}, 4096)
+	pc := newPartitionClusterT(t, 3, raftconf.Timing{Heartbeat: time.Second, Election: time.Second, Commit: 10 * time.Millisecond, Lease: time.Second}, 4096)
 	leader, err := pc.h.Leader(0, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

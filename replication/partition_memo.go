@@ -15,7 +15,7 @@ import (
 // broker's produce CPU. batchMemo keeps the few batches a partition's
 // raft touched last, by index: a leader's own appends (copied once: the
 // producer's buffer is reused once Produce returns), a follower's
-// (its own already: transport_codec.go's owned decoding) and batches read
+// (its own already: transport/codec.go's owned decoding) and batches read
 // back from the segments. Entries are
 // read-only once put. They leave once applied but for the last
 // memoKeepApplied, when their slot is reused, when the log is truncated

@@ -12,13 +12,15 @@ import (
 
 	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/internal/raftharness"
+	"github.com/strata-io/strata/replication/raftconf"
 	"github.com/strata-io/strata/segment"
 )
 
 // partitionCluster runs one partition group on three nodes, each over a
 // real log.Partition (segments on disk, t.TempDir) through partitionStore.
 type partitionCluster struct {
-	h      *harness
+	h      *raftharness.Harness
 	parts  []*log.Partition
 	stores []*partitionStore
 }
@@ -27,12 +29,12 @@ func newPartitionCluster(t *testing.T) *partitionCluster { return newPartitionCl
 
 func newPartitionClusterN(t *testing.T, nodes int) *partitionCluster {
 	t.Helper()
-	return newPartitionClusterT(t, nodes, raftTiming{}, 4096)
+	return newPartitionClusterT(t, nodes, raftconf.Timing{}, 4096)
 }
 
 // newPartitionClusterT runs nodes replicas with the given raft timing and
 // segment.bytes.
-func newPartitionClusterT(t *testing.T, nodes int, timing raftTiming, segmentBytes int64) *partitionCluster {
+func newPartitionClusterT(t *testing.T, nodes int, timing raftconf.Timing, segmentBytes int64) *partitionCluster {
 	t.Helper()
 	pc := &partitionCluster{parts: make([]*log.Partition, nodes), stores: make([]*partitionStore, nodes)}
 	fsms := make([]*partitionFSM, nodes)
@@ -48,7 +50,7 @@ func newPartitionClusterT(t *testing.T, nodes int, timing raftTiming, segmentByt
 			t.Fatal(err)
 		}
 	}
-	pc.h = newTestHarness(t, harnessConfig{
+	pc.h = raftharness.Start(t, raftharness.Config{
 		Nodes:  nodes,
 		Timing: timing,
 		FSM: func(node, group int) raft.FSM {

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // Moving partition leadership (doc.go, "Leaders and epochs"): ElectLeaders
@@ -188,10 +189,10 @@ func (b *Broker) liveTransferTarget(g *partitionGroup, i int) (raft.ServerID, ra
 		return "", "", false
 	}
 	self := serverID(b.cfg.NodeID)
-	for _, within := range []time.Duration{handoffFresh, repeatLiveness} {
+	for _, within := range []time.Duration{handoffFresh, transport.RepeatLiveness} {
 		var live []raft.Server
 		for _, srv := range f.Configuration().Servers {
-			if srv.Suffrage == raft.Voter && srv.ID != self && b.mux.peerHeardWithin(srv.Address, within) {
+			if srv.Suffrage == raft.Voter && srv.ID != self && b.mux.PeerHeardWithin(srv.Address, within) {
 				live = append(live, srv)
 			}
 		}

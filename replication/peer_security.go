@@ -2,13 +2,22 @@ package replication
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+
+	"github.com/strata-io/strata/replication/transport"
 )
+
+// refused is a refusal of a peer or of its request, as the transport's
+// own refusals (transport.ErrRefused).
+func refused(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", transport.ErrRefused, fmt.Sprintf(format, args...))
+}
 
 // checkForward checks a request another broker forwarded over the
 // replication transport against the node of its connection (peer; ""
 // when the dialer named none: a test's Mux). With mTLS the peer is
-// authenticated (transport_tls.go), and a node speaks only for itself:
+// authenticated (transport/tls.go), and a node speaks only for itself:
 // a broker's registration (its addresses, rack, endpoints) is written by
 // that broker alone. Another node may forward only a change of a
 // registered broker's Fenced flag (fencing.go: the controller fences and

@@ -135,7 +135,7 @@ func (b *Broker) quorumLocal(ctx context.Context) (QuorumState, error) {
 			r.LogEndOffset, r.LastFetch, r.LastCaughtUp = int64(b.raft.LastIndex()), now, now
 			continue
 		}
-		if at := b.mux.peerHeardAt(srv.Address); !at.IsZero() {
+		if at := b.mux.PeerHeardAt(srv.Address); !at.IsZero() {
 			r.LastFetch = at.UnixMilli()
 		}
 		wg.Add(1)
@@ -187,19 +187,4 @@ func (b *Broker) askQuorumSelf(ctx context.Context, addr raft.ServerAddress) (ui
 		return 0, sentinelError(resp.Err, resp.Msg)
 	}
 	return resp.Index, nil
-}
-
-// peerHeardAt is when the Mux last received a frame from the broker at
-// target; zero when never.
-func (m *Mux) peerHeardAt(target raft.ServerAddress) time.Time {
-	m.mu.Lock()
-	p := m.peers[target]
-	m.mu.Unlock()
-	if p == nil {
-		return time.Time{}
-	}
-	if ns := p.heard.Load(); ns > 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
 }

@@ -228,7 +228,7 @@ func (b *Broker) reassignLoop() {
 // ISR): while it catches up, the quorum is the replicas that hold the
 // log, so losing one of them then does not stop the partition, and the
 // joining replica's vote is never needed (it holds its votes back until
-// caught up anyway: join_gate.go).
+// caught up anyway: transport/join_gate.go).
 func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) error {
 	cf := g.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
@@ -320,7 +320,7 @@ func (g *partitionGroup) caughtUp(n int32, addr raft.ServerAddress) bool {
 	}
 	mark, seen := g.promoteMark[n]
 	g.promoteMark[n] = g.raft.CommitIndex()
-	return seen && mark > 0 && g.trans.matched(addr) >= mark
+	return seen && mark > 0 && g.trans.Matched(addr) >= mark
 }
 
 // sameVoters reports whether c's voters are exactly voters.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // Automatic leader balance (Kafka's auto.leader.rebalance.enable).
@@ -140,7 +142,7 @@ func (b *Broker) rebalanceOnce(pct int, bound time.Duration) {
 			return true
 		}
 		addr, err := b.peerAddr(n)
-		return err == nil && b.mux != nil && b.mux.peerHeardWithin(addr, repeatLiveness)
+		return err == nil && b.mux != nil && b.mux.PeerHeardWithin(addr, transport.RepeatLiveness)
 	}
 	moves, imbalance := imbalancedPartitions(b.img.Load(), pct, live)
 	if len(moves) == 0 {

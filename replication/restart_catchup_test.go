@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
 )
 
@@ -46,7 +47,7 @@ func TestRestartedBrokerCatchesUpAfterLongOutage(t *testing.T) {
 	if victim == lead {
 		victim = (lead + 1) % 3
 	}
-	waitFor(t, 5*time.Second, "three registered brokers", func() bool { return len(q.brokers[victim].Brokers()) == 3 })
+	testwait.For(t, 5*time.Second, func() bool { return len(q.brokers[victim].Brokers()) == 3 }, "three registered brokers")
 	q.produceTo(topic, 0, batch(1, -1, -1, -1))
 	if err := q.brokers[victim].Close(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // Kafka's process.roles (issue 23, item 1). A node is a controller (a
@@ -34,7 +36,7 @@ import (
 //     connects from loopback, or from anywhere when
 //     replication.plaintext.allow.nonloopback is set (the operator has
 //     accepted that without TLS a node ID is only a claim); with mTLS its
-//     node certificate admits it (transport_tls.go).
+//     node certificate admits it (transport/tls.go).
 
 // joinRequest asks the controller to add Node at Addr to the metadata
 // group as a non-voter.
@@ -71,7 +73,7 @@ func (b *Broker) registeredReplAddr(node int32) string {
 	return ""
 }
 
-// admitPeerFrom is the plaintext admission check (MuxConfig.AdmitFrom):
+// admitPeerFrom is the plaintext admission check (transport.Config.AdmitFrom):
 // admitPeer's voters and registered brokers, the members of the metadata
 // configuration (a broker-only node added but not registered yet), and on
 // a controller a node asking to join only with
@@ -81,7 +83,7 @@ func (b *Broker) registeredReplAddr(node int32) string {
 // them). Loopback is not enough: any local process could claim a node.
 func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
 	err := b.admitPeer(id)
-	if err == nil || !errors.Is(err, ErrTransportRefused) {
+	if err == nil || !errors.Is(err, transport.ErrRefused) {
 		return err
 	}
 	node := parseServerID(raft.ServerID(id))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"testing"
+
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // TestAdmitJoiner: a controller's plaintext replication listener admits a
@@ -39,7 +41,7 @@ func TestAdmitJoiner(t *testing.T) {
 		{broker(1, true), "07", loop, false},
 	} {
 		err := c.b.admitPeerFrom(c.id, c.remote)
-		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrTransportRefused)) {
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, transport.ErrRefused)) {
 			t.Errorf("node %d admitting %q from %v: %v; want admitted %v", c.b.cfg.NodeID, c.id, c.remote, err, c.ok)
 		}
 	}

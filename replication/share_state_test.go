@@ -411,7 +411,7 @@ func (q *testQuorum) shareApplyTo(topic string, p int32, deltas [][]byte, produc
 func (q *testQuorum) waitShareRegistries(topic string, p int32, want []byte) {
 	q.t.Helper()
 	// Followers learn of the last commit with the leader's next
-	// AppendEntries: on an idle group after CommitTimeout (raft_config.go).
+	// AppendEntries: on an idle group after CommitTimeout (raftconf/config.go).
 	if !testwait.Until(45*time.Second, func() bool {
 		for _, br := range q.brokers {
 			if br == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // clusterSettings configure the metadata quorum (replication's doc.go,
@@ -40,7 +41,7 @@ type clusterConfig struct {
 	PartitionHeartbeat time.Duration
 	// TLS is the replication transport's mutual TLS; nil = plaintext
 	// (replication_security.go).
-	TLS *replication.TransportTLS
+	TLS *transport.TLS
 	// BrokerOnly is process.roles=broker: not a voter (replication's
 	// roles.go).
 	BrokerOnly bool

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/internal/auth"
-	"github.com/strata-io/strata/replication"
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // Broker-to-broker security (issue 19, item 1; README, "Securing a
-// cluster"; replication/transport_tls.go): the replication listener and
+// cluster"; replication/transport/tls.go): the replication listener and
 // every connection a broker opens to a peer's replication listener speak
 // mutual TLS with node certificates of the cluster's CA, configured by
 // Kafka-like settings under replication.* (the ssl.* names of a client
@@ -127,7 +127,7 @@ func parseReplicationSecurity(merged map[string]rawValue, cfg *Config) error {
 			return fmt.Errorf("%w: replication keystore: this broker's certificate does not verify against replication.ssl.truststore: %v", errConfig, err)
 		}
 	}
-	cfg.Cluster.TLS = &replication.TransportTLS{Certificate: cert, CAs: tc.ClientCAs}
+	cfg.Cluster.TLS = &transport.TLS{Certificate: cert, CAs: tc.ClientCAs}
 	return nil
 }
 

@@ -27,7 +27,7 @@ import (
 // stored are intact afterwards.
 
 // muxWire encodes the replication transport's frames by hand, from its
-// documented layout (replication/transport.go, transport_codec.go), as an
+// documented layout (replication/transport/mux.go, transport/codec.go), as an
 // attacker would.
 type muxWire struct{ b []byte }
 

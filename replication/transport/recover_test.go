@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // and the Mux (and the process) goes on serving.
 func TestMuxSurvivesPanics(t *testing.T) {
 	a, b := newTestMux(t), newTestMux(t)
-	before := TransportPanics.Load()
+	before := Panics.Load()
 
 	b.SetForwardHandler(func(req []byte) ([]byte, error) {
 		if string(req) == "boom" {
@@ -38,7 +38,7 @@ func TestMuxSurvivesPanics(t *testing.T) {
 	if err := ga.AppendEntries("b", b.Addr(), hb, &resp); err == nil {
 		t.Fatal("a heartbeat whose handler panicked was answered")
 	}
-	if n := TransportPanics.Load() - before; n != 2 {
+	if n := Panics.Load() - before; n != 2 {
 		t.Fatalf("%d panics counted, want 2", n)
 	}
 	// The Mux still serves: a vote goes through on a new connection.

@@ -1,4 +1,14 @@
-package replication
+// Package raftharness is an in-process cluster of raft nodes for tests, in
+// the manner of hashicorp's testing.go, but over the real transport (a Mux
+// per node on 127.0.0.1) so that tests exercise the wire code. Faults are
+// injected at the dialer (faultNet): a cut link refuses new connections
+// and closes the ones it carries, in both directions. Each node may run
+// several groups over its one Mux (group ids "g0", "g1", ...), which is
+// how the multiplexing and the idle cost of many groups are tested.
+//
+// Only tests import it (replication's and replication/transport's), so it
+// is not compiled into the binary.
+package raftharness
 
 import (
 	"context"
@@ -12,15 +22,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-)
 
-// The harness: an in-process cluster of raft nodes for tests, in the
-// manner of hashicorp's testing.go, but over the real transport (a Mux
-// per node on 127.0.0.1) so that tests exercise the wire code. Faults are
-// injected at the dialer (faultNet): a cut link refuses new connections
-// and closes the ones it carries, in both directions. Each node may run
-// several groups over its one Mux (group ids "g0", "g1", ...), which is
-// how the multiplexing and the idle cost of many groups are tested.
+	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/transport"
+)
 
 // faultNet decides which links are up. Safe for concurrent use.
 type faultNet struct {
@@ -82,19 +87,19 @@ func (n *faultNet) setCut(a, b string, cut bool) {
 	delete(n.conns, k)
 }
 
-// harnessNode is one member: a Mux and, per group, a raft instance.
-type harnessNode struct {
+// member is one node: a Mux and, per group, a raft instance.
+type member struct {
 	id    raft.ServerID
-	mux   *Mux
+	mux   *transport.Mux
 	rafts []*raft.Raft
 	fsms  []raft.FSM
 }
 
-// harnessConfig configures newHarness.
-type harnessConfig struct {
+// Config configures New.
+type Config struct {
 	Nodes  int // 1..9
 	Groups int // groups per node, default 1
-	Timing raftTiming
+	Timing raftconf.Timing
 	// FSM returns node i's state machine for group g; nil = a counting FSM.
 	FSM func(node, group int) raft.FSM
 	// Stores returns node i's raft stores for group g; nil = in memory
@@ -103,18 +108,19 @@ type harnessConfig struct {
 	Logger *slog.Logger
 }
 
-// harness is a running in-process cluster.
-type harness struct {
-	cfg     harnessConfig
+// Harness is a running in-process cluster.
+type Harness struct {
+	cfg     Config
 	net     *faultNet
-	nodes   []*harnessNode
+	nodes   []*member
 	addrs   []string
 	servers []raft.Server
 }
 
-// countFSM counts applied entries and keeps the first maxCountData of
-// them; a minimal FSM for transport tests.
-type countFSM struct {
+// CountFSM counts applied entries and keeps the first maxCountData of
+// them; a minimal FSM for transport tests (the FSM of every group unless
+// Config.FSM says otherwise).
+type CountFSM struct {
 	mu      sync.Mutex
 	applied int
 	data    []string
@@ -122,7 +128,7 @@ type countFSM struct {
 
 const maxCountData = 1000
 
-func (f *countFSM) Apply(l *raft.Log) any {
+func (f *CountFSM) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applied++
@@ -132,7 +138,8 @@ func (f *countFSM) Apply(l *raft.Log) any {
 	return f.applied
 }
 
-func (f *countFSM) has(data string) bool {
+// Has reports whether data is among the first maxCountData entries.
+func (f *CountFSM) Has(data string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, d := range f.data {
@@ -143,19 +150,20 @@ func (f *countFSM) has(data string) bool {
 	return false
 }
 
-func (f *countFSM) count() int {
+// Count is the number of entries applied.
+func (f *CountFSM) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.applied
 }
 
-func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) {
+func (f *CountFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return countSnapshot(f.applied), nil
 }
 
-func (f *countFSM) Restore(rc io.ReadCloser) error { return rc.Close() }
+func (f *CountFSM) Restore(rc io.ReadCloser) error { return rc.Close() }
 
 type countSnapshot int
 
@@ -168,9 +176,9 @@ func (s countSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 func (countSnapshot) Release() {}
 
-// newHarness starts cfg.Nodes nodes, each with cfg.Groups groups, every
+// New starts cfg.Nodes nodes, each with cfg.Groups groups, every
 // group bootstrapped with all nodes as voters, on in-memory raft stores.
-func newHarness(cfg harnessConfig) (*harness, error) {
+func New(cfg Config) (*Harness, error) {
 	if cfg.Nodes < 1 || cfg.Nodes > 9 {
 		return nil, fmt.Errorf("harness: %d nodes (1..9)", cfg.Nodes)
 	}
@@ -180,7 +188,7 @@ func newHarness(cfg harnessConfig) (*harness, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &harness{cfg: cfg, net: newFaultNet()}
+	h := &Harness{cfg: cfg, net: newFaultNet()}
 	lns := make([]net.Listener, cfg.Nodes)
 	for i := range lns {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -197,7 +205,7 @@ func newHarness(cfg harnessConfig) (*harness, error) {
 	}
 	h.servers = servers
 	for i := 0; i < cfg.Nodes; i++ {
-		h.nodes = append(h.nodes, &harnessNode{id: servers[i].ID})
+		h.nodes = append(h.nodes, &member{id: servers[i].ID})
 		if err := h.startNode(i, lns[i]); err != nil {
 			h.closeListeners(lns[i+1:])
 			h.Close()
@@ -208,8 +216,8 @@ func newHarness(cfg harnessConfig) (*harness, error) {
 }
 
 // startNode starts node i's Mux on ln and every group on it.
-func (h *harness) startNode(i int, ln net.Listener) error {
-	mux, err := NewMux(MuxConfig{Listener: ln, Dial: h.net.dialer(h.addrs[i]), Logger: h.cfg.Logger, RPCTimeout: 2 * time.Second, DialTimeout: time.Second,
+func (h *Harness) startNode(i int, ln net.Listener) error {
+	mux, err := transport.NewMux(transport.Config{Listener: ln, Dial: h.net.dialer(h.addrs[i]), Logger: h.cfg.Logger, RPCTimeout: 2 * time.Second, DialTimeout: time.Second,
 		LocalID: string(h.nodes[i].id)})
 	if err != nil {
 		ln.Close()
@@ -218,7 +226,7 @@ func (h *harness) startNode(i int, ln net.Listener) error {
 	n := h.nodes[i]
 	n.mux, n.rafts, n.fsms = mux, nil, nil
 	for g := 0; g < h.cfg.Groups; g++ {
-		var fsm raft.FSM = &countFSM{}
+		var fsm raft.FSM = &CountFSM{}
 		if h.cfg.FSM != nil {
 			fsm = h.cfg.FSM(i, g)
 		}
@@ -231,7 +239,7 @@ func (h *harness) startNode(i int, ln net.Listener) error {
 
 // Restart stops node i (every group, then its Mux) and starts it again on
 // the same address, with fresh FSMs and the stores cfg.Stores reopens.
-func (h *harness) Restart(i int) error {
+func (h *Harness) Restart(i int) error {
 	n := h.nodes[i]
 	for _, r := range n.rafts {
 		if err := r.Shutdown().Error(); err != nil {
@@ -253,13 +261,13 @@ func (h *harness) Restart(i int) error {
 	return h.startNode(i, ln)
 }
 
-func (h *harness) startGroup(i, g int, fsm raft.FSM) error {
+func (h *Harness) startGroup(i, g int, fsm raft.FSM) error {
 	n := h.nodes[i]
 	trans, err := n.mux.Group("g" + strconv.Itoa(g))
 	if err != nil {
 		return err
 	}
-	conf := newRaftConfig(n.id, h.cfg.Timing, h.cfg.Logger)
+	conf := raftconf.New(n.id, h.cfg.Timing, h.cfg.Logger)
 	var logs raft.LogStore
 	var stable raft.StableStore
 	var snaps raft.SnapshotStore
@@ -285,7 +293,7 @@ func (h *harness) startGroup(i, g int, fsm raft.FSM) error {
 	return nil
 }
 
-func (h *harness) closeListeners(lns []net.Listener) {
+func (h *Harness) closeListeners(lns []net.Listener) {
 	for _, ln := range lns {
 		if ln != nil {
 			ln.Close()
@@ -293,12 +301,24 @@ func (h *harness) closeListeners(lns []net.Listener) {
 	}
 }
 
+// Nodes is the number of nodes.
+func (h *Harness) Nodes() int { return len(h.nodes) }
+
+// FSM returns node i's state machine of group g.
+func (h *Harness) FSM(i, g int) raft.FSM { return h.nodes[i].fsms[g] }
+
+// Mux returns node i's transport.
+func (h *Harness) Mux(i int) *transport.Mux { return h.nodes[i].mux }
+
+// Server returns node i as a voter of every group.
+func (h *Harness) Server(i int) raft.Server { return h.servers[i] }
+
 // Raft returns node i's raft instance of group g.
-func (h *harness) Raft(i, g int) *raft.Raft { return h.nodes[i].rafts[g] }
+func (h *Harness) Raft(i, g int) *raft.Raft { return h.nodes[i].rafts[g] }
 
 // Leader waits up to timeout for group g to have exactly one leader among
 // the nodes in among (all when nil) and returns its node index.
-func (h *harness) Leader(g int, timeout time.Duration, among ...int) (int, error) {
+func (h *Harness) Leader(g int, timeout time.Duration, among ...int) (int, error) {
 	if among == nil {
 		for i := range h.nodes {
 			among = append(among, i)
@@ -322,7 +342,7 @@ func (h *harness) Leader(g int, timeout time.Duration, among ...int) (int, error
 
 // Partition cuts every link between nodes of different sides; nodes in no
 // side keep their links.
-func (h *harness) Partition(sides ...[]int) {
+func (h *Harness) Partition(sides ...[]int) {
 	side := map[int]int{}
 	for s, nodes := range sides {
 		for _, i := range nodes {
@@ -341,7 +361,7 @@ func (h *harness) Partition(sides ...[]int) {
 }
 
 // Disconnect cuts every link of node i.
-func (h *harness) Disconnect(i int) {
+func (h *Harness) Disconnect(i int) {
 	for b := range h.nodes {
 		if b != i {
 			h.net.setCut(h.addrs[i], h.addrs[b], true)
@@ -350,7 +370,7 @@ func (h *harness) Disconnect(i int) {
 }
 
 // Heal restores every link.
-func (h *harness) Heal() {
+func (h *Harness) Heal() {
 	for a := range h.nodes {
 		for b := a + 1; b < len(h.nodes); b++ {
 			h.net.setCut(h.addrs[a], h.addrs[b], false)
@@ -359,7 +379,7 @@ func (h *harness) Heal() {
 }
 
 // Close shuts every raft instance down, then every Mux.
-func (h *harness) Close() error {
+func (h *Harness) Close() error {
 	var errs []error
 	for _, n := range h.nodes {
 		for _, r := range n.rafts {

@@ -1,4 +1,4 @@
-package replication
+package raftconf
 
 import (
 	"context"
@@ -30,6 +30,12 @@ type raftLogger struct {
 	electionLevel slog.Level
 	args          []any // hclog.With's, for ImpliedArgs
 	name          string
+}
+
+// NewLogger returns the hclog.Logger for a raft.Config (Logger) that
+// writes to l, an election's result at electionLevel (above).
+func NewLogger(l *slog.Logger, electionLevel slog.Level) hclog.Logger {
+	return newRaftLogger(l, electionLevel)
 }
 
 func newRaftLogger(l *slog.Logger, electionLevel slog.Level) *raftLogger {

@@ -1,4 +1,4 @@
-package replication
+package transport_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-io/strata/replication/internal/raftharness"
+	"github.com/strata-io/strata/replication/transport"
 )
 
 // countingHandler counts the log records whose message contains substr.
@@ -28,8 +31,8 @@ func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h countingHandler) WithGroup(string) slog.Handler      { return h }
 
 // follower returns a node of group 0 other than leader.
-func follower(h *harness, leader int) int {
-	for i := range h.nodes {
+func follower(h *raftharness.Harness, leader int) int {
+	for i := range h.Nodes() {
 		if i != leader {
 			return i
 		}
@@ -40,48 +43,48 @@ func follower(h *harness, leader int) int {
 // A follower cut off for longer than raft's backoff takes to reach its
 // cap (about 10 s of failures at this timing) gets the leader's entries
 // within a moment of its return: the leader's AppendEntries waited for it
-// instead of failing (transport_catchup.go). Before, raft had backed off
+// instead of failing (catchup.go). Before, raft had backed off
 // to 10.24 s between attempts, and the follower waited up to that long.
 func TestHarnessFollowerBackFromOutageCatchesUpPromptly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 12 s outage: not in -short")
 	}
 	var failed atomic.Int64
-	h := newTestHarness(t, harnessConfig{Nodes: 3, Logger: slog.New(countingHandler{substr: "failed to appendEntries", n: &failed})})
+	h := raftharness.Start(t, raftharness.Config{Nodes: 3, Logger: slog.New(countingHandler{substr: "failed to appendEntries", n: &failed})})
 	leader, err := h.Leader(0, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := follower(h, leader)
-	apply(t, h, 5)
-	waitApplied(t, h, 0, 5, 0, 1, 2)
+	raftharness.Apply(t, h, 5)
+	raftharness.WaitApplied(t, h, 0, 5, 0, 1, 2)
 	h.Disconnect(f)
 	others := []int{}
-	for i := range h.nodes {
+	for i := range h.Nodes() {
 		if i != f {
 			others = append(others, i)
 		}
 	}
 	n := 5
 	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); n++ {
-		applyToLeader(t, h, 0, []byte("during"), others...)
+		raftharness.ApplyToLeader(t, h, 0, []byte("during"), others...)
 		time.Sleep(20 * time.Millisecond)
 	}
 	leader, err = h.Leader(0, 5*time.Second, others...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := h.nodes[leader].fsms[0].(*countFSM).count()
+	want := h.FSM(leader, 0).(*raftharness.CountFSM).Count()
 	healed := time.Now()
 	h.Heal()
-	ff := h.nodes[f].fsms[0].(*countFSM)
-	for ff.count() < want && time.Since(healed) < 20*time.Second {
+	ff := h.FSM(f, 0).(*raftharness.CountFSM)
+	for ff.Count() < want && time.Since(healed) < 20*time.Second {
 		time.Sleep(time.Millisecond)
 	}
 	took := time.Since(healed)
 	t.Logf("%d entries during a 12 s outage; the follower caught up %v after it was reconnected; %d AppendEntries failures logged", n-5, took.Round(time.Millisecond), failed.Load())
 	if took > 2*time.Second {
-		t.Fatalf("the follower applied %d of %d entries %v after it was reconnected, want all within 2s", ff.count(), want, took)
+		t.Fatalf("the follower applied %d of %d entries %v after it was reconnected, want all within 2s", ff.Count(), want, took)
 	}
 }
 
@@ -90,23 +93,23 @@ func TestHarnessFollowerBackFromOutageCatchesUpPromptly(t *testing.T) {
 // main loop hands its replication goroutine a value and waits for it to
 // take it) and shutting the leader down both complete promptly.
 func TestHarnessWaitForDownFollowerHoldsNothing(t *testing.T) {
-	h := newTestHarness(t, harnessConfig{Nodes: 3})
+	h := raftharness.Start(t, raftharness.Config{Nodes: 3})
 	leader, err := h.Leader(0, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := follower(h, leader)
-	apply(t, h, 5)
-	waitApplied(t, h, 0, 5, 0, 1, 2)
+	raftharness.Apply(t, h, 5)
+	raftharness.WaitApplied(t, h, 0, 5, 0, 1, 2)
 	h.Disconnect(f)
 	others := []int{}
-	for i := range h.nodes {
+	for i := range h.Nodes() {
 		if i != f {
 			others = append(others, i)
 		}
 	}
 	for i := 0; i < 20; i++ {
-		applyToLeader(t, h, 0, []byte("during"), others...)
+		raftharness.ApplyToLeader(t, h, 0, []byte("during"), others...)
 		time.Sleep(20 * time.Millisecond)
 	}
 	leader, err = h.Leader(0, 5*time.Second, others...)
@@ -115,7 +118,7 @@ func TestHarnessWaitForDownFollowerHoldsNothing(t *testing.T) {
 	}
 	r := h.Raft(leader, 0)
 	start := time.Now()
-	if err := r.RemoveServer(h.servers[f].ID, 0, 10*time.Second).Error(); err != nil {
+	if err := r.RemoveServer(h.Server(f).ID, 0, 10*time.Second).Error(); err != nil {
 		t.Fatalf("remove the follower that is down: %v", err)
 	}
 	// The configuration entry commits at once (two voters left, both up);
@@ -140,17 +143,8 @@ func TestHarnessWaitForDownFollowerHoldsNothing(t *testing.T) {
 		r.Apply([]byte("alone"), 100*time.Millisecond) // cannot commit: waits on the way
 	}
 	// Until an AppendEntries to it is waiting in the transport.
-	waitFor(t, 5*time.Second, "an AppendEntries waiting for the disconnected follower", func() bool {
-		m := h.nodes[leader].mux
-		m.mu.Lock()
-		p := m.peers[h.servers[third].Address]
-		m.mu.Unlock()
-		if p == nil {
-			return false
-		}
-		p.reach.mu.Lock()
-		defer p.reach.mu.Unlock()
-		return len(p.reach.waiters) > 0
+	transport.WaitFor(t, 5*time.Second, "an AppendEntries waiting for the disconnected follower", func() bool {
+		return h.Mux(leader).WaitersFor(h.Server(third).Address) > 0
 	})
 	start = time.Now()
 	if err := r.Shutdown().Error(); err != nil {

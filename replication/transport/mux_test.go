@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"bufio"
@@ -87,8 +87,8 @@ func TestCodecRefusesHugeCounts(t *testing.T) {
 	e.u64(1 << 40) // entry count
 	e.b = append(e.b, make([]byte, 32)...)
 	err := decodeRPC(e.b, new(raft.AppendEntriesRequest))
-	if !errors.Is(err, ErrTransportCodec) {
-		t.Fatalf("got %v, want ErrTransportCodec", err)
+	if !errors.Is(err, ErrCodec) {
+		t.Fatalf("got %v, want ErrCodec", err)
 	}
 }
 
@@ -123,7 +123,7 @@ func FuzzDecodeRPC(f *testing.F) {
 }
 
 // newTestPair starts two Muxes, a and b, each with the group "g".
-func newTestPair(t *testing.T) (a, b *Mux, ga, gb *GroupTransport) {
+func newTestPair(t *testing.T) (a, b *Mux, ga, gb *Group) {
 	t.Helper()
 	a, b = newTestMux(t), newTestMux(t)
 	return a, b, newTestGroup(t, a, "g"), newTestGroup(t, b, "g")
@@ -141,7 +141,7 @@ func newTestMuxTimeout(t *testing.T, rpcTimeout time.Duration) *Mux {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMux(MuxConfig{Listener: ln, Logger: slog.New(slog.DiscardHandler), RPCTimeout: rpcTimeout})
+	m, err := NewMux(Config{Listener: ln, Logger: slog.New(slog.DiscardHandler), RPCTimeout: rpcTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func newTestMuxTimeout(t *testing.T, rpcTimeout time.Duration) *Mux {
 	return m
 }
 
-func newTestGroup(t *testing.T, m *Mux, id string) *GroupTransport {
+func newTestGroup(t *testing.T, m *Mux, id string) *Group {
 	t.Helper()
 	g, err := m.Group(id)
 	if err != nil {
@@ -161,7 +161,7 @@ func newTestGroup(t *testing.T, m *Mux, id string) *GroupTransport {
 // serveEcho answers every RPC of g until stop: AppendEntries with
 // LastLog = PrevLogEntry + len(Entries), votes granted, snapshots read
 // fully (the bytes go to snap).
-func serveEcho(g *GroupTransport, stop chan struct{}, snap chan<- []byte) {
+func serveEcho(g *Group, stop chan struct{}, snap chan<- []byte) {
 	for {
 		select {
 		case rpc := <-g.Consumer():
@@ -220,7 +220,7 @@ func TestMuxCarriesEveryRPCToItsGroup(t *testing.T) {
 
 	data := bytes.Repeat([]byte("segment-bytes-"), 100000)
 	var is raft.InstallSnapshotResponse
-	// A request raft could send: the Mux refuses others (transport_validate.go).
+	// A request raft could send: the Mux refuses others (validate.go).
 	snapReq := &raft.InstallSnapshotRequest{Term: 5, SnapshotVersion: 1, LastLogIndex: 10, LastLogTerm: 5, ConfigurationIndex: 1,
 		Configuration: raft.EncodeConfiguration(raft.Configuration{Servers: []raft.Server{{ID: "a", Address: "127.0.0.1:1"}}}),
 		Size:          int64(len(data))}
@@ -405,7 +405,7 @@ func TestMuxWaitsForAGroupAboutToOpen(t *testing.T) {
 func TestMuxCoalescesHeartbeats(t *testing.T) {
 	a, b := newTestMux(t), newTestMux(t)
 	const groups = 200
-	var senders []*GroupTransport
+	var senders []*Group
 	var mu sync.Mutex
 	beats := map[string]int{}
 	for i := 0; i < groups; i++ {
@@ -477,7 +477,7 @@ func TestMuxCoalescesHeartbeats(t *testing.T) {
 	b.Close()
 	start := time.Now()
 	for ga.AppendEntries("b", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("a"), Term: 4}, &resp) == nil {
-		if time.Since(start) > repeatLiveness {
+		if time.Since(start) > RepeatLiveness {
 			t.Fatal("heartbeats to a closed peer still succeed")
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -488,7 +488,7 @@ func TestMuxCoalescesHeartbeats(t *testing.T) {
 }
 
 // An idle leader's commit-index update that repeats what the follower
-// acknowledged is answered by the pipeline (transport_commit.go); one
+// acknowledged is answered by the pipeline (commit.go); one
 // that says anything new reaches the follower.
 func TestMuxPipelineAnswersRepeatedCommitUpdates(t *testing.T) {
 	a, b, ga, gb := newTestPair(t)
@@ -592,7 +592,7 @@ func TestMuxPipelineAnswersRepeatedCommitUpdates(t *testing.T) {
 }
 
 // A steady group's heartbeat is answered at once with the peer's last
-// answer while it still travels (transport_heartbeats.go); a new term, a
+// answer while it still travels (heartbeats.go); a new term, a
 // refusal or a broken connection makes the next one wait for its round.
 func TestMuxVouchesForSteadyHeartbeats(t *testing.T) {
 	a, b, ga, gb := newTestPair(t)
@@ -771,14 +771,14 @@ func TestMuxCloseDoesNotWaitForeverForAForward(t *testing.T) {
 	}
 }
 
-// latencyHist buckets durations by their upper bounds, cumulatively, as
+// LatencyHist buckets durations by their upper bounds, cumulatively, as
 // Prometheus histograms are exported.
 func TestLatencyHist(t *testing.T) {
-	var h latencyHist
+	var h LatencyHist
 	for _, d := range []time.Duration{500 * time.Microsecond, time.Millisecond, 30 * time.Millisecond, 3 * time.Second, time.Minute} {
-		h.observe(d)
+		h.Observe(d)
 	}
-	buckets, count, sum := h.snapshot()
+	buckets, count, sum := h.Snapshot()
 	if count != 5 {
 		t.Fatalf("count %d, want 5", count)
 	}
@@ -827,8 +827,8 @@ func TestMuxClosedGroupsEndRPCsAtOnce(t *testing.T) {
 	ga.Close()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrTransportClosed) {
-			t.Fatalf("vote of a closed group: %v, want ErrTransportClosed", err)
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("vote of a closed group: %v, want ErrClosed", err)
 		}
 		if d := time.Since(start); d > unknownGroupWait-200*time.Millisecond {
 			t.Fatalf("vote ended %v after it started: it waited for the peer, not for the close", d)

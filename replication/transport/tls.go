@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 )
 
 // Mutual TLS between brokers (issue 19, item 1; docs/ARCHITECTURE.md,
-// "Broker-to-broker security"). With MuxConfig.TLS set, every connection
+// "Broker-to-broker security"). With Config.TLS set, every connection
 // of the replication listener, and every connection a Mux dials (raft
 // RPCs of every group, heartbeat rounds, snapshots, forwarded metadata
 // requests, catch-up), is TLS 1.3 with a certificate on both sides:
 //
 //   - each side verifies the other's chain against the cluster's CA
-//     (TransportTLS.CAs) and takes the node ID from the certificate's URI
+//     (TLS.CAs) and takes the node ID from the certificate's URI
 //     SAN strata://node/<id> (auth.NodeIDFromCert); a certificate from
 //     another CA, or one of the cluster's CA without a node URI (a Kafka
 //     client's), fails the handshake;
@@ -28,20 +28,20 @@ import (
 //     the certificate's: the connection's peer is authenticated, and
 //     every request on it must name that node (checkHeader), so a node can
 //     speak only for itself;
-//   - the certificate admits the node: MuxConfig.Admit (voters and
+//   - the certificate admits the node: Config.Admit (voters and
 //     registered brokers) is for plaintext transports only, so a node
 //     with a valid certificate is admitted before it registers (a
 //     broker-only node joining as a non-voter, issue 23).
 //
 // The dialing side checks that the server holds a node certificate of
 // the CA, and, when it knows which node the address belongs to
-// (MuxConfig.ExpectPeer: the broker's controller.quorum.voters), that the
+// (Config.ExpectPeer: the broker's controller.quorum.voters), that the
 // certificate names that node: a node certificate names a node, not a
 // host (no DNS or IP SAN is needed, so proxies and NAT work). At an
 // address it does not know, any node of the CA is believed.
 
-// TransportTLS is the replication transport's mutual TLS.
-type TransportTLS struct {
+// TLS is the replication transport's mutual TLS.
+type TLS struct {
 	// Certificate is this node's: its chain from the cluster's CA and
 	// its key; the leaf's URI SAN names the node (auth.NodeURI).
 	Certificate tls.Certificate
@@ -165,7 +165,7 @@ func (m *Mux) dialTLS(ctx context.Context, c net.Conn, target string) (net.Conn,
 		if want, ok := m.cfg.ExpectPeer(target); ok {
 			id, err := peerNodeID(tc.ConnectionState())
 			if err == nil && strconv.Itoa(int(id)) != want {
-				err = fmt.Errorf("%w: the server at %s presents node %d's certificate, not node %s's", ErrTransportRefused, target, id, want)
+				err = fmt.Errorf("%w: the server at %s presents node %d's certificate, not node %s's", ErrRefused, target, id, want)
 			}
 			if err != nil {
 				m.logger.Warn("raft transport: server refused; closing", "remote", target, "err", err)
@@ -193,7 +193,7 @@ func (c rawClose) Close() error { return c.raw.Close() }
 // preface over a connection whose certificate names certID.
 func admitAuthenticated(claimed, certID string) error {
 	if claimed != certID {
-		return fmt.Errorf("%w: the peer claims node %q but its certificate names node %s", ErrTransportRefused, claimed, certID)
+		return fmt.Errorf("%w: the peer claims node %q but its certificate names node %s", ErrRefused, claimed, certID)
 	}
 	return nil
 }

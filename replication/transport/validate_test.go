@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"bytes"
@@ -70,18 +70,18 @@ func TestMuxRefusesForgedFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMux(MuxConfig{Listener: ln, Logger: slog.New(slog.DiscardHandler), LocalID: "3",
+	m, err := NewMux(Config{Listener: ln, Logger: slog.New(slog.DiscardHandler), LocalID: "3",
 		Admit: func(id string) error {
 			if id == "1" || id == "2" {
 				return nil
 			}
-			return ErrTransportRefused
+			return ErrRefused
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	g := newTestGroup(t, m, metadataGroupID)
+	g := newTestGroup(t, m, MetadataGroup)
 	h1 := raft.RPCHeader{ProtocolVersion: 3, ID: []byte("1"), Addr: []byte("127.0.0.1:1")}
 	ae := func(term uint64, entries ...*raft.Log) *raft.AppendEntriesRequest {
 		return &raft.AppendEntriesRequest{RPCHeader: h1, Term: term, Leader: h1.Addr, PrevLogEntry: 10, PrevLogTerm: 1, Entries: entries, LeaderCommitIndex: 10}
@@ -91,29 +91,29 @@ func TestMuxRefusesForgedFrames(t *testing.T) {
 		preface []byte
 		frame   []byte
 	}{
-		{"transport version 1 (no identity)", append([]byte(muxMagic), 1, muxModeRPC), rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(2))},
-		{"a node neither voter nor broker", rawPreface(muxProtocolVersion, muxModeRPC, "9"), rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(2))},
+		{"transport version 1 (no identity)", append([]byte(muxMagic), 1, muxModeRPC), rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(2))},
+		{"a node neither voter nor broker", rawPreface(muxProtocolVersion, muxModeRPC, "9"), rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(2))},
 		{"no identity", rawPreface(muxProtocolVersion, muxModeRPC, ""), rawFrame(t, kindForward, 1, "", &rawMsg{b: []byte(`{}`)})},
 		{"configuration entry 0xc1", rawPreface(muxProtocolVersion, muxModeRPC, "1"),
-			rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogConfiguration, Data: []byte{0xc1}}))},
+			rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogConfiguration, Data: []byte{0xc1}}))},
 		{"configuration without voters", rawPreface(muxProtocolVersion, muxModeRPC, "1"),
-			rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogConfiguration,
+			rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogConfiguration,
 				Data: raft.EncodeConfiguration(raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Nonvoter, ID: "1", Address: "a"}}})}))},
 		{"entry of unknown type", rawPreface(muxProtocolVersion, muxModeRPC, "1"),
-			rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogType(77)}))},
+			rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogType(77)}))},
 		{"entries out of order", rawPreface(muxProtocolVersion, muxModeRPC, "1"),
-			rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(2, &raft.Log{Index: 13, Term: 2, Type: raft.LogCommand}))},
-		{"term above int32", rawPreface(muxProtocolVersion, muxModeRPC, "1"), rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(math.MaxInt32+1))},
+			rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(2, &raft.Log{Index: 13, Term: 2, Type: raft.LogCommand}))},
+		{"term above int32", rawPreface(muxProtocolVersion, muxModeRPC, "1"), rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(math.MaxInt32+1))},
 		{"heartbeat term above int32", rawPreface(muxProtocolVersion, muxModeRPC, "1"),
-			rawFrame(t, kindHeartbeats, 1, "", &beatRequests{beats: []beat{{group: metadataGroupID, req: &raft.AppendEntriesRequest{RPCHeader: h1, Term: 1 << 40}}}})},
+			rawFrame(t, kindHeartbeats, 1, "", &beatRequests{beats: []beat{{group: MetadataGroup, req: &raft.AppendEntriesRequest{RPCHeader: h1, Term: 1 << 40}}}})},
 		{"vote term above int32", rawPreface(muxProtocolVersion, muxModeRPC, "1"),
-			rawFrame(t, kindRequestVote, 1, metadataGroupID, &raft.RequestVoteRequest{RPCHeader: h1, Term: 1 << 33})},
-		{"another node's ID in the header", rawPreface(muxProtocolVersion, muxModeRPC, "2"), rawFrame(t, kindAppendEntries, 1, metadataGroupID, ae(2))},
+			rawFrame(t, kindRequestVote, 1, MetadataGroup, &raft.RequestVoteRequest{RPCHeader: h1, Term: 1 << 33})},
+		{"another node's ID in the header", rawPreface(muxProtocolVersion, muxModeRPC, "2"), rawFrame(t, kindAppendEntries, 1, MetadataGroup, ae(2))},
 		{"snapshot whose configuration does not decode", rawPreface(muxProtocolVersion, muxModeSnapshot, "1"),
-			rawFrame(t, kindInstallSnapshot, 1, metadataGroupID, &raft.InstallSnapshotRequest{RPCHeader: h1, SnapshotVersion: 1, Term: 2,
+			rawFrame(t, kindInstallSnapshot, 1, MetadataGroup, &raft.InstallSnapshotRequest{RPCHeader: h1, SnapshotVersion: 1, Term: 2,
 				LastLogIndex: 20, LastLogTerm: 2, Configuration: []byte{0xc1}, ConfigurationIndex: 1, Size: 25})},
 		{"snapshot of version 0", rawPreface(muxProtocolVersion, muxModeSnapshot, "1"),
-			rawFrame(t, kindInstallSnapshot, 1, metadataGroupID, &raft.InstallSnapshotRequest{RPCHeader: h1, Term: 2,
+			rawFrame(t, kindInstallSnapshot, 1, MetadataGroup, &raft.InstallSnapshotRequest{RPCHeader: h1, Term: 2,
 				LastLogIndex: 20, LastLogTerm: 2, Peers: []byte{0xc1}, Size: 25})},
 	}
 	for _, tc := range cases {
@@ -138,7 +138,7 @@ func TestMuxRefusesForgedFrames(t *testing.T) {
 
 	// A valid request from an admitted node reaches raft.
 	c := dialRaw(t, m, rawPreface(muxProtocolVersion, muxModeRPC, "1"))
-	c.Write(rawFrame(t, kindAppendEntries, 7, metadataGroupID, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogConfiguration, Data: validConfig()})))
+	c.Write(rawFrame(t, kindAppendEntries, 7, MetadataGroup, ae(2, &raft.Log{Index: 11, Term: 2, Type: raft.LogConfiguration, Data: validConfig()})))
 	select {
 	case rpc := <-g.Consumer():
 		if _, ok := rpc.Command.(*raft.AppendEntriesRequest); !ok {
@@ -170,7 +170,7 @@ func TestMuxRefusesAnswersWithHugeTerms(t *testing.T) {
 	}()
 	var resp raft.RequestVoteResponse
 	err := ga.RequestVote("b", b.Addr(), &raft.RequestVoteRequest{Term: 3}, &resp)
-	if !errors.Is(err, ErrTransportRefused) {
+	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("vote answer with term 2^40: %v", err)
 	}
 }

@@ -1,10 +1,9 @@
-package replication
+package transport
 
 import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -45,10 +44,10 @@ func (c testCA) cert(t *testing.T, uris ...string) tls.Certificate {
 	return cert
 }
 
-func (c testCA) node(t *testing.T, id int32) *TransportTLS {
+func (c testCA) node(t *testing.T, id int32) *TLS {
 	t.Helper()
 	pool := newPool(c)
-	return &TransportTLS{Certificate: c.cert(t, auth.NodeURI(id)), CAs: pool}
+	return &TLS{Certificate: c.cert(t, auth.NodeURI(id)), CAs: pool}
 }
 
 func newPool(c testCA) *x509.CertPool {
@@ -75,8 +74,8 @@ func (l *logLines) String() string {
 	return l.b.String()
 }
 
-// newTLSMux starts a Mux with mutual TLS; admit is MuxConfig.Admit.
-func newTLSMux(t *testing.T, id string, tt *TransportTLS, admit func(string) error, logs *logLines) *Mux {
+// newTLSMux starts a Mux with mutual TLS; admit is Config.Admit.
+func newTLSMux(t *testing.T, id string, tt *TLS, admit func(string) error, logs *logLines) *Mux {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,7 +85,7 @@ func newTLSMux(t *testing.T, id string, tt *TransportTLS, admit func(string) err
 	if logs != nil {
 		logger = slog.New(slog.NewTextHandler(logs, nil))
 	}
-	m, err := NewMux(MuxConfig{Listener: ln, Logger: logger, RPCTimeout: 5 * time.Second, LocalID: id, TLS: tt, Admit: admit})
+	m, err := NewMux(Config{Listener: ln, Logger: logger, RPCTimeout: 5 * time.Second, LocalID: id, TLS: tt, Admit: admit})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
@@ -152,9 +151,9 @@ func TestMuxTLSRefusesForgedPeers(t *testing.T) {
 	ca, other := newTestCA(t), newTestCA(t)
 	logs := &logLines{}
 	m := newTLSMux(t, "2", ca.node(t, 2), nil, logs)
-	g := newTestGroup(t, m, metadataGroupID)
+	g := newTestGroup(t, m, MetadataGroup)
 	vote := func(id string) []byte {
-		return rawFrame(t, kindRequestVote, 1, metadataGroupID, &raft.RequestVoteRequest{RPCHeader: testHeader(id), Term: 2})
+		return rawFrame(t, kindRequestVote, 1, MetadataGroup, &raft.RequestVoteRequest{RPCHeader: testHeader(id), Term: 2})
 	}
 	dialTLS := func(cert tls.Certificate) net.Conn {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", string(m.Addr()),
@@ -183,7 +182,7 @@ func TestMuxTLSRefusesForgedPeers(t *testing.T) {
 			rawPreface(muxProtocolVersion, muxModeRPC, "3"), vote("1"), "on a connection of node"},
 		{"node 3 sending a snapshot for node 1", func() net.Conn { return dialTLS(ca.cert(t, auth.NodeURI(3))) },
 			rawPreface(muxProtocolVersion, muxModeSnapshot, "3"),
-			rawFrame(t, kindInstallSnapshot, 1, metadataGroupID, &raft.InstallSnapshotRequest{RPCHeader: testHeader("1"), SnapshotVersion: 1, Term: 2,
+			rawFrame(t, kindInstallSnapshot, 1, MetadataGroup, &raft.InstallSnapshotRequest{RPCHeader: testHeader("1"), SnapshotVersion: 1, Term: 2,
 				LastLogIndex: 20, LastLogTerm: 2, Configuration: validConfig(), ConfigurationIndex: 1, Size: 25}), "bad InstallSnapshot"},
 	}
 	for _, tc := range cases {
@@ -278,7 +277,7 @@ func TestMuxTLSDialerVerifiesTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := NewMux(MuxConfig{Listener: lnA, Logger: slog.New(slog.DiscardHandler), LocalID: "1", TLS: ca.node(t, 1),
+		a, err := NewMux(Config{Listener: lnA, Logger: slog.New(slog.DiscardHandler), LocalID: "1", TLS: ca.node(t, 1),
 			ExpectPeer: func(addr string) (string, bool) { return want, addr == string(b.Addr()) }})
 		if err != nil {
 			t.Fatal(err)
@@ -289,7 +288,7 @@ func TestMuxTLSDialerVerifiesTheServer(t *testing.T) {
 		if ok && (err != nil || !rv.Granted) {
 			t.Errorf("node 2 where node 2 is expected: %+v %v", rv, err)
 		}
-		if !ok && (err == nil || !errors.Is(err, ErrTransportRefused) || !strings.Contains(err.Error(), "presents node 2's certificate, not node 3's")) {
+		if !ok && (err == nil || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "presents node 2's certificate, not node 3's")) {
 			t.Errorf("node 2 where node 3 is expected: %v", err)
 		}
 	}
@@ -299,43 +298,9 @@ func TestMuxTLSDialerVerifiesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, err = NewMux(MuxConfig{Listener: ln, LocalID: "1", TLS: ca.node(t, 2)})
+	_, err = NewMux(Config{Listener: ln, LocalID: "1", TLS: ca.node(t, 2)})
 	if err == nil || !strings.Contains(err.Error(), "names node 2, but this is node 1") {
 		t.Fatalf("NewMux with another node's certificate: %v", err)
-	}
-}
-
-// TestCheckForward: a forwarded registration of another node is refused
-// unless it changes only that node's Fenced flag.
-func TestCheckForward(t *testing.T) {
-	b := &Broker{}
-	img := &image{brokers: map[int32]BrokerInfo{2: {NodeID: 2, Host: "h2", Port: 9092}}}
-	b.img.Store(img)
-	fwd := func(bi BrokerInfo) []byte {
-		body, err := json.Marshal(forwardRequest{Command: Command{Type: CmdRegisterBroker, Broker: &bi}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return body
-	}
-	for _, tc := range []struct {
-		name string
-		peer string
-		body []byte
-		ok   bool
-	}{
-		{"its own registration", "2", fwd(BrokerInfo{NodeID: 2, Host: "elsewhere", Port: 1}), true},
-		{"a new node's own registration", "7", fwd(BrokerInfo{NodeID: 7, Host: "h7", Port: 9092}), true},
-		{"fencing another node", "1", fwd(BrokerInfo{NodeID: 2, Host: "h2", Port: 9092, Fenced: true}), true},
-		{"moving another node", "1", fwd(BrokerInfo{NodeID: 2, Host: "evil", Port: 9092}), false},
-		{"registering another node", "1", fwd(BrokerInfo{NodeID: 9, Host: "evil", Port: 9092}), false},
-		{"no identity (a test's Mux)", "", fwd(BrokerInfo{NodeID: 9, Host: "evil", Port: 9092}), true},
-		{"another command", "1", []byte(`{"command":{"type":2,"topic":"t"}}`), true},
-	} {
-		err := b.checkForward(tc.peer, tc.body)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrTransportRefused)) {
-			t.Errorf("%s: %v", tc.name, err)
-		}
 	}
 }
 
@@ -348,9 +313,9 @@ func TestMuxTLSCARotation(t *testing.T) {
 	both := x509.NewCertPool()
 	both.AddCert(oldCA.ca.Cert)
 	both.AddCert(newCA.ca.Cert)
-	a := newTLSMux(t, "1", &TransportTLS{Certificate: oldCA.cert(t, auth.NodeURI(1)), CAs: both}, nil, nil)
-	b := newTLSMux(t, "2", &TransportTLS{Certificate: newCA.cert(t, auth.NodeURI(2)), CAs: both}, nil, nil)
-	c := newTLSMux(t, "3", &TransportTLS{Certificate: newCA.cert(t, auth.NodeURI(3)), CAs: newPool(newCA)}, nil, nil)
+	a := newTLSMux(t, "1", &TLS{Certificate: oldCA.cert(t, auth.NodeURI(1)), CAs: both}, nil, nil)
+	b := newTLSMux(t, "2", &TLS{Certificate: newCA.cert(t, auth.NodeURI(2)), CAs: both}, nil, nil)
+	c := newTLSMux(t, "3", &TLS{Certificate: newCA.cert(t, auth.NodeURI(3)), CAs: newPool(newCA)}, nil, nil)
 	ga, gb := newTestGroup(t, a, "g"), newTestGroup(t, b, "g")
 	newTestGroup(t, c, "g")
 	stop := make(chan struct{})

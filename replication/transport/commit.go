@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"time"
@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Idle commit-index updates (doc.go, "Raft timing"). hashicorp/raft's
+// Idle commit-index updates (replication/doc.go, "Raft timing"). hashicorp/raft's
 // pipeline sends each follower an AppendEntries every CommitTimeout to
 // twice it even when there is nothing to say: no entries, the same
 // previous entry and the same commit index as the last one the follower
@@ -23,7 +23,7 @@ import (
 //     nothing there; raft on the leader takes from the answer only the
 //     contact time (the lease) and the verify-leader notification, so a
 //     repeat is answered here only while frames from the follower's
-//     broker keep arriving (one within repeatLiveness; heartbeat answers
+//     broker keep arriving (one within RepeatLiveness; heartbeat answers
 //     come every few hundred milliseconds): the contact it vouches for is
 //     at most that old, inside the lease;
 //   - at least every commitRefresh a repeat is sent anyway.
@@ -34,12 +34,12 @@ import (
 const (
 	// commitRefresh is the longest a pipeline answers repeats itself.
 	commitRefresh = 30 * time.Second
-	// repeatLiveness is how recently a frame from the follower's broker
+	// RepeatLiveness is how recently a frame from the follower's broker
 	// must have arrived for a repeat (or a steady heartbeat,
-	// transport_heartbeats.go) to be answered here: above the interval
+	// heartbeats.go) to be answered here: above the interval
 	// of frames from a peer leading or following many groups, well inside
-	// the 2 s lease (raft_config.go).
-	repeatLiveness = time.Second
+	// the 2 s lease (replication/raftconf/config.go).
+	RepeatLiveness = time.Second
 )
 
 // followerState is what a follower acknowledged on one pipeline.
@@ -80,7 +80,7 @@ func (p *muxPipeline) repeat(args *raft.AppendEntriesRequest, resp *raft.AppendE
 		args.LeaderCommitIndex != k.commit || time.Since(k.sent) > commitRefresh {
 		return false
 	}
-	if !p.g.m.peerHeardWithin(p.target, repeatLiveness) {
+	if !p.g.m.PeerHeardWithin(p.target, RepeatLiveness) {
 		return false
 	}
 	*resp = k.resp

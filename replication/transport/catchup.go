@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"sync"
@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Catching a follower up (doc.go, "Raft timing"). hashicorp/raft's
+// Catching a follower up (replication/doc.go, "Raft timing"). hashicorp/raft's
 // pipeline sends a follower at most MaxAppendEntries entries per trigger,
 // and a trigger is a new entry on the leader -- or, when none comes, its
 // CommitTimeout (6-12 s for partition groups; 2.5-5 s when this was written). Triggers coalesce, so a
@@ -41,10 +41,10 @@ type catchUp struct {
 
 // SetCatchUp gives the group's pipelines r: when a follower acknowledges
 // the last entry sent to it and r's log goes further, they append a
-// barrier so that raft sends the rest now (transport_catchup.go). It also
+// barrier so that raft sends the rest now (catchup.go). It also
 // attaches r (Attach). Call it once r runs; without it pipelines behave as
 // raft alone.
-func (g *GroupTransport) SetCatchUp(r *raft.Raft) {
+func (g *Group) SetCatchUp(r *raft.Raft) {
 	g.Attach(r)
 	var busy atomic.Bool
 	c := &catchUp{last: r.LastIndex, poke: func() {
@@ -68,7 +68,7 @@ func (g *GroupTransport) SetCatchUp(r *raft.Raft) {
 // (a barrier entry, as a catch-up): for a follower raft lost and that is
 // back, which raft would otherwise retry only on the next entry or after
 // CommitTimeout. No-op before SetCatchUp.
-func (g *GroupTransport) Poke() {
+func (g *Group) Poke() {
 	if c := g.catchUp.Load(); c != nil {
 		c.poke()
 	}
@@ -302,7 +302,7 @@ func (w *raftWatch) release() {
 // instead of failing at once (see above). Call it once, after
 // raft.NewRaft; SetCatchUp does. The observer only filters: it sends
 // nothing and needs no goroutine.
-func (g *GroupTransport) Attach(r *raft.Raft) {
+func (g *Group) Attach(r *raft.Raft) {
 	w := &raftWatch{r: r, ch: make(chan struct{})}
 	r.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
 		if _, ok := o.Data.(raft.RaftState); ok {
@@ -315,7 +315,7 @@ func (g *GroupTransport) Attach(r *raft.Raft) {
 
 // waitPeer waits, after a failed dial, until target is reachable again;
 // false when the wait ended otherwise (see above) and the call fails.
-func (g *GroupTransport) waitPeer(target raft.ServerAddress) bool {
+func (g *Group) waitPeer(target raft.ServerAddress) bool {
 	w := g.watch.Load()
 	if w == nil {
 		return false

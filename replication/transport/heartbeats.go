@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Coalesced heartbeats (doc.go, "Raft timing"). hashicorp/raft runs, in
+// Coalesced heartbeats (replication/doc.go, "Raft timing"). hashicorp/raft runs, in
 // every group it leads, one heartbeat goroutine per follower that sends
 // an AppendEntries with no entries every HeartbeatTimeout/10 to /5 and
 // waits for the answer. A broker leading hundreds of groups would send
@@ -22,7 +22,7 @@ import (
 // leader that stops heartbeating (it stepped down) is never vouched for
 // by the Mux. The caller waits for the round that carries its heartbeat
 // unless its group is steady (the same term, the peer's last answer a
-// success from a round sent within repeatLiveness, the peer heard from
+// success from a round sent within RepeatLiveness, the peer heard from
 // within it): then it gets that answer at once, and the round's answer
 // replaces it; parking hundreds of raft goroutines per round and waking
 // them again was a third of an idle broker's goroutine wakes.
@@ -94,15 +94,15 @@ func (m *Mux) beaterFor(addr raft.ServerAddress) *beater {
 
 // heartbeat sends g's heartbeat args to target in the next round and
 // waits for its answer.
-func (g *GroupTransport) heartbeat(target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (g *Group) heartbeat(target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if g.closed() {
-		return ErrTransportClosed
+		return ErrClosed
 	}
 	return g.beat(target, args, resp)
 }
 
 // beat sends one heartbeat in the next round to target.
-func (g *GroupTransport) beat(target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (g *Group) beat(target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	b := g.m.beaterFor(target)
 	b.mu.Lock()
 	r := b.next
@@ -120,12 +120,12 @@ func (g *GroupTransport) beat(target raft.ServerAddress, args *raft.AppendEntrie
 	// A steady group is answered at once with the peer's last answer,
 	// while its heartbeat still travels in the round (whose answer
 	// replaces it): the same term, a success, from a round sent within
-	// repeatLiveness, and the peer heard from within it -- the contact this
+	// RepeatLiveness, and the peer heard from within it -- the contact this
 	// vouches for is at most that old, inside the lease (as an idle
-	// commit-index repeat, transport_commit.go). A refusal or an error
+	// commit-index repeat, commit.go). A refusal or an error
 	// drops the answer, and the next heartbeat waits for its round.
-	if ok && last.term == args.Term && time.Since(last.at) < repeatLiveness &&
-		g.m.peerHeardWithin(target, repeatLiveness) {
+	if ok && last.term == args.Term && time.Since(last.at) < RepeatLiveness &&
+		g.m.PeerHeardWithin(target, RepeatLiveness) {
 		g.m.beatsVouched.Add(1)
 		*resp = last.resp
 		return nil
@@ -142,7 +142,7 @@ func (g *GroupTransport) beat(target raft.ServerAddress, args *raft.AppendEntrie
 		*resp = res.resp
 		return nil
 	case <-g.shutdown:
-		return ErrTransportClosed
+		return ErrClosed
 	}
 }
 
@@ -184,13 +184,13 @@ func (b *beater) send() {
 		}
 	}
 	if err == nil {
-		b.m.beatRTT.observe(time.Since(sent))
+		b.m.beatRTT.Observe(time.Since(sent))
 	}
 	switch {
 	case err != nil:
 		fail(err)
 	case len(out.results) != len(r.beats):
-		fail(fmt.Errorf("%w: %d heartbeat answers to %d heartbeats", ErrTransportCodec, len(out.results), len(r.beats)))
+		fail(fmt.Errorf("%w: %d heartbeat answers to %d heartbeats", ErrCodec, len(out.results), len(r.beats)))
 	default:
 		copy(r.results, out.results)
 	}
@@ -318,7 +318,7 @@ func (m *Mux) handleHeartbeats(f frame, w *frameWriter, peer string) error {
 		return err
 	}
 	out := &beatAnswers{results: make([]beatResult, len(req.beats))}
-	groups := make([]*GroupTransport, len(req.beats))
+	groups := make([]*Group, len(req.beats))
 	m.mu.Lock()
 	for i, b := range req.beats {
 		groups[i] = m.groups[b.group]
@@ -367,11 +367,11 @@ func (m *Mux) handleHeartbeats(f frame, w *frameWriter, peer string) error {
 
 // beaten records a heartbeat g answered: its term, and, when it was
 // taken, that the group has a leader (its elections start afresh).
-func (g *GroupTransport) beaten(term uint64, r beatResult) {
+func (g *Group) beaten(term uint64, r beatResult) {
 	countTerm(&g.beatTerm, term)
 	now := time.Now().UnixNano()
 	if last := g.lastBeat.Swap(now); last != 0 {
-		g.m.beatGap.observe(time.Duration(now - last))
+		g.m.beatGap.Observe(time.Duration(now - last))
 	}
 	if r.err == nil && r.resp.Success {
 		g.noteLeader()
@@ -392,19 +392,19 @@ func takeBeatAnswer(ch chan raft.RPCResponse) beatResult {
 		}
 		return beatResult{resp: *resp}
 	default:
-		return beatResult{err: ErrTransportClosed}
+		return beatResult{err: ErrClosed}
 	}
 }
 
 // viaLoop hands one heartbeat to g's raft loop and waits for the answer.
-func (g *GroupTransport) viaLoop(req *raft.AppendEntriesRequest, timeout time.Duration) beatResult {
+func (g *Group) viaLoop(req *raft.AppendEntriesRequest, timeout time.Duration) beatResult {
 	respCh := make(chan raft.RPCResponse, 1)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case g.consumeCh <- raft.RPC{Command: req, RespChan: respCh}:
 	case <-g.shutdown:
-		return beatResult{err: ErrTransportClosed}
+		return beatResult{err: ErrClosed}
 	case <-t.C:
 		return beatResult{err: ErrRPCTimeout}
 	}
@@ -419,7 +419,7 @@ func (g *GroupTransport) viaLoop(req *raft.AppendEntriesRequest, timeout time.Du
 		}
 		return beatResult{resp: *resp}
 	case <-g.shutdown:
-		return beatResult{err: ErrTransportClosed}
+		return beatResult{err: ErrClosed}
 	case <-t.C:
 		return beatResult{err: ErrRPCTimeout}
 	}

@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"errors"
@@ -30,17 +30,17 @@ import (
 //     configuration index within the snapshot;
 //   - on a connection whose dialer named itself in the preface, every
 //     request's header (and every heartbeat's) names the same node
-//     (connection identity, transport.go). Without TLS a peer can still
+//     (connection identity, mux.go). Without TLS a peer can still
 //     claim an ID that is not its own; with mutual TLS the preface's ID
-//     must be the certificate's (transport_tls.go).
+//     must be the certificate's (tls.go).
 //
 // A frame that breaks a rule closes its connection, as one that does not
 // decode does; raft never sees it. The fuzz test (FuzzMuxDecode) runs
 // raft's decoders behind these checks.
 
-// ErrTransportRefused is a frame that decoded but breaks a rule above, or a
+// ErrRefused is a frame that decoded but breaks a rule above, or a
 // peer the broker does not admit.
-var ErrTransportRefused = errors.New("replication: refused peer frame")
+var ErrRefused = errors.New("replication: refused peer frame")
 
 const (
 	// maxRaftTerm is the largest term accepted from a peer: a leader
@@ -54,7 +54,7 @@ const (
 )
 
 func refused(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrTransportRefused, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
 }
 
 func checkTerm(what string, term uint64) error {

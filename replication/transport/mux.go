@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"bufio"
@@ -28,9 +28,9 @@ import (
 //	+------+---------+------+----------+----------------+
 //
 // The node ID is the dialer's raft server ID (its node.id): the accepting
-// side refuses a node its broker does not admit (MuxConfig.Admit), and
+// side refuses a node its broker does not admit (Config.Admit), and
 // every request on the connection must name that node in its header
-// (transport_validate.go). Version 1 (no ID) is refused. Then frames:
+// (validate.go). Version 1 (no ID) is refused. Then frames:
 //
 //	+---------+---------+-----------+----------------------+---------+
 //	| len u32 | kind u8 | reqID u64 | group: uvarint + str | body    |
@@ -60,7 +60,7 @@ const (
 	// Mux's forward handler: metadata writes sent to the controller.
 	kindForward = 8
 	// kindHeartbeats carries many groups' heartbeats to one peer
-	// (transport_heartbeats.go).
+	// (heartbeats.go).
 	kindHeartbeats = 9
 
 	// maxFrameBytes bounds one frame: MaxAppendEntries batches of at most
@@ -86,9 +86,9 @@ const (
 )
 
 var (
-	// ErrTransportClosed is returned by RPCs on a closed Mux or group.
-	ErrTransportClosed = errors.New("replication: transport closed")
-	// ErrRPCTimeout is an RPC that got no answer within MuxConfig.RPCTimeout.
+	// ErrClosed is returned by RPCs on a closed Mux or group.
+	ErrClosed = errors.New("replication: transport closed")
+	// ErrRPCTimeout is an RPC that got no answer within Config.RPCTimeout.
 	ErrRPCTimeout = errors.New("replication: rpc timed out")
 	// ErrRemote wraps an error the remote side answered with.
 	ErrRemote = errors.New("replication: remote error")
@@ -96,8 +96,14 @@ var (
 	errDial = errors.New("replication: dial")
 )
 
-// MuxConfig configures a Mux.
-type MuxConfig struct {
+// MetadataGroup is the id of the metadata quorum's group: its RPCs travel
+// on the control connection beside forwarded requests, never behind a
+// partition's backlog; its elections count apart (Stats); the pre-vote
+// gate never holds it back (elections.go).
+const MetadataGroup = "__metadata"
+
+// Config configures a Mux.
+type Config struct {
 	// Listener is the replication listener; the Mux owns it from now on.
 	// nil = no listener (Advertise must be set).
 	Listener net.Listener
@@ -105,7 +111,7 @@ type MuxConfig struct {
 	// ServerAddress); empty = Listener.Addr().
 	Advertise string
 	// Dial opens a connection to a peer; nil = TCP with DialTimeout.
-	// Tests inject faults here (harness.go).
+	// Tests inject faults here (replication/internal/raftharness).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// ConnsPerPeer is the number of RPC connections per peer (default 2).
 	// Each group uses one of them (hash of its id) so its RPCs stay in order.
@@ -122,22 +128,22 @@ type MuxConfig struct {
 	// may use this Mux; nil admits every peer. A broker admits metadata
 	// voters and registered brokers (Broker.admitPeer). Without TLS the
 	// name is a claim, not an authentication. With TLS it is not asked:
-	// the certificate admits the node (transport_tls.go).
+	// the certificate admits the node (tls.go).
 	Admit func(id string) error
 	// AdmitFrom, when set, is asked instead of Admit with the peer's
 	// remote address too (a broker admits a node asking to join from
-	// loopback: roles.go).
+	// loopback: replication's roles.go).
 	AdmitFrom func(id string, remote net.Addr) error
 	// TLS, when set, makes every connection mutual TLS with node
-	// certificates (transport_tls.go); nil = plaintext.
-	TLS *TransportTLS
+	// certificates (tls.go); nil = plaintext.
+	TLS *TLS
 	// CheckForward, when set, checks a forwarded request against the
 	// node of the connection it came on ("" when the dialer named none)
 	// before the forward handler sees it (Broker.checkForward).
 	CheckForward func(peer string, req []byte) error
 	// ExpectPeer, when set, names the node whose replication listener is
 	// at addr, if known: with TLS, a server there whose certificate names
-	// another node is refused (transport_tls.go).
+	// another node is refused (tls.go).
 	ExpectPeer func(addr string) (id string, known bool)
 	Logger     *slog.Logger
 }
@@ -149,13 +155,13 @@ type MuxConfig struct {
 // mu; a connection's wmu and mu are leaves. No lock is held across a
 // network read; a write holds only its connection's wmu.
 type Mux struct {
-	cfg    MuxConfig
+	cfg    Config
 	logger *slog.Logger
 	ln     net.Listener
 	addr   raft.ServerAddress
 
 	mu      sync.Mutex
-	groups  map[string]*GroupTransport // protected by mu
+	groups  map[string]*Group // protected by mu
 	peers   map[raft.ServerAddress]*muxPeer
 	inbound map[net.Conn]struct{} // accepted connections, closed by Close
 	beaters map[raft.ServerAddress]*beater
@@ -173,33 +179,33 @@ type Mux struct {
 	nextReq    atomic.Uint64
 
 	// catchUpPokes counts the barriers pipelines asked for to send a
-	// follower the rest of a backlog (transport_catchup.go).
+	// follower the rest of a backlog (catchup.go).
 	catchUpPokes atomic.Uint64
 
 	// waitSem bounds the requests waiting for their group (waitGroup).
 	waitSem chan struct{}
 	// beatsSent and beatFrames count the heartbeats sent and the frames
-	// that carried them (metrics.go).
+	// that carried them (replication's metrics.go).
 	beatsSent, beatFrames atomic.Uint64
 	// beatsVouched counts heartbeats answered at once with the peer's last
-	// answer while they travel (transport_heartbeats.go).
+	// answer while they travel (heartbeats.go).
 	beatsVouched atomic.Uint64
 	// commitRepeats counts idle commit-index updates a pipeline answered
-	// itself (transport_commit.go).
+	// itself (commit.go).
 	commitRepeats atomic.Uint64
 	// metaCounts and partCounts count elections, pre-vote rounds and
 	// leaderships won by this broker's metadata group and partition
-	// groups (GroupTransport.counters; metrics.go).
+	// groups (Group.counters; replication's metrics.go).
 	metaCounts, partCounts raftCounters
 	// preVoteRounds is the partition groups' pre-vote rounds in flight;
 	// preVotesDeferred counts the rounds the gate held back
-	// (transport_elections.go).
+	// (elections.go).
 	preVoteRounds    atomic.Int64
 	preVotesDeferred atomic.Uint64
 	// beatRTT is a heartbeat round's time from send to answer (leader
 	// side); beatGap the time between two heartbeats a follower group
-	// handled (transport_latency.go, metrics.go).
-	beatRTT, beatGap latencyHist
+	// handled (latency.go, replication's metrics.go).
+	beatRTT, beatGap LatencyHist
 
 	// fwdWG counts forwarded requests being handled: Close waits for them
 	// only so long (fwdCloseWait), since a handler may wait on a raft
@@ -213,13 +219,13 @@ type Mux struct {
 
 	// peersRefused counts connections refused at the preface (Admit, a
 	// bad preface) and framesRefused frames that broke a rule of
-	// transport_validate.go: both close their connection.
+	// validate.go: both close their connection.
 	peersRefused, framesRefused atomic.Uint64
 	// joinVotesRefused counts vote requests refused by joining replicas
 	// (join_gate.go).
 	joinVotesRefused atomic.Uint64
 
-	// tlsServer and tlsClient are set with MuxConfig.TLS (setupTLS).
+	// tlsServer and tlsClient are set with Config.TLS (setupTLS).
 	tlsServer, tlsClient *tls.Config
 }
 
@@ -296,7 +302,7 @@ func (m *Mux) handleForward(f frame, w *frameWriter, peer string) error {
 }
 
 // NewMux starts accepting on cfg.Listener.
-func NewMux(cfg MuxConfig) (*Mux, error) {
+func NewMux(cfg Config) (*Mux, error) {
 	if cfg.Listener == nil && cfg.Advertise == "" {
 		return nil, errors.New("replication: NewMux: no listener and no address")
 	}
@@ -335,7 +341,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		logger:       cfg.Logger.With("component", "raft-transport"),
 		ln:           cfg.Listener,
 		addr:         raft.ServerAddress(addr),
-		groups:       map[string]*GroupTransport{},
+		groups:       map[string]*Group{},
 		peers:        map[raft.ServerAddress]*muxPeer{},
 		inbound:      map[net.Conn]struct{}{},
 		groupAdded:   make(chan struct{}),
@@ -361,19 +367,19 @@ func (m *Mux) Addr() raft.ServerAddress { return m.addr }
 
 // Group registers a Raft group and returns its transport. The id must be
 // the same on every member and unique on this broker.
-func (m *Mux) Group(id string) (*GroupTransport, error) {
+func (m *Mux) Group(id string) (*Group, error) {
 	if id == "" || len(id) > maxGroupIDBytes {
 		return nil, fmt.Errorf("replication: group id of %d bytes (1..%d)", len(id), maxGroupIDBytes)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, ErrTransportClosed
+		return nil, ErrClosed
 	}
 	if _, ok := m.groups[id]; ok {
 		return nil, fmt.Errorf("replication: raft group %q already registered", id)
 	}
-	g := &GroupTransport{m: m, id: id, consumeCh: make(chan raft.RPC, groupInboxSize), shutdown: make(chan struct{})}
+	g := &Group{m: m, id: id, consumeCh: make(chan raft.RPC, groupInboxSize), shutdown: make(chan struct{})}
 	m.groups[id] = g
 	delete(m.closedGroups, id)
 	close(m.groupAdded) // wakes requests waiting for a group (waitGroup)
@@ -381,7 +387,7 @@ func (m *Mux) Group(id string) (*GroupTransport, error) {
 	return g, nil
 }
 
-func (m *Mux) group(id []byte) *GroupTransport {
+func (m *Mux) group(id []byte) *Group {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.groups[string(id)]
@@ -406,9 +412,9 @@ func (m *Mux) Close() error {
 		c.Close()
 	}
 	for _, p := range m.peers {
-		p.closeAll(ErrTransportClosed)
+		p.closeAll(ErrClosed)
 	}
-	groups := make([]*GroupTransport, 0, len(m.groups))
+	groups := make([]*Group, 0, len(m.groups))
 	for _, g := range m.groups {
 		groups = append(groups, g)
 	}
@@ -542,7 +548,7 @@ func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter, peer string)
 		}
 		kept, err := m.handle(f, w, peer)
 		if err != nil {
-			if errors.Is(err, ErrTransportRefused) {
+			if errors.Is(err, ErrRefused) {
 				m.framesRefused.Add(1)
 			}
 			m.logger.Warn("raft transport: bad request; closing connection", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
@@ -559,7 +565,7 @@ func (m *Mux) serveRPC(c net.Conn, r *bufio.Reader, w *frameWriter, peer string)
 // reports that the request holds on to f's buffer (an AppendEntries'
 // entries alias it rather than copy each batch once more), so the reader
 // must not reuse it. peer is the node the connection's dialer named
-// (transport_validate.go).
+// (validate.go).
 func (m *Mux) handle(f frame, w *frameWriter, peer string) (kept bool, err error) {
 	var cmd any
 	switch f.kind {
@@ -583,7 +589,7 @@ func (m *Mux) handle(f frame, w *frameWriter, peer string) (kept bool, err error
 	case kindTimeoutNow:
 		cmd = new(raft.TimeoutNowRequest)
 	default:
-		return false, fmt.Errorf("%w: request kind %d on an rpc connection", ErrTransportCodec, f.kind)
+		return false, fmt.Errorf("%w: request kind %d on an rpc connection", ErrCodec, f.kind)
 	}
 	if err := decodeRPC(f.body, cmd); err != nil {
 		return false, err
@@ -633,7 +639,7 @@ func (m *Mux) dispatch(f frame, w *frameWriter, cmd any) error {
 
 // deliver hands one request to g's raft and has the answer written back.
 // group may alias the read buffer: it is copied before deliver returns.
-func (m *Mux) deliver(g *GroupTransport, reqID uint64, group []byte, cmd any, w *frameWriter) error {
+func (m *Mux) deliver(g *Group, reqID uint64, group []byte, cmd any, w *frameWriter) error {
 	if resp, ok := g.joinFilter(cmd); ok {
 		return w.writeMsg(kindResponse, reqID, group, resp)
 	}
@@ -665,7 +671,7 @@ func (m *Mux) deliver(g *GroupTransport, reqID uint64, group []byte, cmd any, w 
 
 // waitGroup returns the group id once it is registered, or nil after
 // timeout or when the Mux closes.
-func (m *Mux) waitGroup(id string, timeout time.Duration) *GroupTransport {
+func (m *Mux) waitGroup(id string, timeout time.Duration) *Group {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
@@ -698,7 +704,7 @@ func isHeartbeat(a *raft.AppendEntriesRequest) bool {
 
 // respond waits for raft's answer to one RPC and writes it back. Write
 // errors end the connection through its reader.
-func (g *GroupTransport) respond(w *frameWriter, reqID uint64, group []byte, respCh chan raft.RPCResponse, lazy bool) error {
+func (g *Group) respond(w *frameWriter, reqID uint64, group []byte, respCh chan raft.RPCResponse, lazy bool) error {
 	select {
 	case resp := <-respCh:
 		if resp.Error != nil {
@@ -726,7 +732,7 @@ func (m *Mux) serveSnapshot(c net.Conn, r *bufio.Reader, w *frameWriter, peer st
 		err = checkRequest(req, peer)
 	}
 	if err != nil {
-		if errors.Is(err, ErrTransportRefused) {
+		if errors.Is(err, ErrRefused) {
 			m.framesRefused.Add(1)
 		}
 		m.logger.Warn("raft transport: bad InstallSnapshot; closing", "remote", c.RemoteAddr().String(), "node", peer, "err", err)
@@ -766,14 +772,14 @@ type muxPeer struct {
 	addr raft.ServerAddress
 	// heard is when a frame from this peer last arrived on any of the
 	// connections (unix nanoseconds): heartbeats answered every few
-	// hundred milliseconds make it a liveness signal (transport_commit.go).
+	// hundred milliseconds make it a liveness signal (commit.go).
 	heard atomic.Int64
 	// lanes are the connections: ConnsPerPeer data lanes (a group's
 	// AppendEntries, pinned by a hash of its id) and, last, the control
 	// lane (conn, "Lanes").
 	lanes []*lane
 	// reach tracks whether the last dial failed, for AppendEntries that
-	// wait for the peer to come back (transport_catchup.go).
+	// wait for the peer to come back (catchup.go).
 	reach peerReach
 }
 
@@ -783,14 +789,6 @@ type muxPeer struct {
 type lane struct {
 	mu sync.Mutex
 	cc *clientConn // protected by mu; nil or dead: redial
-}
-
-// peerHeardWithin reports whether a frame from target arrived in the last d.
-func (m *Mux) peerHeardWithin(target raft.ServerAddress, d time.Duration) bool {
-	m.mu.Lock()
-	p := m.peers[target]
-	m.mu.Unlock()
-	return p != nil && time.Since(time.Unix(0, p.heard.Load())) < d
 }
 
 func (p *muxPeer) closeAll(err error) {
@@ -809,7 +807,7 @@ func (p *muxPeer) closeAll(err error) {
 // groups pinned to it, frames of up to maxFrameBytes that its reader on
 // the far side reads whole, one after the other, and whose writes hold
 // the lane's write lock. The control lane carries what must not wait
-// behind them (doc.go, "Staying up under load"): heartbeat rounds, votes,
+// behind them (replication/doc.go, "Staying up under load"): heartbeat rounds, votes,
 // pre-votes and TimeoutNow of every group, all of the metadata group's
 // traffic, and forwarded metadata requests. Its frames are small, and
 // each side reads it on a goroutine of its own.
@@ -819,7 +817,7 @@ func (m *Mux) peer(target raft.ServerAddress) (*muxPeer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, ErrTransportClosed
+		return nil, ErrClosed
 	}
 	p := m.peers[target]
 	if p == nil {
@@ -1002,7 +1000,7 @@ func (cc *clientConn) waitOr(cl *call, timeout time.Duration, stop <-chan struct
 		cc.mu.Lock()
 		delete(cc.pending, cl.id)
 		cc.mu.Unlock()
-		return ErrTransportClosed
+		return ErrClosed
 	case <-t.C:
 	}
 	if time.Since(time.Unix(0, cc.lastRead.Load())) < timeout {
@@ -1065,7 +1063,7 @@ func (cc *clientConn) readLoop() {
 		case kindError:
 			cl.done <- fmt.Errorf("%w: %s", ErrRemote, f.body)
 		default:
-			cl.done <- fmt.Errorf("%w: response kind %d", ErrTransportCodec, f.kind)
+			cl.done <- fmt.Errorf("%w: response kind %d", ErrCodec, f.kind)
 		}
 		if cap(buf) > bigFrameBytes {
 			buf = nil
@@ -1126,7 +1124,7 @@ func readFrame(br io.Reader, buf []byte) (frame, []byte, error) {
 	r.begun(n)
 	defer r.ended()
 	if n < frameHeaderBytes-4+1 || n > maxFrameBytes {
-		return frame{}, buf, fmt.Errorf("%w: frame length %d", ErrTransportCodec, n)
+		return frame{}, buf, fmt.Errorf("%w: frame length %d", ErrCodec, n)
 	}
 	if cap(buf) >= int(n) {
 		buf = buf[:n]
@@ -1142,7 +1140,7 @@ func readFrame(br io.Reader, buf []byte) (frame, []byte, error) {
 	f := frame{kind: buf[0], reqID: binary.BigEndian.Uint64(buf[1:9])}
 	gl, k := binary.Uvarint(buf[9:])
 	if k <= 0 || gl > maxGroupIDBytes || gl > uint64(len(buf)-9-k) {
-		return frame{}, buf, fmt.Errorf("%w: bad group id length", ErrTransportCodec)
+		return frame{}, buf, fmt.Errorf("%w: bad group id length", ErrCodec)
 	}
 	f.group = buf[9+k : 9+k+int(gl)]
 	f.body = buf[9+k+int(gl):]
@@ -1181,9 +1179,9 @@ func readGrowing(r io.Reader, buf []byte, n int) ([]byte, error) {
 // the last one in the queue flushes, so frames from many groups written
 // at once leave in one syscall. AppendEntries without entries (an idle
 // leader's commit-index updates; heartbeats travel coalesced,
-// transport_heartbeats.go), and their answers, are written lazily: they
+// heartbeats.go), and their answers, are written lazily: they
 // wait up to heartbeatFlushDelay for other frames to share their syscall
-// (doc.go, "Raft timing"); any eager frame flushes them along.
+// (replication/doc.go, "Raft timing"); any eager frame flushes them along.
 type frameWriter struct {
 	c       net.Conn
 	timeout time.Duration
@@ -1210,7 +1208,7 @@ func (fw *frameWriter) writeMsgLazy(kind byte, reqID uint64, group []byte, msg a
 	e.u64(uint64(len(group)))
 	e.b = append(e.b, group...)
 	if !encodeRPC(e, msg) {
-		return fmt.Errorf("%w: cannot encode %T", ErrTransportCodec, msg)
+		return fmt.Errorf("%w: cannot encode %T", ErrCodec, msg)
 	}
 	if len(e.parts) == 0 {
 		return fw.write(kind, reqID, e.b, lazy)
@@ -1305,8 +1303,8 @@ func (fw *frameWriter) lazyFlush() {
 
 // ---- the raft.Transport of one group ----
 
-// GroupTransport is one Raft group's raft.Transport over the Mux.
-type GroupTransport struct {
+// Group is one Raft group's raft.Transport over the Mux.
+type Group struct {
 	m         *Mux
 	id        string
 	consumeCh chan raft.RPC
@@ -1316,17 +1314,17 @@ type GroupTransport struct {
 	hbMu sync.Mutex
 	hb   func(raft.RPC) // protected by hbMu
 
-	catchUp atomic.Pointer[catchUp] // transport_catchup.go
+	catchUp atomic.Pointer[catchUp] // catchup.go
 	// watch is the group's raft as the transport follows it (Attach;
-	// transport_catchup.go); nil: AppendEntries never wait for a peer.
+	// catchup.go); nil: AppendEntries never wait for a peer.
 	watch atomic.Pointer[raftWatch]
 
 	// voteTerm and leadTerm are the highest term this group asked votes
 	// for and sent AppendEntries at as a leader: each new one counts an
 	// election or a leadership won here (Mux.metaCounts, partCounts;
-	// metrics.go).
+	// replication's metrics.go).
 	voteTerm, leadTerm atomic.Uint64
-	// election gates its pre-vote rounds (transport_elections.go).
+	// election gates its pre-vote rounds (elections.go).
 	election electionGate
 	// beatTerm is the highest heartbeat term handled for this group
 	// (handleHeartbeats): one above it may make raft persist a new term.
@@ -1353,54 +1351,54 @@ func countTerm(seen *atomic.Uint64, term uint64) bool {
 	}
 }
 
-// raftCounters counts raft events of one kind of group (metrics.go).
+// raftCounters counts raft events of one kind of group (replication's metrics.go).
 type raftCounters struct {
 	elections, preVotes, leaderChanges atomic.Uint64
 }
 
 // counters is where g's events count: the metadata group's apart from
 // the partitions'.
-func (g *GroupTransport) counters() *raftCounters {
-	if g.id == metadataGroupID {
+func (g *Group) counters() *raftCounters {
+	if g.id == MetadataGroup {
 		return &g.m.metaCounts
 	}
 	return &g.m.partCounts
 }
 
 var (
-	_ raft.Transport   = (*GroupTransport)(nil)
-	_ raft.WithPreVote = (*GroupTransport)(nil)
-	_ raft.WithClose   = (*GroupTransport)(nil)
+	_ raft.Transport   = (*Group)(nil)
+	_ raft.WithPreVote = (*Group)(nil)
+	_ raft.WithClose   = (*Group)(nil)
 )
 
 // ID is the group id.
-func (g *GroupTransport) ID() string { return g.id }
+func (g *Group) ID() string { return g.id }
 
-func (g *GroupTransport) Consumer() <-chan raft.RPC     { return g.consumeCh }
-func (g *GroupTransport) LocalAddr() raft.ServerAddress { return g.m.addr }
+func (g *Group) Consumer() <-chan raft.RPC     { return g.consumeCh }
+func (g *Group) LocalAddr() raft.ServerAddress { return g.m.addr }
 
-func (g *GroupTransport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+func (g *Group) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
 	g.hbMu.Lock()
 	g.hb = cb
 	g.hbMu.Unlock()
 }
 
-func (g *GroupTransport) heartbeatFn() func(raft.RPC) {
+func (g *Group) heartbeatFn() func(raft.RPC) {
 	g.hbMu.Lock()
 	defer g.hbMu.Unlock()
 	return g.hb
 }
 
-func (g *GroupTransport) EncodePeer(_ raft.ServerID, addr raft.ServerAddress) []byte {
+func (g *Group) EncodePeer(_ raft.ServerID, addr raft.ServerAddress) []byte {
 	return []byte(addr)
 }
 
-func (g *GroupTransport) DecodePeer(b []byte) raft.ServerAddress { return raft.ServerAddress(b) }
+func (g *Group) DecodePeer(b []byte) raft.ServerAddress { return raft.ServerAddress(b) }
 
 // Close unregisters the group and ends its RPCs in flight; raft calls it
 // at the end of Shutdown, and partitionGroup.shutdown first, so that raft's
 // goroutines do not wait out their RPCs' timeouts.
-func (g *GroupTransport) Close() error {
+func (g *Group) Close() error {
 	g.closeOnce.Do(func() {
 		close(g.shutdown)
 		g.m.mu.Lock()
@@ -1448,7 +1446,7 @@ func (m *Mux) closedRecently(id []byte) bool {
 	return ok && time.Since(at) < closedGroupMemory
 }
 
-func (g *GroupTransport) closed() bool {
+func (g *Group) closed() bool {
 	select {
 	case <-g.shutdown:
 		return true
@@ -1459,11 +1457,11 @@ func (g *GroupTransport) closed() bool {
 
 // rpc sends one request and waits for its answer, at most timeout: on
 // the control lane when control is set (conn, "Lanes").
-func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any, control bool, timeout time.Duration) error {
+func (g *Group) rpc(target raft.ServerAddress, kind byte, req, resp any, control bool, timeout time.Duration) error {
 	if g.closed() {
-		return ErrTransportClosed
+		return ErrClosed
 	}
-	cc, err := g.m.conn(target, g.id, control || g.id == metadataGroupID)
+	cc, err := g.m.conn(target, g.id, control || g.id == MetadataGroup)
 	if err != nil {
 		return err
 	}
@@ -1475,11 +1473,11 @@ func (g *GroupTransport) rpc(target raft.ServerAddress, kind byte, req, resp any
 }
 
 // voteTimeout bounds a vote or pre-vote RPC (voteRPCTimeout).
-func (g *GroupTransport) voteTimeout() time.Duration {
+func (g *Group) voteTimeout() time.Duration {
 	return min(voteRPCTimeout, g.m.cfg.RPCTimeout)
 }
 
-func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (g *Group) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if countTerm(&g.leadTerm, args.Term) {
 		g.counters().leaderChanges.Add(1)
 		// A leader hears no heartbeats: its gap, once it follows
@@ -1492,14 +1490,14 @@ func (g *GroupTransport) AppendEntries(_ raft.ServerID, target raft.ServerAddres
 	err := g.rpc(target, kindAppendEntries, args, resp, false, g.m.cfg.RPCTimeout)
 	if errors.Is(err, errDial) && g.waitPeer(target) {
 		// The peer is back: send now rather than fail, which would make
-		// raft back off from it (transport_catchup.go).
+		// raft back off from it (catchup.go).
 		err = g.rpc(target, kindAppendEntries, args, resp, false, g.m.cfg.RPCTimeout)
 	}
 	g.noteMatch(target, args, resp, err)
 	return err
 }
 
-func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+func (g *Group) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
 	if err := g.joinCampaign(); err != nil {
 		return err
 	}
@@ -1509,7 +1507,7 @@ func (g *GroupTransport) RequestVote(_ raft.ServerID, target raft.ServerAddress,
 	return g.rpc(target, kindRequestVote, args, resp, true, g.voteTimeout())
 }
 
-func (g *GroupTransport) RequestPreVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+func (g *Group) RequestPreVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	if g.joinCampaign() != nil || !g.admitPreVote() {
 		refusePreVote(args, resp)
 		return nil
@@ -1519,15 +1517,15 @@ func (g *GroupTransport) RequestPreVote(_ raft.ServerID, target raft.ServerAddre
 	return err
 }
 
-func (g *GroupTransport) TimeoutNow(_ raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+func (g *Group) TimeoutNow(_ raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
 	return g.rpc(target, kindTimeoutNow, args, resp, true, g.m.cfg.RPCTimeout)
 }
 
 // InstallSnapshot streams a snapshot on a connection of its own, so that
 // a large snapshot never delays the heartbeats of other groups.
-func (g *GroupTransport) InstallSnapshot(_ raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+func (g *Group) InstallSnapshot(_ raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
 	if g.closed() {
-		return ErrTransportClosed
+		return ErrClosed
 	}
 	c, err := g.m.dial(target, muxModeSnapshot)
 	if err != nil {
@@ -1564,16 +1562,16 @@ func (g *GroupTransport) InstallSnapshot(_ raft.ServerID, target raft.ServerAddr
 	case kindError:
 		return fmt.Errorf("%w: %s", ErrRemote, f.body)
 	}
-	return fmt.Errorf("%w: response kind %d", ErrTransportCodec, f.kind)
+	return fmt.Errorf("%w: response kind %d", ErrCodec, f.kind)
 }
 
 // AppendEntriesPipeline returns a pipeline on the group's connection to
 // target; requests and answers keep their order.
-func (g *GroupTransport) AppendEntriesPipeline(_ raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+func (g *Group) AppendEntriesPipeline(_ raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	if g.closed() {
-		return nil, ErrTransportClosed
+		return nil, ErrClosed
 	}
-	cc, err := g.m.conn(target, g.id, g.id == metadataGroupID)
+	cc, err := g.m.conn(target, g.id, g.id == MetadataGroup)
 	if err != nil {
 		return nil, err
 	}
@@ -1592,7 +1590,7 @@ func (g *GroupTransport) AppendEntriesPipeline(_ raft.ServerID, target raft.Serv
 
 // muxPipeline pipelines AppendEntries on one connection.
 type muxPipeline struct {
-	g         *GroupTransport
+	g         *Group
 	cc        *clientConn
 	target    raft.ServerAddress
 	inflight  chan *appendFuture
@@ -1600,19 +1598,19 @@ type muxPipeline struct {
 	stop      chan struct{}
 	done      chan struct{} // closed when decode returns
 	closeOnce sync.Once
-	sentLast  atomic.Uint64 // index of the last entry sent (transport_catchup.go)
-	ackLast   atomic.Uint64 // index of the last entry acknowledged (transport_catchup.go)
-	lookArmed atomic.Bool   // a catch-up look is pending (transport_catchup.go)
+	sentLast  atomic.Uint64 // index of the last entry sent (catchup.go)
+	ackLast   atomic.Uint64 // index of the last entry acknowledged (catchup.go)
+	lookArmed atomic.Bool   // a catch-up look is pending (catchup.go)
 
 	mu      sync.Mutex
-	known   followerState // protected by mu; transport_commit.go
+	known   followerState // protected by mu; commit.go
 	knownOK bool          // protected by mu; known holds an acknowledged state
 }
 
 func (p *muxPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	f := &appendFuture{start: time.Now(), req: args, resp: resp, done: make(chan struct{})}
 	if p.repeat(args, resp) {
-		// Answered here (transport_commit.go); decode hands it to raft in
+		// Answered here (commit.go); decode hands it to raft in
 		// its place among the real ones.
 		p.g.m.commitRepeats.Add(1)
 	} else {
@@ -1631,7 +1629,7 @@ func (p *muxPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.
 	case <-p.stop:
 		return nil, raft.ErrPipelineShutdown
 	case <-p.g.shutdown:
-		return nil, ErrTransportClosed
+		return nil, ErrClosed
 	}
 }
 

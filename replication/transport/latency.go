@@ -1,16 +1,17 @@
-package replication
+package transport
 
 import (
 	"sync/atomic"
 	"time"
 )
 
-// latencyHist is a fixed-bucket histogram of durations, safe for
+// LatencyHist is a fixed-bucket histogram of durations, safe for
 // concurrent use and cheap enough for every heartbeat (atomic adds); the
-// broker's collector exports it (metrics.go). The transport keeps its own
+// broker's collector exports it (replication's metrics.go, which also
+// times commits with it). The transport keeps its own
 // type rather than a Prometheus one, so it stays free of the metrics
 // library.
-type latencyHist struct {
+type LatencyHist struct {
 	counts [len(latencyBounds) + 1]atomic.Uint64 // the last is +Inf
 	sumNs  atomic.Int64
 }
@@ -24,7 +25,8 @@ var latencyBounds = [...]time.Duration{
 	2 * time.Second, 4 * time.Second, 8 * time.Second,
 }
 
-func (h *latencyHist) observe(d time.Duration) {
+// Observe counts one duration.
+func (h *LatencyHist) Observe(d time.Duration) {
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
 		i++
@@ -33,10 +35,10 @@ func (h *latencyHist) observe(d time.Duration) {
 	h.sumNs.Add(int64(d))
 }
 
-// snapshot returns the cumulative counts per bound (seconds), the total
+// Snapshot returns the cumulative counts per bound (seconds), the total
 // count and the sum in seconds, as prometheus.MustNewConstHistogram takes
 // them.
-func (h *latencyHist) snapshot() (buckets map[float64]uint64, count uint64, sum float64) {
+func (h *LatencyHist) Snapshot() (buckets map[float64]uint64, count uint64, sum float64) {
 	buckets = make(map[float64]uint64, len(latencyBounds))
 	for i, b := range latencyBounds {
 		count += h.counts[i].Load()

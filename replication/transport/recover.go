@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"fmt"
@@ -10,15 +10,15 @@ import (
 // The Mux's goroutines serve network input: a panic on one (a bug some
 // peer's bytes triggered, here or in raft code they call, such as a
 // group's heartbeat handler) ends that connection or request, not the
-// process (issue 19, item 7). Each is counted (TransportPanics) and logged
-// with its stack. Validation (transport_validate.go) is what keeps bad
+// process (issue 19, item 7). Each is counted (Panics) and logged
+// with its stack. Validation (validate.go) is what keeps bad
 // input away from raft's own goroutines, which panic on purpose.
 
-// TransportPanics counts the panics Mux goroutines recovered from.
-var TransportPanics atomic.Int64
+// Panics counts the panics Mux goroutines recovered from.
+var Panics atomic.Int64
 
 func (m *Mux) panicked(what string, r any) {
-	TransportPanics.Add(1)
+	Panics.Add(1)
 	m.logger.Error("raft transport: "+what+" panicked", "panic", r, "stack", string(debug.Stack()))
 }
 

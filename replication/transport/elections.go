@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"math/rand/v2"
@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Elections under load (doc.go, "Staying up under load"). hashicorp/raft
+// Elections under load (replication/doc.go, "Staying up under load"). hashicorp/raft
 // starts a pre-vote round whenever a follower's heartbeat timer fires
 // and repeats it every election timeout (2-4 s for partition groups)
 // while it fails; nothing limits how many groups of a broker do so at
@@ -71,8 +71,8 @@ type electionGate struct {
 
 // admitPreVote reports whether a pre-vote RPC may be sent now, and
 // counts a new round.
-func (g *GroupTransport) admitPreVote() bool {
-	if g.id == metadataGroupID {
+func (g *Group) admitPreVote() bool {
+	if g.id == MetadataGroup {
 		g.m.metaCounts.preVotes.Add(1)
 		return true
 	}
@@ -109,8 +109,8 @@ func (g *GroupTransport) admitPreVote() bool {
 }
 
 // endPreVote records the outcome of one admitted pre-vote RPC.
-func (g *GroupTransport) endPreVote(granted bool) {
-	if g.id == metadataGroupID {
+func (g *Group) endPreVote(granted bool) {
+	if g.id == MetadataGroup {
 		return
 	}
 	e := &g.election
@@ -125,7 +125,7 @@ func (g *GroupTransport) endPreVote(granted bool) {
 }
 
 // noteLeader records that a leader of the group heartbeats it.
-func (g *GroupTransport) noteLeader() {
+func (g *Group) noteLeader() {
 	e := &g.election
 	e.mu.Lock()
 	e.heardLeader = true

@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"errors"
@@ -25,12 +25,11 @@ import (
 // So a joining broker neither grants nor asks for votes until its log
 // reaches the leader's last index as of the first entries it was sent
 // (at or past the configuration entry that added it): from there on its
-// log is a voter's log like any other. The state survives restarts (the
-// group's stable store: joinUntilKey holds the index plus one while the
-// broker is joining, 1 before any leader has been heard, 0 after).
-
-// joinUntilKey is the stable-store key of the join gate (above).
-const joinUntilKey = "StrataJoinUntil"
+// log is a voter's log like any other. The state survives restarts: the
+// gate persists a value (through the function SetJoinGate is given; a
+// broker keeps it in the group's stable store) that holds the index plus
+// one while the broker is joining, 1 before any leader has been heard, 0
+// after.
 
 // errJoining refuses a vote request this broker would have sent while
 // joining.
@@ -44,13 +43,13 @@ type joinGate struct {
 	term    uint64 // protected by mu; the term of the leader that set until
 
 	last    func() uint64            // raft's last log index
-	persist func(value uint64) error // joinUntilKey's new value
+	persist func(value uint64) error // stores the gate's new value
 	logger  *slog.Logger
 	done    func() // called once, when the gate opens
 }
 
-// newJoinGate reads the persisted state: value is joinUntilKey's (0:
-// not joining).
+// newJoinGate reads the persisted state: value is the persisted value
+// (0: not joining).
 func newJoinGate(value uint64) *joinGate {
 	if value == 0 {
 		return nil
@@ -102,20 +101,24 @@ func (j *joinGate) checkLocked() {
 	}
 }
 
-// joinGateFor returns g's gate, nil when the replica is not joining.
-func (g *GroupTransport) joinGateFor() *joinGate { return g.join.Load() }
+// Joining reports whether the join gate holds this replica's votes back.
+func (g *Group) Joining() bool { return g.joinGateFor() != nil }
 
-// setJoinGate holds this replica's votes back until its log reaches what
-// the leader had (join_gate.go); value is joinUntilKey's persisted value.
-// last is raft's last index (0 until raft runs: set before raft starts,
-// the gate holds from the first request).
-func (g *GroupTransport) setJoinGate(last func() uint64, stable *raftStableFile, value uint64, logger *slog.Logger) {
+// joinGateFor returns g's gate, nil when the replica is not joining.
+func (g *Group) joinGateFor() *joinGate { return g.join.Load() }
+
+// SetJoinGate holds this replica's votes back until its log reaches what
+// the leader had (join_gate.go); value is the gate's persisted value (0:
+// not joining) and persist stores a new one. last is raft's last index (0
+// until raft runs: set before raft starts, the gate holds from the first
+// request).
+func (g *Group) SetJoinGate(last func() uint64, value uint64, persist func(value uint64) error, logger *slog.Logger) {
 	j := newJoinGate(value)
 	if j == nil {
 		return
 	}
 	j.last = last
-	j.persist = func(v uint64) error { return stable.SetUint64([]byte(joinUntilKey), v) }
+	j.persist = persist
 	j.logger = logger
 	j.done = func() { g.join.CompareAndSwap(j, nil) }
 	g.join.Store(j)
@@ -124,7 +127,7 @@ func (g *GroupTransport) setJoinGate(last func() uint64, stable *raftStableFile,
 // joinFilter answers a vote request for a joining replica (refused) and
 // notes a leader's appends; handled reports whether the request was
 // answered here.
-func (g *GroupTransport) joinFilter(cmd any) (resp any, handled bool) {
+func (g *Group) joinFilter(cmd any) (resp any, handled bool) {
 	j := g.joinGateFor()
 	if j == nil {
 		return nil, false
@@ -151,7 +154,7 @@ func (g *GroupTransport) joinFilter(cmd any) (resp any, handled bool) {
 }
 
 // joinCampaign refuses this replica's own vote requests while it joins.
-func (g *GroupTransport) joinCampaign() error {
+func (g *Group) joinCampaign() error {
 	if j := g.joinGateFor(); j != nil && j.refuses() {
 		return errJoining
 	}
@@ -161,14 +164,14 @@ func (g *GroupTransport) joinCampaign() error {
 // followerMatch is how far a follower's log matched the leader's at its
 // last successful append, as this leader's transport saw it: the
 // reassignment promotes a replica added as a non-voter once it has
-// caught up (reassign.go).
+// caught up (replication's reassign.go).
 type followerMatch struct {
 	mu sync.Mutex
 	m  map[raft.ServerAddress]uint64 // protected by mu
 }
 
 // noteMatch records a successful append's end for target.
-func (g *GroupTransport) noteMatch(target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
+func (g *Group) noteMatch(target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
 	if err != nil || resp == nil || !resp.Success || isHeartbeat(req) {
 		return
 	}
@@ -182,8 +185,8 @@ func (g *GroupTransport) noteMatch(target raft.ServerAddress, req *raft.AppendEn
 	fm.mu.Unlock()
 }
 
-// matched returns target's last matched index (0: none seen here).
-func (g *GroupTransport) matched(target raft.ServerAddress) uint64 {
+// Matched returns target's last matched index (0: none seen here).
+func (g *Group) Matched(target raft.ServerAddress) uint64 {
 	fm := &g.matches
 	fm.mu.Lock()
 	defer fm.mu.Unlock()

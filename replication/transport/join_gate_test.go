@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"log/slog"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/strata-io/strata/segment"
 )
 
 // A joining replica's transport refuses vote requests (without raft
@@ -19,15 +17,10 @@ import (
 // configuration, which became leader without the committed tail.
 func TestJoiningReplicaHoldsItsVotes(t *testing.T) {
 	a, b, ga, gb := newTestPair(t)
-	stable, err := openRaftStableFile(segment.OSFS{}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stable.SetUint64([]byte(joinUntilKey), 1); err != nil { // openGroup: joining, no state
-		t.Fatal(err)
-	}
+	var persisted atomic.Uint64
+	persisted.Store(1) // openGroup: joining, no state
 	var last atomic.Uint64
-	gb.setJoinGate(last.Load, stable, 1, slog.New(slog.DiscardHandler))
+	gb.SetJoinGate(last.Load, persisted.Load(), func(v uint64) error { persisted.Store(v); return nil }, slog.New(slog.DiscardHandler))
 	stop := make(chan struct{})
 	defer close(stop)
 	var seen atomic.Int32 // vote requests raft (here: serveEcho) saw on b
@@ -88,7 +81,7 @@ func TestJoiningReplicaHoldsItsVotes(t *testing.T) {
 	if err := ga.AppendEntries("2", b.Addr(), &raft.AppendEntriesRequest{RPCHeader: testHeader("1"), Term: 7, PrevLogEntry: 40, PrevLogTerm: 6, LeaderCommitIndex: 38}, &ae); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := stable.GetUint64([]byte(joinUntilKey)); v != 41 {
+	if v := persisted.Load(); v != 41 {
 		t.Fatalf("persisted gate %d, want 41 (index 40 + 1)", v)
 	}
 	last.Store(39)
@@ -111,7 +104,7 @@ func TestJoiningReplicaHoldsItsVotes(t *testing.T) {
 	if seen.Load() != 1 {
 		t.Fatalf("raft saw %d vote requests after the catch-up, want 1", seen.Load())
 	}
-	if v, _ := stable.GetUint64([]byte(joinUntilKey)); v != 0 {
+	if v := persisted.Load(); v != 0 {
 		t.Fatalf("persisted gate %d after the catch-up, want 0", v)
 	}
 	if gb.joinGateFor() != nil {

@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"encoding/binary"
@@ -10,7 +10,7 @@ import (
 )
 
 // The wire encoding of hashicorp/raft's RPC structs for the Mux
-// (transport.go). Hand-written rather than msgpack (not an allowed
+// (mux.go). Hand-written rather than msgpack (not an allowed
 // dependency) or gob (no bound on what a corrupt frame makes it allocate):
 // every field in declaration order, integers as uvarints, byte strings as
 // uvarint length + bytes, booleans as one byte. Every length is checked
@@ -18,9 +18,9 @@ import (
 // field order is part of the wire format between brokers: change it only
 // together with muxProtocolVersion.
 
-// ErrTransportCodec is a frame that does not decode: the connection that
+// ErrCodec is a frame that does not decode: the connection that
 // carried it is closed.
-var ErrTransportCodec = errors.New("replication: bad transport frame")
+var ErrCodec = errors.New("replication: bad transport frame")
 
 // enc appends fields to a buffer. With vec set, an entry's data of at
 // least vecMinBytes is not copied: what b holds so far and the data are
@@ -78,7 +78,7 @@ type dec struct {
 
 func (d *dec) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrTransportCodec, what)
+		d.err = fmt.Errorf("%w: %s", ErrCodec, what)
 	}
 	d.b = nil
 }
@@ -189,6 +189,24 @@ func encodeLog(e *enc, l *raft.Log) {
 	}
 }
 
+// EncodeLog appends l's encoding (as in an AppendEntries frame) to b: a
+// broker's metadata store keeps the raft log in the same form.
+func EncodeLog(b []byte, l *raft.Log) []byte {
+	e := &enc{b: b}
+	encodeLog(e, l)
+	return e.b
+}
+
+// DecodeLog decodes what EncodeLog encoded, all of body.
+func DecodeLog(body []byte) (*raft.Log, error) {
+	d := &dec{b: body}
+	l := decodeLog(d)
+	if err := d.done(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 func decodeLog(d *dec) *raft.Log {
 	l := &raft.Log{Index: d.u64(), Term: d.u64()}
 	t := d.u64()
@@ -223,7 +241,7 @@ func encodedSizeHint(v any) int {
 	return 64
 }
 
-// rawMsg is an opaque body (forwarded broker requests, transport.go).
+// rawMsg is an opaque body (forwarded broker requests, mux.go).
 type rawMsg struct{ b []byte }
 
 // encodeRPC appends the encoding of one of raft's request or response
@@ -336,7 +354,7 @@ func decodeRPCFrom(d *dec, v any) error {
 		}
 		if n != 1 {
 			// Aliasing one of several entries would keep the whole frame
-			// alive as long as that entry (partition_memo.go keeps some).
+			// alive as long as that entry (replication's partition_memo.go keeps some).
 			d.owned = false
 		}
 		for i := uint64(0); i < n && d.err == nil; i++ {
@@ -393,7 +411,7 @@ func decodeRPCFrom(d *dec, v any) error {
 	case *raft.TimeoutNowResponse:
 		m.RPCHeader = d.header()
 	default:
-		return fmt.Errorf("%w: cannot decode %T", ErrTransportCodec, v)
+		return fmt.Errorf("%w: cannot decode %T", ErrCodec, v)
 	}
 	return d.done()
 }
