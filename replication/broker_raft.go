@@ -149,7 +149,7 @@ func (b *Broker) openRaft() (err error) {
 // connects to the replication listener may use it: a metadata voter
 // (controller.quorum.voters; every broker is one today) or
 // a broker registered in the metadata. Everyone else is refused before a
-// byte of their requests is read (transport/mux.go). Without TLS the ID is the
+// byte of their requests is read (transport/server.go). Without TLS the ID is the
 // peer's claim; with TLS (BrokerConfig.ReplicationTLS) admitPeer is not
 // asked: the node certificate authenticates and admits (transport/tls.go).
 func (b *Broker) admitPeer(id string) error {

@@ -10,7 +10,7 @@ import (
 )
 
 // The wire encoding of hashicorp/raft's RPC structs for the Mux
-// (mux.go). Hand-written rather than msgpack (not an allowed
+// (frames.go). Hand-written rather than msgpack (not an allowed
 // dependency) or gob (no bound on what a corrupt frame makes it allocate):
 // every field in declaration order, integers as uvarints, byte strings as
 // uvarint length + bytes, booleans as one byte. Every length is checked
@@ -241,7 +241,7 @@ func encodedSizeHint(v any) int {
 	return 64
 }
 
-// rawMsg is an opaque body (forwarded broker requests, mux.go).
+// rawMsg is an opaque body (forwarded broker requests, forward.go).
 type rawMsg struct{ b []byte }
 
 // encodeRPC appends the encoding of one of raft's request or response

@@ -11,8 +11,11 @@
 // Config's hooks (Admit, AdmitFrom, CheckForward, ExpectPeer) and the
 // forward handler.
 //
-// Files: mux.go (the listener, connections and lanes, frames, Group and
-// its pipeline), codec.go (the RPC encoding), validate.go (what a peer's
+// Files: mux.go (Config, the Mux: opening, groups, closing), server.go
+// (the accepting side), client.go (the dialing side: lanes, calls),
+// frames.go (reading and writing frames), group.go (a group's
+// raft.Transport), pipeline.go (its AppendEntries pipeline), forward.go
+// (forwarded requests), codec.go (the RPC encoding), validate.go (what a peer's
 // frame must satisfy), tls.go (mutual TLS with node certificates),
 // heartbeats.go (heartbeats coalesced per peer), commit.go (idle
 // commit-index updates answered by the pipeline), catchup.go (sending a

@@ -30,7 +30,7 @@ import (
 //     configuration index within the snapshot;
 //   - on a connection whose dialer named itself in the preface, every
 //     request's header (and every heartbeat's) names the same node
-//     (connection identity, mux.go). Without TLS a peer can still
+//     (connection identity, mux.go and server.go). Without TLS a peer can still
 //     claim an ID that is not its own; with mutual TLS the preface's ID
 //     must be the certificate's (tls.go).
 //
