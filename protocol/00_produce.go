@@ -55,6 +55,10 @@ import (
 //     INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID,
 //     UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_RECORD (with RecordErrors v8+
 //     when the log says which record), KAFKA_STORAGE_ERROR.
+//   - A topic with strata.produce.backlog.group and .max.records refuses
+//     its batches with NOT_ENOUGH_REPLICAS (retriable; the message, v8+,
+//     names the group and the limit) while the group's backlog is over
+//     the limit (produce_backlog.go).
 //
 // Version notes:
 //   - v3: TransactionalID, magic 2 only
@@ -153,6 +157,13 @@ func (s *Server) produceJobs(req *kmsg.ProduceRequest, resp *kmsg.ProduceRespons
 			default:
 				if code, msg := validateProduceRecords(req.Version, rp.Records, req.TransactionID != nil); code != 0 {
 					sp.ErrorCode, sp.ErrorMessage = code, &msg
+					continue
+				}
+				if msg, refused := s.backlog.refuse(name); refused {
+					sp.ErrorCode = kerr.NotEnoughReplicas.Code
+					if req.Version >= 8 {
+						sp.ErrorMessage = &msg
+					}
 					continue
 				}
 				if !s.checkCompactedKeys(req.Version, name, sp, rp.Records) {

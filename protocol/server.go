@@ -63,6 +63,11 @@ type Config struct {
 	// (strata.produce.max.partitions; default 100000); a larger one
 	// closes the connection before it is decoded.
 	ProduceMaxPartitions int
+	// BacklogCheckInterval is how often the backlog of topics with
+	// strata.produce.backlog.group is checked
+	// (strata.produce.backlog.check.interval.ms; default 1 s;
+	// produce_backlog.go).
+	BacklogCheckInterval time.Duration
 	// Groups configures the group coordinator (offsets.topic.*, group.*
 	// settings); zero values take Kafka's defaults.
 	Groups groupcoord.Config
@@ -129,6 +134,9 @@ type Server struct {
 	// shareRemote asks other brokers for their share partitions' state
 	// (83, 86, 87 for 90-92: share_admin.go).
 	shareRemote *shareRemote
+	// backlog refuses produce to topics whose group is too far behind
+	// (produce_backlog.go).
+	backlog *backlogGuard
 
 	// panics counts recovered handler panics (bugs); tests assert it stays 0.
 	panics atomic.Int64
@@ -232,6 +240,14 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		s.share.sweep(s.draining)
 	}()
 	s.metrics = newMetrics(cfg.Registerer, s.connCount)
+	s.backlog = newBacklogGuard(s, cfg.BacklogCheckInterval, cfg.Registerer)
+	if b != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.backlog.loop(s.draining)
+		}()
+	}
 	if cfg.Registerer != nil {
 		groupcoord.RegisterMetrics(cfg.Registerer, s.groups)
 		txncoord.RegisterMetrics(cfg.Registerer, s.txns)

@@ -201,6 +201,12 @@ var defs = []Def{
 			{Name: "log.roll.ms", Type: TypeLong, Scale: 1},
 			{Name: "log.roll.hours", Type: TypeInt, Scale: msHour, Default: "168"},
 		}},
+	// Strata's overflow rule for queues (protocol/produce_backlog.go): no
+	// broker default; the rule is on when both are set.
+	{Name: "strata.produce.backlog.group", Type: TypeString, Default: "",
+		Doc: "A consumer group or share group whose backlog bounds this topic (Strata-specific): while the group has more than strata.produce.backlog.max.records records not consumed, producers get NOT_ENOUGH_REPLICAS (retriable) instead of filling the disk."},
+	{Name: "strata.produce.backlog.max.records", Type: TypeLong, Default: "-1", Min: -1, Max: maxLong,
+		Doc: "The most records strata.produce.backlog.group may have not consumed (lag for a consumer group, unacknowledged records for a share group) before producing to this topic is refused; -1 = no limit (Strata-specific)."},
 	{Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false",
 		Doc:      "Whether a replica outside the ISR may become leader (may lose data).",
 		Synonyms: []Synonym{{Name: "unclean.leader.election.enable", Type: TypeBoolean, Scale: 1, Default: "false"}}},

@@ -16,6 +16,7 @@ var limitSettings = []setting{
 	{"queued.max.request.bytes", "268435456", "Request bytes held in memory by all client connections together; when spent, the broker stops reading requests until handlers finish (as Kafka mutes its sockets). Charged as bytes arrive, never from a length a client announces. -1: unbounded (Kafka's default). Otherwise at least socket.request.max.bytes."},
 	{"strata.request.read.timeout.ms", "30000", "Once a request's first byte has arrived, the whole request must arrive within this, or the connection is closed (a client that announces a frame and stalls; Strata-specific). 100..3600000."},
 	{"strata.response.write.timeout.ms", "60000", "A response must be written to the client within this, or the connection is closed: a client that stops reading releases what its responses hold (Strata-specific). 100..3600000."},
+	{"strata.produce.backlog.check.interval.ms", "1000", "How often a broker recomputes the backlog of the topics it leads that set strata.produce.backlog.group and strata.produce.backlog.max.records; producing is refused or let through again at most this long after the group's backlog crosses the limit (Strata-specific). 10..60000."},
 	{"strata.produce.max.partitions", "100000", "Topic-partitions one Produce request may name (a topic without partitions counts as one); a larger request closes the connection before it is decoded (Strata-specific). 1..10000000."},
 }
 
@@ -27,6 +28,7 @@ type limitsConfig struct {
 	RequestReadTimeout                  time.Duration
 	ResponseWriteTimeout                time.Duration
 	ProduceMaxPartitions                int
+	BacklogCheckInterval                time.Duration
 }
 
 // apply copies the limits into the listener's configuration.
@@ -38,6 +40,7 @@ func (l limitsConfig) apply(pc *protocol.Config) {
 	pc.RequestReadTimeout = l.RequestReadTimeout
 	pc.ResponseWriteTimeout = l.ResponseWriteTimeout
 	pc.ProduceMaxPartitions = l.ProduceMaxPartitions
+	pc.BacklogCheckInterval = l.BacklogCheckInterval
 }
 
 func parseLimitSettings(merged map[string]rawValue, cfg *Config) error {
@@ -79,5 +82,9 @@ func parseLimitSettings(merged map[string]rawValue, cfg *Config) error {
 		return err
 	}
 	l.ProduceMaxPartitions = int(n)
+	if n, err = intIn("strata.produce.backlog.check.interval.ms", 10, 60000); err != nil {
+		return err
+	}
+	l.BacklogCheckInterval = time.Duration(n) * time.Millisecond
 	return nil
 }

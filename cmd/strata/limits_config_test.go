@@ -44,3 +44,24 @@ func TestLimitSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogCheckIntervalSetting: strata.produce.backlog.check.interval.ms
+// defaults to 1 s, reaches the listener and refuses values out of range;
+// the overflow rule's topic configs and the partition limits are known
+// settings.
+func TestBacklogCheckIntervalSetting(t *testing.T) {
+	cfg, _, err := loadConfig(nil, nil, nil, nil)
+	if err != nil || cfg.Limits.BacklogCheckInterval != time.Second {
+		t.Fatalf("default: %v %v", err, cfg.Limits.BacklogCheckInterval)
+	}
+	cfg, _, err = loadConfig([]string{"--set", "strata.produce.backlog.check.interval.ms=250", "--set", "max.broker.partitions=4000",
+		"--set", "max.partitions=50000"}, nil, nil, nil)
+	if err != nil || cfg.Limits.BacklogCheckInterval != 250*time.Millisecond || cfg.BrokerProps["max.broker.partitions"] != "4000" {
+		t.Fatalf("set: %v %+v", err, cfg.Limits)
+	}
+	for _, bad := range []string{"strata.produce.backlog.check.interval.ms=5", "max.partitions=300000", "max.broker.partitions=0"} {
+		if _, _, err := loadConfig([]string{"--set", bad}, nil, nil, nil); !errors.Is(err, errConfig) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
