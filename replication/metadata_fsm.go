@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/auth"
+	"github.com/strata-io/strata/internal/quota"
 )
 
 // The cluster metadata state machine. Apply is a pure function from (image,
@@ -80,6 +81,8 @@ func (t CommandType) String() string {
 		return "UnregisterBroker"
 	case CmdACLs:
 		return "ACLs"
+	case CmdClientQuotas:
+		return "ClientQuotas"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -125,6 +128,9 @@ type Command struct {
 
 	// ACLs (acls.go).
 	ACLs *ACLChange `json:"acls,omitempty"`
+
+	// ClientQuotas (quotas.go).
+	Quotas []quota.Change `json:"quotas,omitempty"`
 }
 
 // pendingDelete is a topic removed from metadata whose logs may still be
@@ -166,6 +172,9 @@ type image struct {
 	scram map[scramKey]auth.ScramCredential
 	// acls are the ACL bindings (acls.go); nil when there are none.
 	acls *acl.Set
+	// quotas are the client quota configs (quotas.go); nil when there
+	// are none.
+	quotas *quota.Set
 }
 
 func (im *image) partitionCount() int { return im.partitions }
@@ -364,6 +373,11 @@ func (im *image) Apply(c Command) (*image, error) {
 
 	case CmdACLs:
 		if err := next.applyACLs(c.ACLs); err != nil {
+			return reject("%v", err)
+		}
+
+	case CmdClientQuotas:
+		if err := next.applyQuotas(c.Quotas); err != nil {
 			return reject("%v", err)
 		}
 

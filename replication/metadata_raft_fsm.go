@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/internal/acl"
+	"github.com/strata-io/strata/internal/quota"
 	"github.com/strata-io/strata/replication/transport"
 )
 
@@ -182,6 +183,8 @@ type imageJSON struct {
 	Scram []ScramChange `json:"scram,omitempty"`
 	// ACLs are the ACL bindings (acls.go), sorted.
 	ACLs []acl.Binding `json:"acls,omitempty"`
+	// Quotas are the client quota configs (quotas.go), sorted.
+	Quotas []quota.Change `json:"quotas,omitempty"`
 }
 
 type pendingJSON struct {
@@ -205,6 +208,7 @@ func encodeImage(im *image) ([]byte, error) {
 	sort.Slice(j.Brokers, func(a, b int) bool { return j.Brokers[a].NodeID < j.Brokers[b].NodeID })
 	j.Scram = im.scramSnapshot()
 	j.ACLs = im.acls.All()
+	j.Quotas = im.quotas.All()
 	for id, p := range im.pending {
 		j.Pending = append(j.Pending, pendingJSON{ID: id, Name: p.Name, Partitions: p.Partitions})
 	}
@@ -277,6 +281,9 @@ func decodeImage(b []byte) (*image, error) {
 		return nil, err
 	}
 	if err := im.restoreACLs(j.ACLs); err != nil {
+		return nil, err
+	}
+	if err := im.restoreQuotas(j.Quotas); err != nil {
 		return nil, err
 	}
 	return im, nil
