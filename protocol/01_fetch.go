@@ -252,10 +252,13 @@ func (s *Server) fetchWait(ctx context.Context, req *kmsg.FetchRequest, parts []
 			}
 			continue
 		}
+		parkedAt := time.Now()
 		select {
 		case <-wake:
+			parked(ctx, time.Since(parkedAt)) // not charged to request_percentage (quotas.go)
 			unnotify(registered, wake)
 		case <-deadline:
+			parked(ctx, time.Since(parkedAt))
 			unnotify(registered, wake)
 			s.fetchRead(parts, maxBytes)
 			return nil

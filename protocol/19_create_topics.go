@@ -28,6 +28,11 @@ import (
 //     and the topic's configs (-1/-1/none on error); v7 returns the topic ID.
 //   - TimeoutMillis bounds the creation: REQUEST_TIMED_OUT after it.
 //
+// controller_mutation_rate (KIP-599, quotas.go): each topic's partitions
+// are charged before it is changed; from v6 a topic asked while the
+// client's bucket is below zero gets THROTTLING_QUOTA_EXCEEDED, older
+// versions are throttled instead.
+//
 // Version notes:
 // * v1: ValidateOnly, ErrorMessage; v2: throttle; v4: -1 defaults
 // * v5: flexible, configs in the response; v6: no change; v7: topic ID
@@ -54,6 +59,11 @@ func (s *Server) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 		ct, code, msg := createTopicRequest(rt, seen[rt.Topic] > 1, req.ValidateOnly)
 		if code != 0 {
 			fail(code, msg)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		if code, msg := s.mutationQuota(ctx, req.Version >= 6, s.newTopicPartitions(ct)); code != 0 {
+			fail(code, msg) // KIP-599 (quotas.go)
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
@@ -191,4 +201,18 @@ func (s *Server) createdTopicConfigs(t replication.TopicInfo, validateOnly bool)
 		out = append(out, c)
 	}
 	return out
+}
+
+// newTopicPartitions is the number of partitions ct creates, charged to
+// controller_mutation_rate (quotas.go).
+func (s *Server) newTopicPartitions(ct replication.CreateTopicRequest) int {
+	switch {
+	case len(ct.Assignment) > 0:
+		return len(ct.Assignment)
+	case ct.NumPartitions > 0:
+		return int(ct.NumPartitions)
+	case s.broker != nil:
+		return int(max(s.broker.Config().NumPartitions, 1))
+	}
+	return 1
 }

@@ -18,6 +18,11 @@ import (
 //     (Kafka: "topic name and topic id cannot both be set"), or a topic twice.
 //   - Error messages from v5.
 //
+// controller_mutation_rate (KIP-599, quotas.go): each topic's partitions
+// are charged before it is changed; from v5 a topic asked while the
+// client's bucket is below zero gets THROTTLING_QUOTA_EXCEEDED, older
+// versions are throttled instead.
+//
 // Version notes:
 // * v1: throttle; v4: flexible; v5: error message; v6: topic IDs
 func init() { register(20, 0, 6, barrier, (*Server).handleDeleteTopics) }
@@ -68,6 +73,13 @@ func (s *Server) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			name = *rt.Topic
 			if t, ok := s.broker.Topic(name); ok && req.Version >= 6 {
 				st.TopicID = t.ID
+			}
+		}
+		if st.ErrorCode == 0 {
+			if t, ok := s.broker.Topic(name); ok {
+				if code, msg := s.mutationQuota(ctx, req.Version >= 5, len(t.Partitions)); code != 0 {
+					fail(code, msg) // KIP-599 (quotas.go)
+				}
 			}
 		}
 		if st.ErrorCode == 0 {

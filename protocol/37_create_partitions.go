@@ -21,6 +21,11 @@ import (
 //     INVALID_REQUEST for a topic named twice (Kafka: "Duplicate topic in
 //     request"), each with a message.
 //
+// controller_mutation_rate (KIP-599, quotas.go): each topic's partitions
+// are charged before it is changed; from v3 a topic asked while the
+// client's bucket is below zero gets THROTTLING_QUOTA_EXCEEDED, older
+// versions are throttled instead.
+//
 // Version notes:
 // * v1: no change; v2: flexible; v3: no change
 func init() { register(37, 0, 3, barrier, (*Server).handleCreatePartitions) }
@@ -48,6 +53,10 @@ func (s *Server) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePar
 		case rt.Assignment != nil && len(rt.Assignment) != int(rt.Count)-len(t.Partitions):
 			fail(kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("increasing the number of partitions by %d but %d assignments provided", int(rt.Count)-len(t.Partitions), len(rt.Assignment)))
 		default:
+			if code, msg := s.mutationQuota(ctx, req.Version >= 3, int(rt.Count)-len(t.Partitions)); code != 0 {
+				fail(code, msg) // KIP-599 (quotas.go)
+				break
+			}
 			var assignment [][]int32
 			if rt.Assignment != nil {
 				assignment = make([][]int32, len(rt.Assignment))

@@ -457,6 +457,8 @@ func (s *Server) shareWait(ctx context.Context, wakes []shareWake, d time.Durati
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	parkedAt := time.Now()
+	defer func() { parked(ctx, time.Since(parkedAt)) }() // not charged to request_percentage (quotas.go)
 	select {
 	case <-wake:
 		return true

@@ -3,6 +3,7 @@ package protocol
 import (
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/acl"
@@ -229,6 +230,29 @@ func (z *authz) enforce(kreq kmsg.Request) (deny kmsg.Response, after func(kmsg.
 		return z.incrementalAlterConfigs(r)
 	case *kmsg.ListConfigResourcesRequest:
 		return z.clusterOp(kreq, acl.DescribeConfigs)
+
+	// Client quotas: DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster,
+	// as Kafka's handleDescribeClientQuotasRequest and
+	// handleAlterClientQuotasRequest.
+	case *kmsg.DescribeClientQuotasRequest:
+		return z.clusterOp(kreq, acl.DescribeConfigs)
+	case *kmsg.AlterClientQuotasRequest:
+		if !z.cluster(acl.AlterConfigs) {
+			resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+			msg := kerr.ClusterAuthorizationFailed.Message
+			for _, en := range r.Entries {
+				out := kmsg.NewAlterClientQuotasResponseEntry()
+				out.ErrorCode, out.ErrorMessage = errClusterAuth, &msg
+				for _, c := range en.Entity {
+					oe := kmsg.NewAlterClientQuotasResponseEntryEntity()
+					oe.Type, oe.Name = c.Type, c.Name
+					out.Entity = append(out.Entity, oe)
+				}
+				resp.Entries = append(resp.Entries, out)
+			}
+			return resp, nil
+		}
+		return nil, nil
 
 	// The cluster.
 	case *kmsg.DescribeClusterRequest:

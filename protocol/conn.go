@@ -11,6 +11,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,6 +61,10 @@ type conn struct {
 	budgetCond *sync.Cond
 	inFlight   int64 // protected by budgetMu
 
+	// mutedUntil is when a quota's throttle ends (unix nanoseconds,
+	// quotas.go): the reader takes no request before it (KIP-219).
+	mutedUntil atomic.Int64
+
 	// Barrier bookkeeping, owned by the reader goroutine (see doc.go).
 	lastBarrier  chan struct{}   // done channel of the last state-changing request
 	sinceBarrier []chan struct{} // done channels of reads started after it
@@ -82,6 +87,9 @@ type pending struct {
 	// start is when the request was decoded, for the latency histogram
 	// (metrics.go); zero for the connection-closing entries of enqueueErr.
 	start time.Time
+	// quota is the request's quota state (quotas.go); nil while no quota
+	// is configured.
+	quota *reqQuota
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -374,6 +382,10 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 			putBody(pooled) // nothing was started that could refer to it
 		}
 	}()
+	// A throttled client's next request waits out its mute (quotas.go).
+	if !c.waitMuted() {
+		return false
+	}
 	h, body, err := parseHeader(frame)
 	if err != nil {
 		c.log.Warn("closing connection: bad request header", "err", err)
@@ -446,8 +458,13 @@ func (c *conn) dispatchFrame(frame []byte, pooled *[]byte) bool {
 		}
 	}
 
+	var rq *reqQuota
+	if supported {
+		rq = c.quotaBefore(kreq, h.clientID, size)
+	}
 	c.s.metrics.request(h.key, h.version)
 	p := &pending{
+		quota:        rq,
 		start:        time.Now(),
 		corr:         h.corr,
 		key:          h.key,
@@ -535,7 +552,22 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 	if p.key == 11 || p.key == 68 || p.key == 76 { // JoinGroup, ConsumerGroupHeartbeat, ShareGroupHeartbeat record the member's client
 		hctx = withClient(hctx, p.clientID, c.nc.RemoteAddr())
 	}
+	if p.quota != nil {
+		hctx = context.WithValue(hctx, reqQuotaKey{}, p.quota)
+	}
+	began := time.Now()
 	p.resp, p.err = c.s.handle(hctx, kreq)
+	if p.quota != nil && p.err == nil {
+		// Versions before KIP-219 get their response held back.
+		if hold := c.quotaAfter(p.quota, p.key, p.resp, time.Since(began)); hold > 0 {
+			t := time.NewTimer(hold)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+			}
+		}
+	}
 	c.s.rewriteAddrs(p.resp, c.sec)
 	switch {
 	case p.err == nil:

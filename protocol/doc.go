@@ -142,6 +142,8 @@
 //	 45 AlterPartitionAssignments        0-1      concurrent 45_alter_partition_reassignments.go
 //	 46 ListPartitionReassignments       0-0      concurrent 46_list_partition_reassignments.go
 //	 47 OffsetDelete                     0-0      barrier    47_offset_delete.go
+//	 48 DescribeClientQuotas             0-1      concurrent 48_describe_client_quotas.go
+//	 49 AlterClientQuotas                0-1      barrier    49_alter_client_quotas.go
 //	 50 DescribeUserSCRAMCredentials     0-0      concurrent 50_describe_user_scram_credentials.go
 //	 51 AlterUserSCRAMCredentials        0-0      barrier    51_alter_user_scram_credentials.go
 //	 55 DescribeQuorum                   0-2      concurrent 55_describe_quorum.go

@@ -19,6 +19,7 @@ import (
 //	kafka_network_incoming_byte_total                     kafka.server:type=socket-server-metrics,incoming-byte-total
 //	kafka_network_outgoing_byte_total                     kafka.server:type=socket-server-metrics,outgoing-byte-total
 //	kafka_network_connection_count                        kafka.server:type=socket-server-metrics,connection-count
+//	kafka_server_quota_throttle_time_seconds{quota_type}  kafka.server:type={Produce,Fetch,Request,ControllerMutation} throttle-time (quotas.go)
 //
 // Label values are bounded: request is one of the registered API names,
 // version one of its supported versions (or "unsupported"), error one of

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-io/strata/groupcoord"
 	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/groupconfig"
+	"github.com/strata-io/strata/internal/quota"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/txncoord"
 )
@@ -97,6 +98,10 @@ type Config struct {
 	// Authorizer turns ACLs on (authorizer.go): nil, every request is
 	// allowed.
 	Authorizer *acl.Authorizer
+	// QuotaWindow is the client quotas' measurement window
+	// (quota.window.num, quota.window.size.seconds; quotas.go); zero
+	// values take Kafka's defaults (11 samples of 1 s).
+	QuotaWindow quota.Window
 	// Registerer receives the listener's and the group coordinator's
 	// series (metrics.go, groupcoord/metrics.go); nil = not exported.
 	Registerer prometheus.Registerer
@@ -114,6 +119,11 @@ type Server struct {
 	// what they have, so queued responses can be written before the grace
 	// period ends.
 	draining chan struct{}
+
+	// quotas measures the client quotas and quotaMetrics exports their
+	// throttles (quotas.go).
+	quotas       *quota.Manager
+	quotaMetrics *quotaMetrics
 
 	mu        sync.Mutex
 	closed    bool                      // protected by mu
@@ -248,6 +258,8 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 			s.backlog.loop(s.draining)
 		}()
 	}
+	s.quotas = quota.NewManager(cfg.QuotaWindow)
+	s.quotaMetrics = newQuotaMetrics(cfg.Registerer)
 	if cfg.Registerer != nil {
 		groupcoord.RegisterMetrics(cfg.Registerer, s.groups)
 		txncoord.RegisterMetrics(cfg.Registerer, s.txns)

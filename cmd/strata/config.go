@@ -107,6 +107,8 @@ type Config struct {
 	Monitoring monitoringConfig
 	// Limits are the Kafka listener's limits (limits_config.go).
 	Limits limitsConfig
+	// Quotas is the client quotas' window (quota_config.go).
+	Quotas quotaConfig
 	// ACLs is the authorizer (acl_config.go).
 	ACLs aclConfig
 	// Disk is what a full disk does (disk_config.go).
@@ -164,6 +166,7 @@ var settingByName = func() map[string]*setting {
 	settings = append(settings, rebalanceSettings...)
 	settings = append(settings, monitoringSettings...)
 	settings = append(settings, limitSettings...)
+	settings = append(settings, quotaSettings...)
 	settings = append(settings, aclSettings...)
 	settings = append(settings, diskSettings...)
 	settings = append(settings, securitySettings...)
@@ -334,6 +337,7 @@ func buildConfig(merged, explicit map[string]rawValue) (*Config, error) {
 		func() error { return parseRebalanceSettings(merged, cfg) },
 		func() error { return parseMonitoringSettings(merged, cfg) },
 		func() error { return parseLimitSettings(merged, cfg) },
+		func() error { return parseQuotaSettings(merged, cfg) },
 		func() error { return parseACLSettings(merged, cfg) },
 		func() error { return parseDiskSettings(merged, cfg) },
 		func() error { return parseLogDirs(merged, explicit, cfg) },

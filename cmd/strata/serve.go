@@ -133,6 +133,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	pcfg := protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg,
 		Share: cfg.Share, GroupConfig: cfg.GroupConfig, ShareVersion: cfg.ShareVersion}
 	cfg.Limits.apply(&pcfg)
+	cfg.Quotas.apply(&pcfg)
 	cfg.ACLs.apply(&pcfg)
 	srv := protocol.NewServer(pcfg, broker)
 	serveErr := make(chan error, 1)
