@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
@@ -59,7 +60,7 @@ type Broker struct {
 	// read-only.
 	raft  *raft.Raft
 	mux   *transport.Mux
-	rlog  *raftLogFile
+	rlog  *raftstore.LogFile
 	fsm   *metadataFSM
 	fresh bool // the metadata raft store was empty at start
 

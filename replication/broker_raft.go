@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/retention"
 )
@@ -88,7 +89,7 @@ func (b *Broker) openRaft() (err error) {
 	if cfg.ReplicationListener != nil {
 		closers = append(closers, cfg.ReplicationListener.Close)
 	}
-	rlog, err := openRaftLogFile(cfg.FS, cfg.DataDir, b.logger)
+	rlog, err := raftstore.OpenLogFile(cfg.FS, cfg.DataDir, b.logger)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	snaps, err := openSnapshotStore(cfg.FS, filepath.Join(cfg.DataDir, metadataSnapshotDir), 2)
+	snaps, err := raftstore.OpenSnapshotStore(cfg.FS, filepath.Join(cfg.DataDir, metadataSnapshotDir), 2)
 	if err != nil {
 		return err
 	}
@@ -827,7 +828,7 @@ func (b *Broker) migrateMetadataLog() error {
 	if err := b.cfg.FS.Rename(path, path+".migrated"); err != nil {
 		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, path, err)
 	}
-	return syncDir(b.cfg.FS, b.cfg.DataDir)
+	return raftstore.SyncDir(b.cfg.FS, b.cfg.DataDir)
 }
 
 // MetadataLeader is the node this broker follows as the metadata group's

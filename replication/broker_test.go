@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/segment"
 )
@@ -266,10 +267,10 @@ func TestTornMetadataTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
-	path := filepath.Join(dir, raftLogFileName)
+	path := filepath.Join(dir, raftstore.LogFileName)
 	fi, _ := os.Stat(path)
 	data, _ := encodeCommandEntry(Command{Type: CmdCreateTopic, Topic: "torn", TopicID: [16]byte{1}, Partitions: []Assignment{{Partition: 0, Replicas: []int32{1}}}})
-	rec, _ := frameRecord(nil, transport.EncodeLog(nil, &raft.Log{Index: 1 << 30, Term: 1 << 20, Type: raft.LogCommand, Data: data}))
+	rec, _ := raftstore.FrameRecord(nil, transport.EncodeLog(nil, &raft.Log{Index: 1 << 30, Term: 1 << 20, Type: raft.LogCommand, Data: data}))
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write(rec[:len(rec)-1])
 	f.Close()

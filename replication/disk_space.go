@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftstore"
 )
 
 // A full disk (strata.log.dir.min.free.bytes, BrokerConfig.MinFreeBytes).
@@ -41,7 +42,7 @@ import (
 // What still writes while the directory is full: followers' replication
 // (the partitions led elsewhere), internal topics, the metadata log. The
 // threshold is their margin. Raft's stable store (term, vote) needs no
-// space at all (raftStableFile reserves it); a metadata log append that
+// space at all (raftstore.StableFile reserves it); a metadata log append that
 // meets ENOSPC is cut back and fails only that write; a partition
 // segment whose append meets ENOSPC refuses writes until the broker
 // restarts, as a failed fsync does.
@@ -205,13 +206,13 @@ func metadataVoters(r *raft.Raft) int {
 // openRaftStable opens a raft group's stable store in dir, wired to
 // OnStorageFatal: a term that cannot be saved stops the broker cleanly
 // instead of raft's panic.
-func (b *Broker) openRaftStable(dir, group string) (*raftStableFile, error) {
-	s, err := openRaftStableFile(b.cfg.FS, dir)
+func (b *Broker) openRaftStable(dir, group string) (*raftstore.StableFile, error) {
+	s, err := raftstore.OpenStableFile(b.cfg.FS, dir)
 	if err != nil {
 		return nil, err
 	}
 	if fatal := b.cfg.OnStorageFatal; fatal != nil {
-		s.onFatal = func(err error) { fatal(fmt.Errorf("raft group %s: %w", group, err)) }
+		s.SetOnFatal(func(err error) { fatal(fmt.Errorf("raft group %s: %w", group, err)) })
 	}
 	return s, nil
 }

@@ -27,8 +27,8 @@
 //     (topic IDs and producer-ID blocks are chosen by the proposer and
 //     carried in the command).
 //   - metadata_raft_fsm.go: raft.FSM over image.Apply; snapshots encode the
-//     image. metadata_store.go, metadata_snapshots.go: raft's log, stable
-//     and snapshot stores in <log.dirs> (metadata-raft.log,
+//     image. raftstore/: raft's log, stable and snapshot stores in
+//     <log.dirs> (metadata-raft.log,
 //     metadata-raft.state, metadata-snapshots/), CRC-checked, torn tails
 //     cut at open.
 //   - metadata_log.go: the foundation's metadata.log format; a data dir
@@ -161,8 +161,9 @@
 // local effects (open or delete a partition's log, start or stop its Raft
 // group) follow the applied image on each broker, never the proposer's
 // call. Raft's own storage for this group: a small file LogStore and
-// StableStore of ours (metadata_store.go; raft-boltdb is not an allowed
-// dependency) and hashicorp's FileSnapshotStore; a snapshot is the image
+// StableStore of ours (raftstore/; raft-boltdb is not an allowed
+// dependency) and a SnapshotStore on segment.FS (hashicorp's
+// FileSnapshotStore writes to the OS directly); a snapshot is the image
 // encoded as JSON. Writers (CreateTopic, ...) propose on the leader; a
 // broker that is not the leader forwards the command to it over the Mux
 // (kindForward; a producer-ID block gets its start from the controller's
@@ -224,7 +225,7 @@
 //     InstallSnapshot streams the leader's batches (below, "Snapshots and
 //     catch-up").
 //   - StableStore (current term, vote) is a small file per partition
-//     (metadata_store.go's raftStableFile, as for the metadata group): 4 KiB
+//     (raftstore.StableFile, as for the metadata group): 4 KiB
 //     reserved when the group opens, two CRC'd slots rewritten in place in
 //     turn, one fsync per Set: a term save never needs disk space (raft
 //     panics when it cannot save its term), so a full disk cannot stop it.
@@ -234,11 +235,11 @@
 //
 // Rooms: transport/ (the Mux: every group's raft.Transport, doc.go there),
 // raftconf/ (every raft.Config field, the timings, raft's log lines),
-// internal/raftharness (for tests only: an in-process cluster of raft
+// raftstore/ (raft's LogStore, StableStore and SnapshotStore on
+// segment.FS, for both kinds of group), internal/raftharness (for tests only: an in-process cluster of raft
 // nodes over real Muxes on 127.0.0.1, with Partition/Disconnect/Heal
 // through a fault-injecting dialer, Restart). Files here:
-// metadata_store.go (the metadata group's raft LogStore and StableStore
-// over segment.FS), metadata_raft_fsm.go (raft.FSM over image.Apply, image
+// metadata_raft_fsm.go (raft.FSM over image.Apply, image
 // snapshots), broker_raft.go (the broker's metadata group),
 // partition_store.go (the partition LogStore and FSM),
 // partition_group.go (running a group per local partition; its files are

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -34,15 +35,16 @@ import (
 const (
 	metadataLogName        = "metadata.log"
 	metadataRecordVersion  = 1
-	metadataHeaderBytes    = 8
-	maxMetadataRecordBytes = 16 << 20 // a 50,000-partition CreateTopic is ~2 MiB of JSON
+	metadataHeaderBytes    = raftstore.HeaderBytes
+	maxMetadataRecordBytes = raftstore.MaxRecordBytes // a 50,000-partition CreateTopic is ~2 MiB of JSON
 )
 
 var (
-	// ErrMetadataStorage wraps I/O failures of the metadata log. After a
-	// failed write or fsync the log refuses further writes (the file's state
-	// is unknown) until the broker restarts and replays it.
-	ErrMetadataStorage = errors.New("replication: metadata log storage error")
+	// ErrMetadataStorage wraps I/O failures of the metadata log and of
+	// raft's storage (raftstore.ErrStorage). After a failed write or fsync
+	// the log refuses further writes (the file's state is unknown) until
+	// the broker restarts and replays it.
+	ErrMetadataStorage = raftstore.ErrStorage
 
 	crcTable = crc32.MakeTable(crc32.Castagnoli)
 )
@@ -186,15 +188,6 @@ func (l *metadataLog) Close() error {
 	}
 	if err != nil {
 		return fmt.Errorf("%w: close %s: %v", ErrMetadataStorage, l.path, err)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory so that a file created or renamed in it
-// survives a crash.
-func syncDir(fsys segment.FS, dir string) error {
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("%w: sync dir %s: %v", ErrMetadataStorage, dir, err)
 	}
 	return nil
 }

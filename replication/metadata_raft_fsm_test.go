@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,8 +14,11 @@ import (
 
 	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication/internal/raftharness"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/segment"
 )
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // sampleCommands is a metadata history touching every command type.
 func sampleCommands() []Command {
@@ -73,11 +77,11 @@ func fileStores(t *testing.T, dir string) func(node, group int) (raft.LogStore, 
 		if err := fsys.MkdirAll(d); err != nil {
 			return nil, nil, nil, err
 		}
-		logs, err := openRaftLogFile(fsys, d, quietLogger())
+		logs, err := raftstore.OpenLogFile(fsys, d, quietLogger())
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		stable, err := openRaftStableFile(fsys, d)
+		stable, err := raftstore.OpenStableFile(fsys, d)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/sharepart"
 )
@@ -202,7 +203,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		return err
 	}
 	joinValue, err := stable.GetUint64([]byte(joinUntilKey))
-	if errors.Is(err, errStableNotFound) {
+	if errors.Is(err, raftstore.ErrNotFound) {
 		joinValue, err = 0, nil
 	}
 	if err == nil && joining && !existing {
@@ -281,7 +282,7 @@ func (g *partitionGroup) fitTiming(logger *slog.Logger) {
 // the newest snapshot (index, high watermark then), else index 0 at the
 // offset recorded when the group was created; a group without either is
 // new and starts at the log end.
-func groupAnchor(stable *raftStableFile, snaps *partitionSnapshots, lp *log.Partition) (index uint64, offset int64, fresh bool, err error) {
+func groupAnchor(stable *raftstore.StableFile, snaps *partitionSnapshots, lp *log.Partition) (index uint64, offset int64, fresh bool, err error) {
 	metas, err := snaps.List()
 	if err != nil {
 		return 0, 0, false, err
@@ -294,13 +295,13 @@ func groupAnchor(stable *raftStableFile, snaps *partitionSnapshots, lp *log.Part
 		return meta.Index, pos.end, false, nil
 	}
 	// raft sets CurrentTerm first thing at bootstrap.
-	if _, err := stable.GetUint64([]byte("CurrentTerm")); errors.Is(err, errStableNotFound) {
+	if _, err := stable.GetUint64([]byte("CurrentTerm")); errors.Is(err, raftstore.ErrNotFound) {
 		return 0, lp.Offsets().LogEnd, true, nil
 	} else if err != nil {
 		return 0, 0, false, err
 	}
 	v, err := stable.GetUint64([]byte(anchorKey))
-	if errors.Is(err, errStableNotFound) {
+	if errors.Is(err, raftstore.ErrNotFound) {
 		return 0, 0, false, nil // created over an empty log (no key written)
 	}
 	if err != nil {

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -20,7 +20,7 @@ import (
 // A partition snapshot at raft index i says "everything up to offset o is
 // in the segments": what is stored is only that position (and the log
 // start then), a few bytes, in the metadata group's snapshot format
-// (snapshotStore). The record data is never written twice.
+// (raftstore.SnapshotStore). The record data is never written twice.
 //
 // When the leader must send a snapshot (a follower is behind the leader's
 // raft log, or the entries it needs were removed by retention or
@@ -86,10 +86,10 @@ var errSnapshotChanged = errors.New("replication: partition changed under a snap
 
 // partitionSnapshots is one partition group's snapshot store.
 type partitionSnapshots struct {
-	*snapshotStore
+	*raftstore.SnapshotStore
 	lp     *log.Partition
 	logger *slog.Logger
-	stable *raftStableFile
+	stable *raftstore.StableFile
 	// store is the group's log store, set before raft starts: an install
 	// re-anchors it.
 	store *partitionStore
@@ -102,12 +102,12 @@ type partitionSnapshots struct {
 
 var _ raft.SnapshotStore = (*partitionSnapshots)(nil)
 
-func openPartitionSnapshots(fsys segment.FS, dir string, lp *log.Partition, stable *raftStableFile, logger *slog.Logger) (*partitionSnapshots, error) {
-	s, err := openSnapshotStore(fsys, dir, 2)
+func openPartitionSnapshots(fsys segment.FS, dir string, lp *log.Partition, stable *raftstore.StableFile, logger *slog.Logger) (*partitionSnapshots, error) {
+	s, err := raftstore.OpenSnapshotStore(fsys, dir, 2)
 	if err != nil {
 		return nil, err
 	}
-	return &partitionSnapshots{snapshotStore: s, lp: lp, stable: stable, logger: logger}, nil
+	return &partitionSnapshots{SnapshotStore: s, lp: lp, stable: stable, logger: logger}, nil
 }
 
 // snapPosition is a decoded snapshot header.
@@ -212,7 +212,7 @@ func parseSnapPosition(b []byte) (snapPosition, error) {
 
 // position reads the position a stored snapshot holds.
 func (s *partitionSnapshots) position(id string) (*raft.SnapshotMeta, snapPosition, error) {
-	meta, rc, err := s.snapshotStore.Open(id)
+	meta, rc, err := s.SnapshotStore.Open(id)
 	if err != nil {
 		return nil, snapPosition{}, err
 	}
@@ -295,7 +295,7 @@ func (t *transferReader) Close() error { return nil }
 // header, kind 2 with its share section) or for an install (raft copies the leader's transfer stream).
 func (s *partitionSnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
 	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
-	inner, err := s.snapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	inner, err := s.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
 	if err != nil {
 		return nil, err
 	}
@@ -493,9 +493,9 @@ func (k *partitionSink) Close() error {
 // finishInterruptedInstall resets a partition whose snapshot install a
 // crash interrupted: its log holds part of the leader's, so it starts
 // empty and raft sends everything again.
-func finishInterruptedInstall(stable *raftStableFile, snaps *partitionSnapshots, lp *log.Partition, logger *slog.Logger) error {
+func finishInterruptedInstall(stable *raftstore.StableFile, snaps *partitionSnapshots, lp *log.Partition, logger *slog.Logger) error {
 	v, err := stable.GetUint64([]byte(installKey))
-	if errors.Is(err, errStableNotFound) || (err == nil && v == 0) {
+	if errors.Is(err, raftstore.ErrNotFound) || (err == nil && v == 0) {
 		return nil
 	}
 	if err != nil {
@@ -505,16 +505,7 @@ func finishInterruptedInstall(stable *raftStableFile, snaps *partitionSnapshots,
 	if err := lp.ResetTo(0); err != nil {
 		return err
 	}
-	metas, err := snaps.snapshotStore.list()
-	if err != nil {
-		return err
-	}
-	for _, m := range metas {
-		base := filepath.Join(snaps.dir, m.Meta.ID)
-		snaps.fsys.Remove(base + ".meta")
-		snaps.fsys.Remove(base + ".data")
-	}
-	if err := syncDir(snaps.fsys, snaps.dir); err != nil {
+	if err := snaps.SnapshotStore.RemoveAll(); err != nil {
 		return err
 	}
 	if err := stable.SetUint64([]byte(anchorKey), 0); err != nil {

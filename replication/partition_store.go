@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-io/strata/internal/procs"
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/segment"
 	"github.com/strata-io/strata/sharepart"
 )
@@ -131,7 +132,7 @@ func (r partitionRefusal) error() error {
 // concurrent use (raft reads from its replication goroutines).
 type partitionStore struct {
 	p    *log.Partition
-	side *raftLogFile
+	side *raftstore.LogFile
 	// single: the group has one voter. Its log is read back only to apply
 	// committed entries (never to send), so the index map may be rebuilt
 	// over segments that retention or compaction changed (doc.go), and an
@@ -169,7 +170,7 @@ func openPartitionStore(fsys segment.FS, dir string, p *log.Partition, anchor ui
 // openPartitionStoreOpts is openPartitionStore for a group of one voter
 // when single is set.
 func openPartitionStoreOpts(fsys segment.FS, dir string, p *log.Partition, anchor uint64, anchorOffset int64, single bool, logger *slog.Logger) (*partitionStore, error) {
-	side, err := openRaftLogFileNamed(fsys, dir, sideLogName, true, logger)
+	side, err := raftstore.OpenLogFileNamed(fsys, dir, sideLogName, true, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -198,9 +199,7 @@ func openPartitionStoreOpts(fsys segment.FS, dir string, p *log.Partition, ancho
 		return nil, fmt.Errorf("%w: the first batch after the snapshot at offset %d is at %d: the segments changed under the raft log", errPartitionStore, anchorOffset, batches[0].base)
 	}
 	cursor := anchorOffset
-	side.mu.RLock()
-	sideEntries := side.entries[side.search(anchor+1):]
-	side.mu.RUnlock()
+	sideEntries := side.EntriesFrom(anchor + 1)
 	for idx := anchor + 1; len(s.locs) < maxPartitionEntries; idx++ {
 		if len(sideEntries) > 0 && sideEntries[0].Index == idx {
 			s.locs = append(s.locs, entryLoc{term: sideEntries[0].Term, offset: cursor, last: -1, appendTime: -1})

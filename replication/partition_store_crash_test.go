@@ -67,7 +67,7 @@ func TestPartitionSideLogCrashLeavesNoHole(t *testing.T) {
 	crashed := mem.Crash() // m and st are abandoned, as a killed process's
 	_ = m
 	_, p2, st2 := open(crashed)
-	t.Logf("before: %+v; after the crash: %+v, side entries %d", p.Offsets(), p2.Offsets(), len(st2.side.entries))
+	t.Logf("before: %+v; after the crash: %+v, side entries %d", p.Offsets(), p2.Offsets(), len(st2.side.EntriesFrom(0)))
 	last, _ := st2.LastIndex()
 	if last < 9 {
 		t.Fatalf("after the crash the store ends at %d; the batch at index 9 was flushed with every side entry before it", last)

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication/internal/raftharness"
 	"github.com/strata-io/strata/replication/raftconf"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -66,11 +67,11 @@ func newPartitionClusterT(t *testing.T, nodes int, timing raftconf.Timing, segme
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			stable, err := openRaftStableFile(fsys, dir)
+			stable, err := raftstore.OpenStableFile(fsys, dir)
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			snaps, err := openSnapshotStore(fsys, filepath.Join(dir, "snapshots"), 2)
+			snaps, err := raftstore.OpenSnapshotStore(fsys, filepath.Join(dir, "snapshots"), 2)
 			if err != nil {
 				return nil, nil, nil, err
 			}

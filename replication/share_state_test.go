@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/log"
+	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
 	"github.com/strata-io/strata/sharepart"
@@ -226,7 +227,7 @@ func TestShareStateSingleVoter(t *testing.T) {
 // a partition's directory (its broker closed).
 func newestSnapshotKind(t *testing.T, partDir string) byte {
 	t.Helper()
-	s, err := openSnapshotStore(segment.OSFS{}, filepath.Join(partDir, partitionRaftDir, "snapshots"), 2)
+	s, err := raftstore.OpenSnapshotStore(segment.OSFS{}, filepath.Join(partDir, partitionRaftDir, "snapshots"), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

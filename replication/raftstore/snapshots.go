@@ -1,4 +1,4 @@
-package replication
+package raftstore
 
 import (
 	"encoding/json"
@@ -16,20 +16,20 @@ import (
 	"github.com/strata-io/strata/segment"
 )
 
-// snapshotStore is a raft.SnapshotStore over segment.FS for the metadata
+// SnapshotStore is a raft.SnapshotStore over segment.FS for the metadata
 // group (hashicorp's FileSnapshotStore writes to the OS directly, which
 // would escape the MemFS of crash tests). In the snapshot directory each
 // snapshot is two files:
 //
-//	<id>.data   the FSM's bytes (an image, metadata_raft_fsm.go)
-//	<id>.meta   one framed record (metadata_store.go framing): JSON of
+//	<id>.data   the FSM's bytes (an image, replication's metadata_raft_fsm.go)
+//	<id>.meta   one framed record (records.go framing): JSON of
 //	            raft.SnapshotMeta plus the CRC-32C of the data file
 //
 // A snapshot exists once its .meta is renamed into place (after both files
 // are fsync'd); the directory is fsync'd after. The newest retain
 // snapshots are kept. A .meta that does not decode, or data whose size or
 // CRC differ, is skipped by List or refused by Open.
-type snapshotStore struct {
+type SnapshotStore struct {
 	fsys   segment.FS
 	dir    string
 	retain int
@@ -37,7 +37,7 @@ type snapshotStore struct {
 	mu sync.Mutex // serializes Create/Close against reaping
 }
 
-var _ raft.SnapshotStore = (*snapshotStore)(nil)
+var _ raft.SnapshotStore = (*SnapshotStore)(nil)
 
 const maxSnapshotsListed = 64
 
@@ -47,20 +47,20 @@ type snapshotMetaJSON struct {
 	CRC  uint32            `json:"crc"`
 }
 
-func openSnapshotStore(fsys segment.FS, dir string, retain int) (*snapshotStore, error) {
+func OpenSnapshotStore(fsys segment.FS, dir string, retain int) (*SnapshotStore, error) {
 	if retain < 1 {
 		retain = 1
 	}
 	if err := fsys.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("%w: create %s: %v", ErrMetadataStorage, dir, err)
+		return nil, fmt.Errorf("%w: create %s: %v", ErrStorage, dir, err)
 	}
-	if err := syncDir(fsys, filepath.Dir(dir)); err != nil {
+	if err := SyncDir(fsys, filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
-	return &snapshotStore{fsys: fsys, dir: dir, retain: retain}, nil
+	return &SnapshotStore{fsys: fsys, dir: dir, retain: retain}, nil
 }
 
-func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+func (s *SnapshotStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
 	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
 	if version != 1 {
 		return nil, fmt.Errorf("replication: snapshot version %d unsupported", version)
@@ -70,7 +70,7 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 	path := filepath.Join(s.dir, id+".data.tmp")
 	f, err := s.fsys.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: create %s: %v", ErrMetadataStorage, path, err)
+		return nil, fmt.Errorf("%w: create %s: %v", ErrStorage, path, err)
 	}
 	meta := raft.SnapshotMeta{Version: version, ID: id, Index: index, Term: term,
 		Configuration: configuration, ConfigurationIndex: configurationIndex}
@@ -90,7 +90,7 @@ func encodePeers(c raft.Configuration, trans raft.Transport) []byte {
 	return b
 }
 
-func (s *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
+func (s *SnapshotStore) List() ([]*raft.SnapshotMeta, error) {
 	metas, err := s.list()
 	if err != nil {
 		return nil, err
@@ -104,10 +104,10 @@ func (s *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
 }
 
 // list returns the valid snapshots, newest first.
-func (s *snapshotStore) list() ([]snapshotMetaJSON, error) {
+func (s *SnapshotStore) list() ([]snapshotMetaJSON, error) {
 	ents, err := s.fsys.ReadDir(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: list %s: %v", ErrMetadataStorage, s.dir, err)
+		return nil, fmt.Errorf("%w: list %s: %v", ErrStorage, s.dir, err)
 	}
 	var out []snapshotMetaJSON
 	for _, e := range ents {
@@ -127,7 +127,7 @@ func (s *snapshotStore) list() ([]snapshotMetaJSON, error) {
 	return out, nil
 }
 
-func (s *snapshotStore) readMeta(id string) (snapshotMetaJSON, error) {
+func (s *SnapshotStore) readMeta(id string) (snapshotMetaJSON, error) {
 	var m snapshotMetaJSON
 	path := filepath.Join(s.dir, id+".meta")
 	f, err := s.fsys.Open(path)
@@ -139,17 +139,17 @@ func (s *snapshotStore) readMeta(id string) (snapshotMetaJSON, error) {
 	if err != nil {
 		return m, err
 	}
-	bodies, _, good, why := readFramedRecords(f, size)
+	bodies, _, good, why := ReadFramedRecords(f, size)
 	if good != size || len(bodies) != 1 {
-		return m, fmt.Errorf("%w: %s: %s", ErrMetadataStorage, path, why)
+		return m, fmt.Errorf("%w: %s: %s", ErrStorage, path, why)
 	}
 	if err := json.Unmarshal(bodies[0], &m); err != nil || m.Meta.ID != id {
-		return m, fmt.Errorf("%w: %s does not decode", ErrMetadataStorage, path)
+		return m, fmt.Errorf("%w: %s does not decode", ErrStorage, path)
 	}
 	return m, nil
 }
 
-func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+func (s *SnapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	if strings.ContainsAny(id, `/\`) || id == "" {
 		return nil, nil, fmt.Errorf("replication: bad snapshot id %q", id)
 	}
@@ -160,12 +160,12 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	path := filepath.Join(s.dir, id+".data")
 	f, err := s.fsys.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, path, err)
+		return nil, nil, fmt.Errorf("%w: open %s: %v", ErrStorage, path, err)
 	}
 	size, err := f.Size()
 	if err != nil || size != m.Meta.Size {
 		f.Close()
-		return nil, nil, fmt.Errorf("%w: %s is %d bytes, meta says %d", ErrMetadataStorage, path, size, m.Meta.Size)
+		return nil, nil, fmt.Errorf("%w: %s is %d bytes, meta says %d", ErrStorage, path, size, m.Meta.Size)
 	}
 	meta := m.Meta
 	return &meta, &crcReader{r: io.NewSectionReader(f, 0, size), f: f, want: m.CRC, path: path}, nil
@@ -185,7 +185,7 @@ func (c *crcReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.crc = crc32.Update(c.crc, crcTable, p[:n])
 	if errors.Is(err, io.EOF) && c.crc != c.want {
-		return n, fmt.Errorf("%w: %s: crc mismatch", ErrMetadataStorage, c.path)
+		return n, fmt.Errorf("%w: %s: crc mismatch", ErrStorage, c.path)
 	}
 	return n, err
 }
@@ -193,7 +193,7 @@ func (c *crcReader) Read(p []byte) (int, error) {
 func (c *crcReader) Close() error { return c.f.Close() }
 
 // reap removes all but the newest retain snapshots and stray temp files.
-func (s *snapshotStore) reap() error {
+func (s *SnapshotStore) reap() error {
 	metas, err := s.list()
 	if err != nil {
 		return err
@@ -220,14 +220,14 @@ func (s *snapshotStore) reap() error {
 		removed = true
 	}
 	if removed {
-		return syncDir(s.fsys, s.dir)
+		return SyncDir(s.fsys, s.dir)
 	}
 	return nil
 }
 
 // snapshotSink writes one snapshot. Used by one goroutine (raft's).
 type snapshotSink struct {
-	s    *snapshotStore
+	s    *SnapshotStore
 	f    segment.File
 	meta raft.SnapshotMeta
 	crc  uint32
@@ -244,7 +244,7 @@ func (k *snapshotSink) Write(p []byte) (int, error) {
 	k.crc = crc32.Update(k.crc, crcTable, p[:n])
 	k.meta.Size += int64(n)
 	if err != nil {
-		return n, fmt.Errorf("%w: write snapshot %s: %v", ErrMetadataStorage, k.meta.ID, err)
+		return n, fmt.Errorf("%w: write snapshot %s: %v", ErrStorage, k.meta.ID, err)
 	}
 	return n, nil
 }
@@ -272,13 +272,13 @@ func (k *snapshotSink) Close() error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("%w: sync snapshot %s: %v", ErrMetadataStorage, k.meta.ID, err)
+		return fmt.Errorf("%w: sync snapshot %s: %v", ErrStorage, k.meta.ID, err)
 	}
 	body, err := json.Marshal(snapshotMetaJSON{Meta: k.meta, CRC: k.crc})
 	if err != nil {
 		return err
 	}
-	rec, err := frameRecord(nil, body)
+	rec, err := FrameRecord(nil, body)
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,23 @@ func (k *snapshotSink) Close() error {
 		err = s.fsys.SyncDir(s.dir)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: finish snapshot %s: %v", ErrMetadataStorage, k.meta.ID, err)
+		return fmt.Errorf("%w: finish snapshot %s: %v", ErrStorage, k.meta.ID, err)
 	}
 	return s.reap()
+}
+
+// RemoveAll removes every snapshot (an interrupted install leaves the
+// replica empty: replication's partition_snapshots.go) and fsyncs the
+// directory.
+func (s *SnapshotStore) RemoveAll() error {
+	metas, err := s.list()
+	if err != nil {
+		return err
+	}
+	for _, m := range metas {
+		base := filepath.Join(s.dir, m.Meta.ID)
+		s.fsys.Remove(base + ".meta")
+		s.fsys.Remove(base + ".data")
+	}
+	return SyncDir(s.fsys, s.dir)
 }

@@ -1,4 +1,4 @@
-package replication
+package raftstore
 
 import (
 	"errors"
@@ -17,12 +17,12 @@ import (
 func TestRaftStableFileNeedsNoSpace(t *testing.T) {
 	fsys := memDir(t)
 	mem := fsys
-	s, err := openRaftStableFile(fsys, "d")
+	s, err := OpenStableFile(fsys, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fsys.SetFull(true)
-	path := "d/" + raftStableFileName
+	path := "d/" + StableFileName
 	for term := uint64(1); term <= 300; term++ {
 		if err := s.SetUint64([]byte(keyCurrentTerm), term); err != nil {
 			t.Fatalf("term %d on a full disk: %v", term, err)
@@ -37,7 +37,7 @@ func TestRaftStableFileNeedsNoSpace(t *testing.T) {
 	mem.ResetToSyncedState() // a crash: every Set returned, so every one is durable
 	check := func(wantTerm uint64, wantVote string) {
 		t.Helper()
-		s, err = openRaftStableFile(fsys, "d")
+		s, err = OpenStableFile(fsys, "d")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestRaftStableFileNeedsNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsys.SetFull(true)
-	if _, err := openRaftStableFile(fsys, "e"); !errors.Is(err, ErrMetadataStorage) || !errors.Is(err, syscall.ENOSPC) {
+	if _, err := OpenStableFile(fsys, "e"); !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("open on a full disk: %v", err)
 	}
 }
@@ -82,26 +82,26 @@ func TestRaftStableFileReadsLegacyFormat(t *testing.T) {
 	var b []byte
 	for _, body := range []string{`{"CurrentTerm":"AAAAAAAAAAU="}`, `{"CurrentTerm":"AAAAAAAAAAc=","LastVoteCand":"Mg=="}`} {
 		var err error
-		if b, err = frameRecord(b, []byte(body)); err != nil {
+		if b, err = FrameRecord(b, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b = append(b, 0, 0, 0, 40, 1, 2) // a torn append
-	if err := segment.WriteSynced(fsys, "d/"+raftStableFileName, b); err != nil {
+	if err := segment.WriteSynced(fsys, "d/"+StableFileName, b); err != nil {
 		t.Fatal(err)
 	}
-	s, err := openRaftStableFile(fsys, "d")
+	s, err := OpenStableFile(fsys, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v, err := s.GetUint64([]byte(keyCurrentTerm)); err != nil || v != 7 {
 		t.Fatalf("term %d %v", v, err)
 	}
-	if size, _ := fsys.Stat("d/" + raftStableFileName); size != stableFileBytes {
+	if size, _ := fsys.Stat("d/" + StableFileName); size != stableFileBytes {
 		t.Fatalf("legacy file not rewritten reserved: %d bytes", size)
 	}
 	fsys.ResetToSyncedState()
-	s, err = openRaftStableFile(fsys, "d")
+	s, err = OpenStableFile(fsys, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRaftStableFileReadsLegacyFormat(t *testing.T) {
 // only returned (raft does not vote).
 func TestRaftStableFileFatalTermSave(t *testing.T) {
 	fsys := memDir(t)
-	s, err := openRaftStableFile(fsys, "d")
+	s, err := OpenStableFile(fsys, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +128,10 @@ func TestRaftStableFileFatalTermSave(t *testing.T) {
 	if len(fatal) != 0 {
 		t.Fatalf("a failed vote save was fatal: %v", fatal)
 	}
-	if err := s.SetUint64([]byte(keyCurrentTerm), 2); !errors.Is(err, ErrMetadataStorage) {
+	if err := s.SetUint64([]byte(keyCurrentTerm), 2); !errors.Is(err, ErrStorage) {
 		t.Fatalf("term save after a failed write: %v", err)
 	}
-	if len(fatal) != 1 || !errors.Is(fatal[0], ErrMetadataStorage) {
+	if len(fatal) != 1 || !errors.Is(fatal[0], ErrStorage) {
 		t.Fatalf("onFatal got %v", fatal)
 	}
 }
@@ -144,7 +144,7 @@ func TestRaftStableFileFatalTermSave(t *testing.T) {
 // sticks.
 func TestRaftLogFileFullDiskRecovers(t *testing.T) {
 	fsys := memDir(t)
-	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	l, err := OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestRaftLogFileFullDiskRecovers(t *testing.T) {
 		t.Fatalf("small entries on a full disk, inside the reserve: %v", err)
 	}
 	big := &raft.Log{Index: 101, Term: 1, Type: raft.LogCommand, Data: make([]byte, 2*metadataLogReserve)}
-	if err := l.StoreLogs([]*raft.Log{big}); !errors.Is(err, ErrMetadataStorage) || !errors.Is(err, syscall.ENOSPC) {
+	if err := l.StoreLogs([]*raft.Log{big}); !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append past the reserve on a full disk: %v", err)
 	}
 	if err := l.Err(); err != nil {
@@ -172,12 +172,12 @@ func TestRaftLogFileFullDiskRecovers(t *testing.T) {
 	}
 	l.Close()
 	fsys.ResetToSyncedState()
-	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	l, err = OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkRange(t, l, 1, 102)
-	if size, _ := fsys.Stat("d/" + raftLogFileName); size < l.size+metadataLogReserve/2 {
+	if size, _ := fsys.Stat("d/" + LogFileName); size < l.size+metadataLogReserve/2 {
 		t.Fatalf("reserve not kept: file of %d bytes, records %d", size, l.size)
 	}
 	// A suffix delete and a prefix rewrite keep a reserve too.
@@ -194,7 +194,7 @@ func TestRaftLogFileFullDiskRecovers(t *testing.T) {
 	fsys.SetFull(false)
 	l.Close()
 	fsys.ResetToSyncedState()
-	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	l, err = OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRaftLogFileFullDiskRecovers(t *testing.T) {
 	if err := l.StoreLogs(entries(121, 121, 2)); err == nil {
 		t.Fatal("injected write failure not reported")
 	}
-	if err := l.Err(); !errors.Is(err, ErrMetadataStorage) {
+	if err := l.Err(); !errors.Is(err, ErrStorage) {
 		t.Fatalf("a write error other than ENOSPC did not stick: %v", err)
 	}
 	l.Close()

@@ -1,4 +1,4 @@
-package replication
+package raftstore
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 	"github.com/strata-io/strata/segment"
 )
 
-// Raft's own storage for the metadata group (doc.go, "Raft design"):
-// raftLogFile is a raft.LogStore and raftStableFile a raft.StableStore,
+// Raft's own storage (replication/doc.go, "Raft design"):
+// LogFile is a raft.LogStore and StableFile a raft.StableStore,
 // both over segment.FS so crash tests can run them on a MemFS.
 // raft-boltdb is not an allowed dependency, and the metadata log is small
 // (commands are rare and snapshots compact it), so a flat file of framed
@@ -31,7 +31,7 @@ import (
 //
 //	+------------+------------+----------------------------------------+
 //	| length u32 | crc32c u32 | entry: index, term, type, data, ext,   |
-//	|            |            | appendedAt (transport/codec.go layout) |
+//	|            |            | appendedAt (transport.EncodeLog)       |
 //	+------------+------------+----------------------------------------+
 //
 // Entries are consecutive by index. A torn or corrupt tail is truncated at
@@ -41,30 +41,30 @@ import (
 //
 // stable file (metadata-raft.state; each partition group has one too):
 // 4 KiB reserved at creation, two slots rewritten in place in turn, each
-// a CRC'd JSON object of raft's keys (raftStableFile: a term save never
+// a CRC'd JSON object of raft's keys (StableFile: a term save never
 // needs disk space).
 
 const (
-	raftLogFileName    = "metadata-raft.log"
-	raftStableFileName = "metadata-raft.state"
+	LogFileName    = "metadata-raft.log"
+	StableFileName = "metadata-raft.state"
 	// maxRaftLogEntries bounds the entries held; raft compacts long
 	// before (SnapshotThreshold + TrailingLogs).
 	maxRaftLogEntries = 1 << 20
 )
 
-// errStableNotFound must read "not found": hashicorp/raft compares the
+// ErrNotFound must read "not found": hashicorp/raft compares the
 // text (raft.go, "not found") to tell a fresh store from a broken one.
-var errStableNotFound = errors.New("not found")
+var ErrNotFound = errors.New("not found")
 
-// raftLogFile is a raft.LogStore in one file. Safe for concurrent use:
+// LogFile is a raft.LogStore in one file. Safe for concurrent use:
 // raft reads (GetLog) from its replication goroutines while its main
 // goroutine writes.
-type raftLogFile struct {
+type LogFile struct {
 	fsys segment.FS
 	dir  string
 	path string
 	// sparse allows gaps between indexes (a partition group's side log
-	// holds only raft's own entries, doc.go); indexes still only grow.
+	// holds only raft's own entries, replication/doc.go); indexes still only grow.
 	// A sparse log is also written without fsync: its owner
 	// (partitionStore) calls Sync, before any later batch reaches the
 	// segments and as the partition's flush policy says.
@@ -75,7 +75,7 @@ type raftLogFile struct {
 	// disk instead of failing: hashicorp/raft steps a leader down when
 	// its log cannot be written, and a single voter would then elect
 	// itself and fail again, over and over, leaving the broker without a
-	// controller (disk_space.go). Topped up to reserve when less than
+	// controller (replication/disk_space.go). Topped up to reserve when less than
 	// half is left; a top-up that meets ENOSPC keeps what remains.
 	reserve int64
 
@@ -101,28 +101,28 @@ const (
 	maxReserveTail = 4 << 20
 )
 
-var _ raft.LogStore = (*raftLogFile)(nil)
+var _ raft.LogStore = (*LogFile)(nil)
 
-func openRaftLogFile(fsys segment.FS, dir string, logger *slog.Logger) (*raftLogFile, error) {
-	return openRaftLogFileNamed(fsys, dir, raftLogFileName, false, logger)
+func OpenLogFile(fsys segment.FS, dir string, logger *slog.Logger) (*LogFile, error) {
+	return OpenLogFileNamed(fsys, dir, LogFileName, false, logger)
 }
 
-func openRaftLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger *slog.Logger) (*raftLogFile, error) {
+func OpenLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger *slog.Logger) (*LogFile, error) {
 	path := filepath.Join(dir, name)
 	f, err := openOrCreate(fsys, dir, path)
 	if err != nil {
 		return nil, err
 	}
-	l := &raftLogFile{fsys: fsys, dir: dir, path: path, f: f, sparse: sparse, reserve: metadataLogReserve}
+	l := &LogFile{fsys: fsys, dir: dir, path: path, f: f, sparse: sparse, reserve: metadataLogReserve}
 	if sparse {
 		l.reserve = sideLogReserve
 	}
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: size of %s: %v", ErrMetadataStorage, path, err)
+		return nil, fmt.Errorf("%w: size of %s: %v", ErrStorage, path, err)
 	}
-	bodies, positions, good, why := readFramedRecords(f, size)
+	bodies, positions, good, why := ReadFramedRecords(f, size)
 	for i, body := range bodies {
 		e, err := transport.DecodeLog(body)
 		if err != nil {
@@ -148,7 +148,7 @@ func openRaftLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger
 		}
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, path, err)
+			return nil, fmt.Errorf("%w: truncate %s: %v", ErrStorage, path, err)
 		}
 	}
 	l.topUpLocked()
@@ -180,7 +180,7 @@ func zeroTail(f segment.File, from, to int64) bool {
 // topUpLocked writes zeros past the last record until reserve bytes
 // follow it, when less than half of that is left. On a full disk it
 // keeps what remains (the partial write cut).
-func (l *raftLogFile) topUpLocked() {
+func (l *LogFile) topUpLocked() {
 	if l.reserve == 0 || l.werr != nil || l.phys-l.size >= l.reserve/2 {
 		return
 	}
@@ -203,32 +203,32 @@ func openOrCreate(fsys segment.FS, dir, path string) (segment.File, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, path, err)
+		return nil, fmt.Errorf("%w: open %s: %v", ErrStorage, path, err)
 	}
 	return f, nil
 }
 
-// readFramedRecords reads length+CRC framed records (metadata_log.go's
+// ReadFramedRecords reads length+CRC framed records (replication/metadata_log.go's
 // framing without its version byte) and returns their bodies, where each
 // starts, the length of the valid prefix and why the rest was rejected.
-func readFramedRecords(f segment.File, size int64) (bodies [][]byte, positions []int64, good int64, why string) {
-	var hdr [metadataHeaderBytes]byte
+func ReadFramedRecords(f segment.File, size int64) (bodies [][]byte, positions []int64, good int64, why string) {
+	var hdr [HeaderBytes]byte
 	for good < size {
-		if size-good < metadataHeaderBytes {
+		if size-good < HeaderBytes {
 			return bodies, positions, good, "partial header"
 		}
 		if _, err := f.ReadAt(hdr[:], good); err != nil {
 			return bodies, positions, good, "read header: " + err.Error()
 		}
 		n := int64(binary.BigEndian.Uint32(hdr[0:4]))
-		if n < 1 || n > maxMetadataRecordBytes {
+		if n < 1 || n > MaxRecordBytes {
 			return bodies, positions, good, fmt.Sprintf("record length %d out of range", n)
 		}
-		if size-good-metadataHeaderBytes < n {
+		if size-good-HeaderBytes < n {
 			return bodies, positions, good, fmt.Sprintf("record of %d bytes runs past the end", n)
 		}
 		body := make([]byte, n)
-		if _, err := f.ReadAt(body, good+metadataHeaderBytes); err != nil {
+		if _, err := f.ReadAt(body, good+HeaderBytes); err != nil {
 			return bodies, positions, good, "read record: " + err.Error()
 		}
 		if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(hdr[4:8]) {
@@ -239,17 +239,17 @@ func readFramedRecords(f segment.File, size int64) (bodies [][]byte, positions [
 		}
 		bodies = append(bodies, body)
 		positions = append(positions, good)
-		good += metadataHeaderBytes + n
+		good += HeaderBytes + n
 	}
 	return bodies, positions, good, ""
 }
 
-// frameRecord appends one framed record holding body to b.
-func frameRecord(b, body []byte) ([]byte, error) {
-	if len(body) == 0 || len(body) > maxMetadataRecordBytes {
-		return b, fmt.Errorf("replication: raft record of %d bytes (1..%d)", len(body), maxMetadataRecordBytes)
+// FrameRecord appends one framed record holding body to b.
+func FrameRecord(b, body []byte) ([]byte, error) {
+	if len(body) == 0 || len(body) > MaxRecordBytes {
+		return b, fmt.Errorf("replication: raft record of %d bytes (1..%d)", len(body), MaxRecordBytes)
 	}
-	var hdr [metadataHeaderBytes]byte
+	var hdr [HeaderBytes]byte
 	binary.BigEndian.PutUint32(hdr[0:4], uint32(len(body)))
 	binary.BigEndian.PutUint32(hdr[4:8], crc32.Checksum(body, crcTable))
 	b = append(b, hdr[:]...)
@@ -257,7 +257,7 @@ func frameRecord(b, body []byte) ([]byte, error) {
 }
 
 // next reports whether index may follow last.
-func (l *raftLogFile) next(last, index uint64) bool {
+func (l *LogFile) next(last, index uint64) bool {
 	if l.sparse {
 		return index > last
 	}
@@ -265,11 +265,20 @@ func (l *raftLogFile) next(last, index uint64) bool {
 }
 
 // search returns the position of the first entry with Index >= index.
-func (l *raftLogFile) search(index uint64) int {
+func (l *LogFile) search(index uint64) int {
 	return sort.Search(len(l.entries), func(i int) bool { return l.entries[i].Index >= index })
 }
 
-func (l *raftLogFile) FirstIndex() (uint64, error) {
+// EntriesFrom returns the entries held from index on (those a partition
+// group's side log holds between its segments' batches: replication's
+// partition_store.go). The slice is the file's own: read it, never write.
+func (l *LogFile) EntriesFrom(index uint64) []*raft.Log {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.entries[l.search(index):]
+}
+
+func (l *LogFile) FirstIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if len(l.entries) == 0 {
@@ -278,7 +287,7 @@ func (l *raftLogFile) FirstIndex() (uint64, error) {
 	return l.entries[0].Index, nil
 }
 
-func (l *raftLogFile) LastIndex() (uint64, error) {
+func (l *LogFile) LastIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if len(l.entries) == 0 {
@@ -287,7 +296,7 @@ func (l *raftLogFile) LastIndex() (uint64, error) {
 	return l.entries[len(l.entries)-1].Index, nil
 }
 
-func (l *raftLogFile) GetLog(index uint64, out *raft.Log) error {
+func (l *LogFile) GetLog(index uint64, out *raft.Log) error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	i := l.search(index)
@@ -298,12 +307,12 @@ func (l *raftLogFile) GetLog(index uint64, out *raft.Log) error {
 	return nil
 }
 
-func (l *raftLogFile) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
+func (l *LogFile) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 
 // StoreLogs appends entries with one write and one fsync (a sparse log's
 // fsync is its owner's: Sync). Raft only appends after the last entry (it
 // deletes a conflicting suffix first); anything else is refused.
-func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
+func (l *LogFile) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
@@ -313,7 +322,7 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 		return l.werr
 	}
 	if len(l.entries)+len(logs) > maxRaftLogEntries {
-		return fmt.Errorf("%w: more than %d raft entries held", ErrMetadataStorage, maxRaftLogEntries)
+		return fmt.Errorf("%w: more than %d raft entries held", ErrStorage, maxRaftLogEntries)
 	}
 	var buf []byte
 	pos := make([]int64, 0, len(logs))
@@ -323,12 +332,12 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 	}
 	for _, e := range logs {
 		if have && !l.next(last, e.Index) {
-			return fmt.Errorf("%w: raft entry %d stored after %d", ErrMetadataStorage, e.Index, last)
+			return fmt.Errorf("%w: raft entry %d stored after %d", ErrStorage, e.Index, last)
 		}
 		last, have = e.Index, true
 		pos = append(pos, l.size+int64(len(buf)))
 		var err error
-		if buf, err = frameRecord(buf, transport.EncodeLog(nil, e)); err != nil {
+		if buf, err = FrameRecord(buf, transport.EncodeLog(nil, e)); err != nil {
 			return err
 		}
 	}
@@ -339,15 +348,15 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 			// with the partial write cut the file is as before. Only this
 			// append fails (raft steps down or answers its leader so);
 			// appends work again once space returns.
-			return fmt.Errorf("%w: write %s: %w", ErrMetadataStorage, l.path, err)
+			return fmt.Errorf("%w: write %s: %w", ErrStorage, l.path, err)
 		}
-		l.werr = fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, l.path, err)
+		l.werr = fmt.Errorf("%w: write %s: %v", ErrStorage, l.path, err)
 		return l.werr
 	}
 	if l.sparse {
 		l.dirty = true
 	} else if err := l.f.Sync(); err != nil {
-		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrMetadataStorage, l.path, err)
+		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrStorage, l.path, err)
 		return l.werr
 	}
 	l.size += int64(len(buf))
@@ -365,7 +374,7 @@ func (l *raftLogFile) StoreLogs(logs []*raft.Log) error {
 
 // DeleteRange removes entries min..max inclusive: a suffix (conflict) or
 // a prefix (compaction after a snapshot), never a middle.
-func (l *raftLogFile) DeleteRange(min, max uint64) error {
+func (l *LogFile) DeleteRange(min, max uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.werr != nil {
@@ -390,7 +399,7 @@ func (l *raftLogFile) DeleteRange(min, max uint64) error {
 			err = l.f.Sync()
 		}
 		if err != nil {
-			l.werr = fmt.Errorf("%w: truncate %s: %v", ErrMetadataStorage, l.path, err)
+			l.werr = fmt.Errorf("%w: truncate %s: %v", ErrStorage, l.path, err)
 			return l.werr
 		}
 		l.entries, l.pos, l.size, l.phys, l.dirty = l.entries[:lo], l.pos[:lo], cut, cut, false
@@ -399,24 +408,24 @@ func (l *raftLogFile) DeleteRange(min, max uint64) error {
 	case lo == 0: // prefix: rewrite what is left
 		return l.rewriteLocked(l.entries[hi:])
 	}
-	return fmt.Errorf("%w: cannot delete raft entries %d..%d from the middle of %d..%d", ErrMetadataStorage, min, max, l.entries[0].Index, l.entries[n-1].Index)
+	return fmt.Errorf("%w: cannot delete raft entries %d..%d from the middle of %d..%d", ErrStorage, min, max, l.entries[0].Index, l.entries[n-1].Index)
 }
 
 // rewriteLocked replaces the file with keep (tmp, fsync, rename, dir fsync).
-func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
+func (l *LogFile) rewriteLocked(keep []*raft.Log) error {
 	var buf []byte
 	pos := make([]int64, 0, len(keep))
 	for _, e := range keep {
 		pos = append(pos, int64(len(buf)))
 		var err error
-		if buf, err = frameRecord(buf, transport.EncodeLog(nil, e)); err != nil {
+		if buf, err = FrameRecord(buf, transport.EncodeLog(nil, e)); err != nil {
 			return err
 		}
 	}
 	tmp := l.path + ".tmp"
 	f, err := l.fsys.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("%w: create %s: %v", ErrMetadataStorage, tmp, err)
+		return fmt.Errorf("%w: create %s: %v", ErrStorage, tmp, err)
 	}
 	_, err = f.WriteAt(buf, 0)
 	if err == nil {
@@ -424,13 +433,13 @@ func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
 	}
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("%w: write %s: %v", ErrMetadataStorage, tmp, err)
+		return fmt.Errorf("%w: write %s: %v", ErrStorage, tmp, err)
 	}
 	if err := l.fsys.Rename(tmp, l.path); err != nil {
 		f.Close()
-		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, tmp, err)
+		return fmt.Errorf("%w: rename %s: %v", ErrStorage, tmp, err)
 	}
-	if err := syncDir(l.fsys, l.dir); err != nil {
+	if err := SyncDir(l.fsys, l.dir); err != nil {
 		// The rename may or may not survive a crash; both files are valid
 		// logs, so only further writes must stop.
 		f.Close()
@@ -448,7 +457,7 @@ func (l *raftLogFile) rewriteLocked(keep []*raft.Log) error {
 
 // Err is the sticky write error, if any: after it the log takes no more
 // entries until the broker restarts.
-func (l *raftLogFile) Err() error {
+func (l *LogFile) Err() error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.f == nil {
@@ -459,13 +468,13 @@ func (l *raftLogFile) Err() error {
 
 // Sync makes every entry stored so far durable (a no-op when nothing was
 // written since the last fsync).
-func (l *raftLogFile) Sync() error {
+func (l *LogFile) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.syncLocked()
 }
 
-func (l *raftLogFile) syncLocked() error {
+func (l *LogFile) syncLocked() error {
 	if l.werr != nil {
 		return l.werr
 	}
@@ -473,7 +482,7 @@ func (l *raftLogFile) syncLocked() error {
 		return nil
 	}
 	if err := l.f.Sync(); err != nil {
-		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrMetadataStorage, l.path, err)
+		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrStorage, l.path, err)
 		return l.werr
 	}
 	l.dirty = false
@@ -481,13 +490,13 @@ func (l *raftLogFile) syncLocked() error {
 }
 
 // Dirty reports whether entries were stored since the last fsync.
-func (l *raftLogFile) Dirty() bool {
+func (l *LogFile) Dirty() bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.dirty
 }
 
-func (l *raftLogFile) Close() error {
+func (l *LogFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
@@ -501,12 +510,12 @@ func (l *raftLogFile) Close() error {
 	}
 	l.f = nil
 	if l.werr == nil {
-		l.werr = fmt.Errorf("%w: closed", ErrMetadataStorage)
+		l.werr = fmt.Errorf("%w: closed", ErrStorage)
 	}
 	return err
 }
 
-// raftStableFile is a raft.StableStore: a handful of keys (current term,
+// StableFile is a raft.StableStore: a handful of keys (current term,
 // last vote). Safe for concurrent use.
 //
 // Its space is reserved ahead, so that saving a term never needs a new
@@ -537,7 +546,7 @@ func (l *raftLogFile) Close() error {
 // refuses every later Set. When the failed Set is raft's current term,
 // onFatal is called first (Broker.openRaftStable: log and exit the
 // process): raft would panic on the error.
-type raftStableFile struct {
+type StableFile struct {
 	fsys segment.FS
 	dir  string
 	path string
@@ -551,7 +560,7 @@ type raftStableFile struct {
 	werr error             // protected by mu
 }
 
-var _ raft.StableStore = (*raftStableFile)(nil)
+var _ raft.StableStore = (*StableFile)(nil)
 
 const (
 	// maxStableKeys bounds the store; raft uses three keys, partition
@@ -573,8 +582,8 @@ const (
 
 var stableMagic = []byte("SST1")
 
-func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
-	s := &raftStableFile{fsys: fsys, dir: dir, path: filepath.Join(dir, raftStableFileName), kv: map[string][]byte{}}
+func OpenStableFile(fsys segment.FS, dir string) (*StableFile, error) {
+	s := &StableFile{fsys: fsys, dir: dir, path: filepath.Join(dir, StableFileName), kv: map[string][]byte{}}
 	f, err := fsys.Open(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Reserve the file's space now, while a failure is an error
@@ -582,17 +591,17 @@ func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
 		return s, s.rewrite()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, s.path, err)
+		return nil, fmt.Errorf("%w: open %s: %v", ErrStorage, s.path, err)
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return nil, fmt.Errorf("%w: size of %s: %v", ErrMetadataStorage, s.path, err)
+		return nil, fmt.Errorf("%w: size of %s: %v", ErrStorage, s.path, err)
 	}
 	if size == stableFileBytes {
 		var buf [stableFileBytes]byte
 		if _, err := f.ReadAt(buf[:], 0); err != nil {
-			return nil, fmt.Errorf("%w: read %s: %v", ErrMetadataStorage, s.path, err)
+			return nil, fmt.Errorf("%w: read %s: %v", ErrStorage, s.path, err)
 		}
 		if bytes.Equal(buf[:4], stableMagic) || bytes.Equal(buf[stableSlotBytes:stableSlotBytes+4], stableMagic) {
 			found := false
@@ -603,23 +612,23 @@ func openRaftStableFile(fsys segment.FS, dir string) (*raftStableFile, error) {
 				}
 			}
 			if !found {
-				return nil, fmt.Errorf("%w: %s is corrupt (neither slot decodes)", ErrMetadataStorage, s.path)
+				return nil, fmt.Errorf("%w: %s is corrupt (neither slot decodes)", ErrStorage, s.path)
 			}
 			return s, nil
 		}
 	}
 	// The older format: a log of framed records; the last whole one is
 	// the state. Rewritten in the reserved format.
-	bodies, _, good, why := readFramedRecords(f, size)
+	bodies, _, good, why := ReadFramedRecords(f, size)
 	if len(bodies) == 0 || size-good >= legacyStableRecordBytes {
-		return nil, fmt.Errorf("%w: %s is corrupt (%d whole records, %d bytes after them: %s)", ErrMetadataStorage, s.path, len(bodies), size-good, why)
+		return nil, fmt.Errorf("%w: %s is corrupt (%d whole records, %d bytes after them: %s)", ErrStorage, s.path, len(bodies), size-good, why)
 	}
 	last := bodies[len(bodies)-1]
 	if len(last) > legacyStableRecordBytes {
-		return nil, fmt.Errorf("%w: %s holds a record of %d bytes", ErrMetadataStorage, s.path, len(last))
+		return nil, fmt.Errorf("%w: %s holds a record of %d bytes", ErrStorage, s.path, len(last))
 	}
 	if err := json.Unmarshal(last, &s.kv); err != nil || len(s.kv) > maxStableKeys {
-		return nil, fmt.Errorf("%w: %s does not decode: %v", ErrMetadataStorage, s.path, err)
+		return nil, fmt.Errorf("%w: %s does not decode: %v", ErrStorage, s.path, err)
 	}
 	return s, s.rewrite()
 }
@@ -653,7 +662,7 @@ func encodeStableSlot(seq uint64, kv map[string][]byte) ([]byte, error) {
 	}
 	n := 8 + len(body)
 	if n > maxStableRecordBytes {
-		return nil, fmt.Errorf("%w: raft state of %d bytes (at most %d)", ErrMetadataStorage, len(body), maxStableRecordBytes-8)
+		return nil, fmt.Errorf("%w: raft state of %d bytes (at most %d)", ErrStorage, len(body), maxStableRecordBytes-8)
 	}
 	b := make([]byte, stableSlotHeader+n)
 	copy(b, stableMagic)
@@ -667,7 +676,7 @@ func encodeStableSlot(seq uint64, kv map[string][]byte) ([]byte, error) {
 // rewrite replaces the file by a reserved one holding the current state
 // in its slot (seq's parity; a temporary, fsync'd, renamed, the directory
 // fsync'd): at open only, where the disk may still refuse.
-func (s *raftStableFile) rewrite() error {
+func (s *StableFile) rewrite() error {
 	s.seq++
 	slot, err := encodeStableSlot(s.seq, s.kv)
 	if err != nil {
@@ -676,12 +685,16 @@ func (s *raftStableFile) rewrite() error {
 	buf := make([]byte, stableFileBytes)
 	copy(buf[(s.seq%2)*stableSlotBytes:], slot)
 	if err := segment.ReplaceFile(s.fsys, s.path, buf); err != nil {
-		return fmt.Errorf("%w: %w", ErrMetadataStorage, err)
+		return fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	return nil
 }
 
-func (s *raftStableFile) Set(key []byte, val []byte) error {
+// SetOnFatal sets the function called with the error of a failed save
+// of raft's current term (above); call it before raft starts.
+func (s *StableFile) SetOnFatal(fn func(error)) { s.onFatal = fn }
+
+func (s *StableFile) Set(key []byte, val []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.setLocked(key, val)
@@ -691,12 +704,12 @@ func (s *raftStableFile) Set(key []byte, val []byte) error {
 	return err
 }
 
-func (s *raftStableFile) setLocked(key []byte, val []byte) error {
+func (s *StableFile) setLocked(key []byte, val []byte) error {
 	if s.werr != nil {
 		return s.werr
 	}
 	if _, ok := s.kv[string(key)]; !ok && len(s.kv) >= maxStableKeys {
-		return fmt.Errorf("%w: more than %d stable keys", ErrMetadataStorage, maxStableKeys)
+		return fmt.Errorf("%w: more than %d stable keys", ErrStorage, maxStableKeys)
 	}
 	next := make(map[string][]byte, len(s.kv)+1)
 	for k, v := range s.kv {
@@ -718,10 +731,10 @@ func (s *raftStableFile) setLocked(key []byte, val []byte) error {
 }
 
 // writeSlot writes slot at off, inside the reserved file, and fsyncs it.
-func (s *raftStableFile) writeSlot(slot []byte, off int64) error {
+func (s *StableFile) writeSlot(slot []byte, off int64) error {
 	f, err := s.fsys.Open(s.path)
 	if err != nil {
-		return fmt.Errorf("%w: open %s: %v", ErrMetadataStorage, s.path, err)
+		return fmt.Errorf("%w: open %s: %v", ErrStorage, s.path, err)
 	}
 	_, err = f.WriteAt(slot, off)
 	if err == nil {
@@ -731,32 +744,32 @@ func (s *raftStableFile) writeSlot(slot []byte, off int64) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("%w: write %s: %w", ErrMetadataStorage, s.path, err)
+		return fmt.Errorf("%w: write %s: %w", ErrStorage, s.path, err)
 	}
 	return nil
 }
 
-func (s *raftStableFile) Get(key []byte) ([]byte, error) {
+func (s *StableFile) Get(key []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.kv[string(key)]
 	if !ok {
-		return nil, errStableNotFound
+		return nil, ErrNotFound
 	}
 	return append([]byte(nil), v...), nil
 }
 
-func (s *raftStableFile) SetUint64(key []byte, val uint64) error {
+func (s *StableFile) SetUint64(key []byte, val uint64) error {
 	return s.Set(key, binary.BigEndian.AppendUint64(nil, val))
 }
 
-func (s *raftStableFile) GetUint64(key []byte) (uint64, error) {
+func (s *StableFile) GetUint64(key []byte) (uint64, error) {
 	v, err := s.Get(key)
 	if err != nil {
 		return 0, err
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: stable key %q holds %d bytes, not a uint64", ErrMetadataStorage, key, len(v))
+		return 0, fmt.Errorf("%w: stable key %q holds %d bytes, not a uint64", ErrStorage, key, len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
 }

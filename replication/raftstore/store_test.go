@@ -1,4 +1,4 @@
-package replication
+package raftstore
 
 import (
 	"errors"
@@ -35,7 +35,7 @@ func entries(from, to uint64, term uint64) []*raft.Log {
 	return out
 }
 
-func checkRange(t *testing.T, l *raftLogFile, first, last uint64) {
+func checkRange(t *testing.T, l *LogFile, first, last uint64) {
 	t.Helper()
 	f, _ := l.FirstIndex()
 	la, _ := l.LastIndex()
@@ -52,7 +52,7 @@ func checkRange(t *testing.T, l *raftLogFile, first, last uint64) {
 
 func TestRaftLogFileAppendTruncateCompactReopen(t *testing.T) {
 	fsys := memDir(t)
-	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	l, err := OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestRaftLogFileAppendTruncateCompactReopen(t *testing.T) {
 	l.Close()
 
 	fsys.ResetToSyncedState() // a crash: everything acknowledged survives
-	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	l, err = OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRaftLogFileAppendTruncateCompactReopen(t *testing.T) {
 
 func TestRaftLogFileTornTailIsCut(t *testing.T) {
 	fsys := memDir(t)
-	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	l, err := OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +105,11 @@ func TestRaftLogFileTornTailIsCut(t *testing.T) {
 	}
 	size := l.size
 	l.Close()
-	f, _ := fsys.Open("d/" + raftLogFileName)
+	f, _ := fsys.Open("d/" + LogFileName)
 	f.WriteAt([]byte{0, 0, 0, 50, 1, 2, 3, 4, 9, 9}, size) // a record cut short
 	f.Sync()
 	f.Close()
-	l, err = openRaftLogFile(fsys, "d", quietLogger())
+	l, err = OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,22 +122,22 @@ func TestRaftLogFileTornTailIsCut(t *testing.T) {
 
 func TestRaftLogFileFailedSyncSticks(t *testing.T) {
 	fsys := memDir(t)
-	l, err := openRaftLogFile(fsys, "d", quietLogger())
+	l, err := OpenLogFile(fsys, "d", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	fsys.FailNext(segment.OpSync)
-	if err := l.StoreLogs(entries(1, 1, 1)); !errors.Is(err, ErrMetadataStorage) {
+	if err := l.StoreLogs(entries(1, 1, 1)); !errors.Is(err, ErrStorage) {
 		t.Fatalf("got %v", err)
 	}
-	if err := l.StoreLogs(entries(1, 1, 1)); !errors.Is(err, ErrMetadataStorage) {
+	if err := l.StoreLogs(entries(1, 1, 1)); !errors.Is(err, ErrStorage) {
 		t.Fatalf("write after a failed fsync: %v", err)
 	}
 }
 
 func TestRaftStableFile(t *testing.T) {
 	fsys := memDir(t)
-	s, err := openRaftStableFile(fsys, "d")
+	s, err := OpenStableFile(fsys, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestRaftStableFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsys.ResetToSyncedState()
-	s, err = openRaftStableFile(fsys, "d")
+	s, err = OpenStableFile(fsys, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,19 +163,19 @@ func TestRaftStableFile(t *testing.T) {
 		t.Fatalf("vote %q %v", v, err)
 	}
 	// Both slots damaged: corruption, not a torn write.
-	f, _ := fsys.Open("d/" + raftStableFileName)
+	f, _ := fsys.Open("d/" + StableFileName)
 	f.WriteAt([]byte{0xff}, 20)
 	f.WriteAt([]byte{0xff}, stableSlotBytes+20)
 	f.Sync()
 	f.Close()
-	if _, err := openRaftStableFile(fsys, "d"); !errors.Is(err, ErrMetadataStorage) {
+	if _, err := OpenStableFile(fsys, "d"); !errors.Is(err, ErrStorage) {
 		t.Fatalf("corrupt state file opened: %v", err)
 	}
 }
 
 func TestSnapshotStoreOnMemFS(t *testing.T) {
 	fsys := memDir(t)
-	s, err := openSnapshotStore(fsys, "d/snaps", 2)
+	s, err := OpenSnapshotStore(fsys, "d/snaps", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestSnapshotStoreOnMemFS(t *testing.T) {
 	f.WriteAt([]byte{'X'}, 0)
 	f.Close()
 	_, rc, _ = s.Open(list[0].ID)
-	if _, err := io.ReadAll(rc); !errors.Is(err, ErrMetadataStorage) {
+	if _, err := io.ReadAll(rc); !errors.Is(err, ErrStorage) {
 		t.Fatalf("corrupt data read: %v", err)
 	}
 	rc.Close()
