@@ -56,6 +56,9 @@ func (s *Server) handleDescribeClientQuotas(ctx context.Context, req *kmsg.Descr
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return resp, nil
 	}
+	// Entries is nullable: null only with an error (the Java client
+	// dereferences it on success).
+	resp.Entries = make([]kmsg.DescribeClientQuotasResponseEntry, 0, len(found))
 	for _, f := range found {
 		e := kmsg.NewDescribeClientQuotasResponseEntry()
 		for _, c := range f.Entity.Components() {
