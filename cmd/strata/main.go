@@ -74,6 +74,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return userCommand(args[1:], environ, stdout, stderr)
 	case "acl":
 		return aclCommand(args[1:], environ, stdout, stderr)
+	case "quota":
+		return quotaCommand(args[1:], environ, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "strata: unknown command %q\n\n", args[0])
 	usage(stderr)
@@ -105,6 +107,7 @@ Commands:
   certs ca|issue             a cluster CA and the certificates it signs, as PEM (strata certs help)
   user set|delete|list       SCRAM users, salted and replicated (strata user help)
   acl add|list|remove        ACLs with kafka-acls.sh's flags, replicated (strata acl help)
+  quota set|remove|list      client quotas: byte rates, request time, mutations per user/client ID (strata quota help)
 
 `)
 }

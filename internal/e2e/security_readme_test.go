@@ -3,12 +3,19 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-io/strata/internal/testwait"
 )
@@ -19,7 +26,9 @@ import (
 // and step 5's replication settings on this broker as a one-voter quorum
 // (TestReplicationMTLS runs them on three brokers); step 6's ACLs
 // (strata acl add/list/remove, alice allowed greetings and refused
-// another topic, app1 reading with its certificate's principal).
+// another topic, app1 reading with its certificate's principal); step 8's
+// quotas (strata quota set/list/remove as written, then alice's SASL
+// principal throttled under a user quota).
 func TestSecuringReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker")
@@ -126,8 +135,52 @@ func TestSecuringReadme(t *testing.T) {
 	if strings.Fields(out) == nil || strings.Join(strings.Fields(out), " ") != "hello again" {
 		t.Fatalf("app1 consumed %q with ACLs on", out)
 	}
+	// Step 8: quotas, the README's commands as written.
+	strata("", "quota", "set", "--user", "alice", "producer_byte_rate=1048576", "consumer_byte_rate=2097152", "--bootstrap-server", internal)
+	strata("", "quota", "set", "--client-id-default", "request_percentage=50", "--bootstrap-server", internal)
+	if out := strata("", "quota", "list", "--bootstrap-server", internal); !strings.Contains(out, "user=alice\tconsumer_byte_rate=2097152 producer_byte_rate=1048576") ||
+		!strings.Contains(out, "client-id=<default>\trequest_percentage=50") {
+		t.Fatalf("strata quota list:\n%s", out)
+	}
+	strata("", "quota", "remove", "--client-id-default", "request_percentage", "--bootstrap-server", internal)
+	if out := strata("", "quota", "list", "--bootstrap-server", internal); strings.Contains(out, "request_percentage") {
+		t.Fatalf("strata quota list after remove:\n%s", out)
+	}
+	// alice's quota applies to her SASL principal: at 10 KiB/s, a
+	// 200 KiB record is answered with a throttle time.
+	strata("", "quota", "set", "--user", "alice", "producer_byte_rate=10240", "--bootstrap-server", internal)
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(ca)
+	if err != nil || !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("CA: %v", err)
+	}
+	var throttled atomic.Int64
+	alice, err := kgo.NewClient(kgo.SeedBrokers(clients), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}),
+		kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.WithHooks(throttleSeen{&throttled}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 200<<10)
+	rand.Read(big)
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "greetings", Value: big}).FirstErr(); err != nil {
+		t.Fatalf("alice's 200 KiB record: %v", err)
+	}
+	alice.Close()
+	if throttled.Load() <= 0 {
+		t.Fatal("alice's 200 KiB record at producer_byte_rate=10240 was not throttled")
+	}
 	strata("", "user", "delete", "alice", "--bootstrap-server", internal)
 	if out := strata("", "user", "list", "--bootstrap-server", internal); strings.Contains(out, "alice") {
 		t.Fatalf("alice still listed:\n%s", out)
+	}
+}
+
+// throttleSeen records the largest throttle time a client is given.
+type throttleSeen struct{ ms *atomic.Int64 }
+
+func (h throttleSeen) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d.Milliseconds() > h.ms.Load() {
+		h.ms.Store(d.Milliseconds())
 	}
 }
