@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,13 +133,15 @@ type processStats struct {
 	heap       uint64 // HeapInuse
 	stacks     uint64 // StackInuse
 	rss        uint64 // VmRSS (Linux), 0 elsewhere
+	fds        int    // open file descriptors (Linux), 0 elsewhere
 }
 
 func readStats() processStats {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return processStats{goroutines: runtime.NumGoroutine(), heap: ms.HeapInuse, stacks: ms.StackInuse, rss: rssBytes()}
+	fds, _ := os.ReadDir("/proc/self/fd")
+	return processStats{goroutines: runtime.NumGoroutine(), heap: ms.HeapInuse, stacks: ms.StackInuse, rss: rssBytes(), fds: len(fds)}
 }
 
 func rssBytes() uint64 {
@@ -308,13 +311,23 @@ func TestSimulatedCluster(t *testing.T) {
 	cpu := cpuTime() - cpu0
 	wall := time.Since(wall0)
 	loaded := readStats()
+	if path := os.Getenv("STRATA_SIM_HEAPPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 	perReplica := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(replicas) / 1024 }
 	t.Logf("idle: %.1f%% of a core for the whole process over %v (%.3f%% per node, %.4f%% per replica); %d simulated connections",
 		100*cpu.Seconds()/wall.Seconds(), wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds()/float64(nNodes),
 		100*cpu.Seconds()/wall.Seconds()/float64(replicas), c.Net.Conns()/2)
-	t.Logf("per replica (%d replicas): %.1f goroutines, heap %.1f KiB, stacks %.1f KiB, RSS %.1f KiB",
+	t.Logf("per replica (%d replicas): %.1f goroutines, heap %.1f KiB, stacks %.1f KiB, RSS %.1f KiB, %.1f file descriptors",
 		replicas, float64(loaded.goroutines-started.goroutines)/float64(replicas), perReplica(loaded.heap, started.heap),
-		perReplica(loaded.stacks, started.stacks), perReplica(loaded.rss, started.rss))
+		perReplica(loaded.stacks, started.stacks), perReplica(loaded.rss, started.rss), float64(loaded.fds-started.fds)/float64(replicas))
 
 	// 4. Metadata propagation: a topic config change asked of a
 	// broker-only node (forwarded, committed, applied there before it
