@@ -335,6 +335,11 @@ func TestSimulatedCluster(t *testing.T) {
 	if _, err := c.Brokers[1].Broker.CreateTopic(ctx, replication.CreateTopicRequest{Name: "probe", NumPartitions: 1, ReplicationFactor: int16(p.rf)}); err != nil {
 		t.Fatalf("CreateTopic probe: %v", err)
 	}
+	// A broker validates a config change against its own image before
+	// forwarding it, so every node must have the probe topic first.
+	if _, ok := waitAll(nodes, time.Now(), 30*time.Second, time.Millisecond, func(n *Node) bool { _, ok := n.Broker.Topic("probe"); return ok }); !ok {
+		t.Fatalf("the probe topic not on every node after 30 s")
+	}
 	var commits, applied []time.Duration
 	for i := 0; i < p.probes; i++ {
 		v := strconv.Itoa(3600000 + i)
