@@ -246,10 +246,31 @@ func (b *Broker) start() error {
 		return err
 	}
 	self := b.selfInfo()
-	if cur, ok := b.img.Load().brokers[self.NodeID]; !b.cfg.ControllerOnly && (!ok || cur != self) {
-		if _, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self}); err != nil {
+	// The registration is asked again while the controller changes (its
+	// answer "not controller": a new controller, or a controller that lost
+	// its quorum for a moment), within StartTimeout, as Kafka's brokers
+	// retry theirs: the simulated 100-broker cluster (internal/sim) saw the
+	// controller step down while 100 brokers joined, and a broker's start
+	// failed on it. A registration whose answer was lost may have been
+	// committed: the image says.
+	timeout := b.cfg.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	for !b.cfg.ControllerOnly {
+		if cur, ok := b.img.Load().brokers[self.NodeID]; ok && cur == self {
+			break
+		}
+		_, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNotController) || time.Now().After(deadline) {
 			return err
 		}
+		b.logger.Info("broker registration not taken by the controller; asking again", "err", err)
+		time.Sleep(200 * time.Millisecond)
 	}
 	// From here on applied commands act on the disk; reconcile what was
 	// applied before (under effMu, so no command's effect interleaves).

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -197,6 +198,23 @@ func median(ds []time.Duration) time.Duration {
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
+// retryController calls fn until it does not fail with NOT_CONTROLLER
+// (the controller changed, or lost its quorum for a moment: what an admin
+// client retries), for at most a minute; retried tells fn whether an
+// earlier call failed so (its command may have been committed anyway).
+func retryController(t *testing.T, what string, fn func(retried bool) error) error {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for retried := false; ; retried = true {
+		err := fn(retried)
+		if err == nil || !errors.Is(err, replication.ErrNotController) || time.Now().After(deadline) {
+			return err
+		}
+		t.Logf("%s: %v; asking again", what, err)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestSimulatedCluster runs a large cluster in this process (package doc)
 // and measures, at its size: the start, time to leaders after one
 // CreateTopics, idle cost and memory per broker and per replica,
@@ -269,6 +287,7 @@ func TestSimulatedCluster(t *testing.T) {
 	var ctrl *Node
 	testwait.For(t, 30*time.Second, func() bool { ctrl = c.Controller(); return ctrl != nil }, "no agreed controller")
 	started := readStats()
+	startedConns := c.Net.Conns() / 2
 	t.Logf("start: %d nodes started in %v, every registration on every node after %v; controller %d",
 		len(nodes), startTime.Round(time.Millisecond), maxDur(registered).Round(time.Millisecond), ctrl.ID)
 	nNodes := uint64(len(nodes))
@@ -281,7 +300,13 @@ func TestSimulatedCluster(t *testing.T) {
 	ctx := context.Background()
 	const topic = "sim"
 	t0 = time.Now()
-	if _, err := c.Brokers[0].Broker.CreateTopic(ctx, replication.CreateTopicRequest{Name: topic, NumPartitions: int32(p.partitions), ReplicationFactor: int16(p.rf)}); err != nil {
+	if err := retryController(t, "CreateTopic", func(retried bool) error {
+		_, err := c.Brokers[0].Broker.CreateTopic(ctx, replication.CreateTopicRequest{Name: topic, NumPartitions: int32(p.partitions), ReplicationFactor: int16(p.rf)})
+		if retried && errors.Is(err, replication.ErrTopicExists) {
+			return nil // the first ask was committed after all
+		}
+		return err
+	}); err != nil {
 		t.Fatalf("CreateTopic: %v", err)
 	}
 	created := time.Since(t0)
@@ -311,6 +336,7 @@ func TestSimulatedCluster(t *testing.T) {
 	cpu := cpuTime() - cpu0
 	wall := time.Since(wall0)
 	loaded := readStats()
+	loadedConns := c.Net.Conns() / 2
 	if path := os.Getenv("STRATA_SIM_HEAPPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -322,17 +348,24 @@ func TestSimulatedCluster(t *testing.T) {
 		f.Close()
 	}
 	perReplica := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(replicas) / 1024 }
-	t.Logf("idle: %.1f%% of a core for the whole process over %v (%.3f%% per node, %.4f%% per replica); %d simulated connections",
+	t.Logf("idle: %.1f%% of a core for the whole process over %v (%.3f%% per node, %.4f%% per replica)",
 		100*cpu.Seconds()/wall.Seconds(), wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds()/float64(nNodes),
-		100*cpu.Seconds()/wall.Seconds()/float64(replicas), c.Net.Conns()/2)
-	t.Logf("per replica (%d replicas): %.1f goroutines, heap %.1f KiB, stacks %.1f KiB, RSS %.1f KiB, %.1f file descriptors",
-		replicas, float64(loaded.goroutines-started.goroutines)/float64(replicas), perReplica(loaded.heap, started.heap),
-		perReplica(loaded.stacks, started.stacks), perReplica(loaded.rss, started.rss), float64(loaded.fds-started.fds)/float64(replicas))
+		100*cpu.Seconds()/wall.Seconds()/float64(replicas))
+	t.Logf("partitions' cost: %d replicas and %d more connections (%d -> %d): goroutines +%d (%.1f per replica), heap +%.1f MiB (%.1f KiB per replica), stacks +%.1f MiB, RSS +%.1f MiB (%.1f KiB per replica), %.1f file descriptors per replica",
+		replicas, loadedConns-startedConns, startedConns, loadedConns, loaded.goroutines-started.goroutines,
+		float64(loaded.goroutines-started.goroutines)/float64(replicas), mib(loaded.heap-started.heap), perReplica(loaded.heap, started.heap),
+		mib(loaded.stacks-started.stacks), mib(loaded.rss-started.rss), perReplica(loaded.rss, started.rss), float64(loaded.fds-started.fds)/float64(replicas))
 
 	// 4. Metadata propagation: a topic config change asked of a
 	// broker-only node (forwarded, committed, applied there before it
 	// returns), then applied on every node.
-	if _, err := c.Brokers[1].Broker.CreateTopic(ctx, replication.CreateTopicRequest{Name: "probe", NumPartitions: 1, ReplicationFactor: int16(p.rf)}); err != nil {
+	if err := retryController(t, "CreateTopic probe", func(retried bool) error {
+		_, err := c.Brokers[1].Broker.CreateTopic(ctx, replication.CreateTopicRequest{Name: "probe", NumPartitions: 1, ReplicationFactor: int16(p.rf)})
+		if retried && errors.Is(err, replication.ErrTopicExists) {
+			return nil
+		}
+		return err
+	}); err != nil {
 		t.Fatalf("CreateTopic probe: %v", err)
 	}
 	// A broker validates a config change against its own image before
@@ -345,7 +378,9 @@ func TestSimulatedCluster(t *testing.T) {
 		v := strconv.Itoa(3600000 + i)
 		asker := c.Brokers[(2+i)%len(c.Brokers)]
 		t0 := time.Now()
-		if err := asker.Broker.SetTopicConfigs(ctx, "probe", map[string]string{"retention.ms": v}, false); err != nil {
+		if err := retryController(t, "SetTopicConfigs", func(bool) error {
+			return asker.Broker.SetTopicConfigs(ctx, "probe", map[string]string{"retention.ms": v}, false)
+		}); err != nil {
 			t.Fatalf("SetTopicConfigs: %v", err)
 		}
 		commits = append(commits, time.Since(t0))
@@ -437,7 +472,18 @@ func TestSimulatedCluster(t *testing.T) {
 				break
 			}
 		}
-		if err := asker.Broker.AlterPartitionReassignment(ctx, topic, pi.Partition, target); err != nil {
+		if err := retryController(t, "AlterPartitionReassignment", func(retried bool) error {
+			err := asker.Broker.AlterPartitionReassignment(ctx, topic, pi.Partition, target)
+			if retried && err != nil {
+				// The first ask may have been recorded (or even done).
+				if ti, ok := asker.Broker.Topic(topic); ok {
+					if cur := ti.Partitions[pi.Partition]; slices.Equal(cur.Target, target) || (cur.Target == nil && !slices.Contains(cur.Replicas, victim.ID)) {
+						return nil
+					}
+				}
+			}
+			return err
+		}); err != nil {
 			t.Fatalf("reassign %s-%d to %v: %v", topic, pi.Partition, target, err)
 		}
 	}
@@ -501,9 +547,9 @@ func TestSimulatedCluster(t *testing.T) {
 	t.Logf("controller failover: controller %d killed; %d agreed by every node after %v; a metadata write from a broker-only node succeeded after %v",
 		old.ID, newCtrl.ID, agreed.Round(time.Millisecond), writeOK.Round(time.Millisecond))
 
-	t.Logf("SUMMARY brokers=%d controllers=%d partitions=%d rf=%d start=%v leaders=%v idle_cpu_pct=%.1f rss_mib=%.0f goroutines=%d propagation_median=%v propagation_max=%v broker_loss=%v reassign=%v failover_controller=%v failover_write=%v",
+	t.Logf("SUMMARY brokers=%d controllers=%d partitions=%d rf=%d start=%v leaders=%v idle_cpu_pct=%.1f rss_mib=%.0f heap_mib=%.0f conns=%d goroutines=%d propagation_median=%v propagation_max=%v broker_loss=%v reassign=%v failover_controller=%v failover_write=%v",
 		p.brokers, p.controllers, p.partitions, p.rf, startTime.Round(time.Millisecond), maxDur(ledAt).Round(time.Millisecond),
-		100*cpu.Seconds()/wall.Seconds(), mib(loaded.rss), loaded.goroutines, median(applied).Round(100*time.Microsecond),
+		100*cpu.Seconds()/wall.Seconds(), mib(loaded.rss), mib(loaded.heap), loadedConns, loaded.goroutines, median(applied).Round(100*time.Microsecond),
 		maxDur(applied).Round(100*time.Microsecond), maxDur(reLedAt).Round(time.Millisecond), maxDur(movedAt).Round(time.Millisecond),
 		agreed.Round(time.Millisecond), writeOK.Round(time.Millisecond))
 }
