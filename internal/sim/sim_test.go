@@ -510,7 +510,9 @@ func TestSimulatedCluster(t *testing.T) {
 	// 7. Controller failover: the controller is killed; the other
 	// controllers elect a new one, every node follows it, and metadata
 	// writes asked of a broker-only node succeed again.
-	old := ctrl
+	// The controller now (it may have changed under load since the start).
+	var old *Node
+	testwait.For(t, 30*time.Second, func() bool { old = c.Controller(); return old != nil }, "no agreed controller before the failover")
 	t0 = time.Now()
 	var wg sync.WaitGroup
 	var writeOK time.Duration
