@@ -328,7 +328,26 @@ func TestSimulatedCluster(t *testing.T) {
 	leadersBound := 120*time.Second + time.Duration(replicas)*50*time.Millisecond
 	ledAt, ok := waitAll(nodes, t0, leadersBound, 5*time.Millisecond, allLed)
 	if !ok {
-		t.Fatalf("not every partition has a leader on every node %v after CreateTopic", leadersBound)
+		worst, missing, ctrlUnled := 0, 0, -1
+		for _, n := range nodes {
+			ti, ok := n.Broker.Topic(topic)
+			if !ok {
+				missing++
+				continue
+			}
+			unled := 0
+			for _, pi := range ti.Partitions {
+				if pi.Leader < 0 || pi.LeaderEpoch <= 0 {
+					unled++
+				}
+			}
+			worst = max(worst, unled)
+			if n.Broker.MetadataLeader() == n.ID {
+				ctrlUnled = unled
+			}
+		}
+		t.Fatalf("not every partition has a leader on every node %v after CreateTopic (%d nodes without the topic; at most %d partitions without a leader on a node, %d on the controller; %v of CPU used)",
+			leadersBound, missing, worst, ctrlUnled, (cpuTime() - createCPU0).Round(time.Millisecond))
 	}
 	createCPU := cpuTime() - createCPU0
 	t.Logf("time to leaders: CreateTopic of %d partitions returned after %v; every partition led on every node after %v (median node %v); the process used %v of CPU meanwhile (%.1f ms per replica)",
