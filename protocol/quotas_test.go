@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/quota"
 	"github.com/strata-io/strata/replication"
 )
@@ -22,8 +24,13 @@ import (
 // newQuotaCluster is one broker measuring quotas over w.
 func newQuotaCluster(t *testing.T, w quota.Window) *testCluster {
 	t.Helper()
+	return newQuotaClusterReg(t, w, nil)
+}
+
+func newQuotaClusterReg(t *testing.T, w quota.Window, reg prometheus.Registerer) *testCluster {
+	t.Helper()
 	var b *replication.Broker
-	s, addr := startServerWith(t, Config{QuotaWindow: w}, func(p int32) *replication.Broker {
+	s, addr := startServerWith(t, Config{QuotaWindow: w, Registerer: reg}, func(p int32) *replication.Broker {
 		b = testBroker(t, func(c *replication.BrokerConfig) { c.AdvertisedPort = p })
 		return b
 	})
@@ -304,9 +311,19 @@ func TestControllerMutationQuota(t *testing.T) {
 }
 
 // TestRequestPercentageThrottles: request_percentage 0.01 (a hundredth
-// of a percent of a thread) throttles a client sending metadata requests.
+// of a percent of a thread) throttles a client sending metadata requests;
+// the throttle is counted on /metrics by quota type.
 func TestRequestPercentageThrottles(t *testing.T) {
-	c := newQuotaCluster(t, quota.Window{Samples: 2, SizeMs: 1000})
+	reg := prometheus.NewRegistry()
+	c := newQuotaClusterReg(t, quota.Window{Samples: 2, SizeMs: 1000}, reg)
+	defer func() {
+		if t.Failed() {
+			return
+		}
+		if n := histCount(t, reg, "kafka_server_quota_throttle_time_seconds", "Request"); n < 1 {
+			t.Fatalf("kafka_server_quota_throttle_time_seconds{quota_type=Request} count %d", n)
+		}
+	}()
 	setQuota(t, c.admin(), kadm.ClientQuotaEntity{{Type: "client-id", Name: kmsg.StringPtr("busy")}}, "request_percentage", 0.01)
 	raw := dialRaw(t, c.addr)
 	raw.fmt = kmsg.NewRequestFormatter(kmsg.FormatterClientID("busy"))
@@ -327,5 +344,155 @@ func TestRequestPercentageThrottles(t *testing.T) {
 	raw.roundTrip(req)
 	if took := time.Since(start); took < time.Duration(th)*time.Millisecond*9/10 {
 		t.Fatalf("the request after a %d ms throttle was answered in %v", th, took)
+	}
+}
+
+// histCount is the sample count of a histogram series with label
+// quota_type=typ.
+func histCount(t *testing.T, reg *prometheus.Registry, name, typ string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "quota_type" && l.GetValue() == typ {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// Versions from before KIP-219 (Metadata v5: Kafka throttled them by
+// holding the response back) get their response after the throttle time.
+func TestQuotaThrottleBeforeKIP219HoldsResponse(t *testing.T) {
+	c := newQuotaCluster(t, quota.Window{Samples: 2, SizeMs: 1000})
+	setQuota(t, c.admin(), kadm.ClientQuotaEntity{{Type: "client-id", Name: kmsg.StringPtr("old")}}, "request_percentage", 0.01)
+	raw := dialRaw(t, c.addr)
+	raw.fmt = kmsg.NewRequestFormatter(kmsg.FormatterClientID("old"))
+	for i := 0; i < 200; i++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 5
+		start := time.Now()
+		th := raw.roundTrip(req).(*kmsg.MetadataResponse).ThrottleMillis
+		if th > 0 {
+			if took := time.Since(start); took < time.Duration(th)*time.Millisecond*9/10 {
+				t.Fatalf("a v5 response with a %d ms throttle came after %v: not held back", th, took)
+			}
+			return
+		}
+	}
+	t.Fatal("never throttled")
+}
+
+// KIP-599 before the strict versions: CreateTopics v5 over the bucket is
+// not refused but throttled.
+func TestControllerMutationQuotaPermissive(t *testing.T) {
+	c := newQuotaCluster(t, quota.Window{Samples: 2, SizeMs: 1000})
+	setQuota(t, c.admin(), kadm.ClientQuotaEntity{{Type: "client-id", Name: nil}}, "controller_mutation_rate", 1)
+	raw := dialRaw(t, c.addr)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 5
+	req.TimeoutMillis = 10000
+	for _, n := range []string{"perm-a", "perm-b"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = n, 3, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	r := raw.roundTrip(req).(*kmsg.CreateTopicsResponse)
+	for _, rt := range r.Topics {
+		if rt.ErrorCode != 0 {
+			t.Fatalf("%s: %v", rt.Topic, kerr.ErrorForCode(rt.ErrorCode))
+		}
+	}
+	// 6 partitions against a burst of 2: 4 below zero at 1/s.
+	if r.ThrottleMillis < 3000 || r.ThrottleMillis > 4000 {
+		t.Fatalf("throttle %d ms, want about 4000", r.ThrottleMillis)
+	}
+}
+
+// With ACLs on, DescribeClientQuotas needs DESCRIBE_CONFIGS on the
+// cluster and AlterClientQuotas ALTER_CONFIGS (each entry answered
+// CLUSTER_AUTHORIZATION_FAILED), as Kafka.
+func TestClientQuotasACLs(t *testing.T) {
+	nobody := &authz{a: &acl.Authorizer{SuperUsers: map[string]bool{"User:admin": true}}, s: &Server{},
+		r: acl.Request{Principal: "User:nobody", Host: "127.0.0.1"}}
+	deny, _ := nobody.enforce(kmsg.NewPtrDescribeClientQuotasRequest())
+	if deny == nil || deny.(*kmsg.DescribeClientQuotasResponse).ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("DescribeClientQuotas: %+v", deny)
+	}
+	alter := kmsg.NewPtrAlterClientQuotasRequest()
+	for _, u := range []string{"a", "b"} {
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		c := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		c.Type, c.Name = "user", kmsg.StringPtr(u)
+		e.Entity = append(e.Entity, c)
+		alter.Entries = append(alter.Entries, e)
+	}
+	deny, _ = nobody.enforce(alter)
+	r, ok := deny.(*kmsg.AlterClientQuotasResponse)
+	if !ok || len(r.Entries) != 2 || r.Entries[1].ErrorCode != kerr.ClusterAuthorizationFailed.Code || *r.Entries[1].Entity[0].Name != "b" {
+		t.Fatalf("AlterClientQuotas: %+v", deny)
+	}
+	admin := *nobody
+	admin.r.Principal = "User:admin"
+	if deny, _ := admin.enforce(alter); deny != nil {
+		t.Fatal("a super user is denied AlterClientQuotas")
+	}
+}
+
+// BenchmarkProduceQuota: the cost of quota accounting on the produce
+// path, side by side in one run: kgo produces 1 KiB records (as
+// BenchmarkProduce) with no quota configured, and under producer_byte_rate
+// and request_percentage quotas too high to throttle (every request
+// charged to both). Compare records/s of the two sub-benchmarks.
+func BenchmarkProduceQuota(b *testing.B) {
+	for _, withQuota := range []bool{false, true} {
+		name := "none"
+		if withQuota {
+			name = "charged-unthrottled"
+		}
+		b.Run(name, func(b *testing.B) {
+			var bk *replication.Broker
+			s, addr := startServerWith(b, Config{}, func(p int32) *replication.Broker {
+				bk = testBroker(b, func(c *replication.BrokerConfig) { c.AdvertisedPort = p })
+				return bk
+			})
+			c := &testCluster{t: b, b: bk, s: s, addr: addr, broker: bk}
+			c.createTopic("bench", 1)
+			if withQuota {
+				res, err := c.admin().AlterClientQuotas(context.Background(), []kadm.AlterClientQuotaEntry{{
+					Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: nil}},
+					Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1 << 40}, {Key: "request_percentage", Value: 1e9}},
+				}})
+				if err != nil || res[0].Err != nil {
+					b.Fatal(err, res)
+				}
+			}
+			cl := c.client(kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+				kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(1<<20))
+			value := make([]byte, benchRecordBytes)
+			ctx := context.Background()
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(benchRecordBytes)
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+			}
+			if err := cl.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+		})
 	}
 }
