@@ -18,7 +18,8 @@ import (
 //     null name is the default) and sets or removes quota configs:
 //     producer_byte_rate and consumer_byte_rate (whole bytes per second),
 //     request_percentage, controller_mutation_rate, and for ip entities
-//     connection_creation_rate. The changes of every valid entry commit
+//     connection_creation_rate (KIP-612, enforced when a connection is
+//     accepted). The changes of every valid entry commit
 //     together through the metadata quorum (replication/quotas.go) and
 //     take effect on every broker as it applies them.
 //   - Per entry, as Kafka's ClientQuotaControlManager: an empty entity, a

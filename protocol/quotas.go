@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -294,13 +295,13 @@ func (s *Server) mutationQuota(ctx context.Context, strict bool, n int) (int16, 
 // observed for every throttled response (Kafka averages every response,
 // throttled or not, per user and client ID; the labels here stay bounded).
 type quotaMetrics struct {
-	hist [4]prometheus.Observer
+	hist [5]prometheus.Observer // by quota.Kind
 }
 
 func newQuotaMetrics(reg prometheus.Registerer) *quotaMetrics {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_server_quota_throttle_time_seconds",
-		Help:    "Throttle time of throttled responses (client quotas), by quota type: Produce (producer_byte_rate), Fetch (consumer_byte_rate), Request (request_percentage), ControllerMutation (controller_mutation_rate).",
+		Help:    "Throttle time of throttled responses (client quotas), by quota type: Produce (producer_byte_rate), Fetch (consumer_byte_rate), Request (request_percentage), ControllerMutation (controller_mutation_rate); ConnectionCreation (connection_creation_rate): how long a refused connection was held before it was closed.",
 		Buckets: []float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"quota_type"})
 	m := &quotaMetrics{}
@@ -315,4 +316,24 @@ func newQuotaMetrics(reg prometheus.Registerer) *quotaMetrics {
 
 func (m *quotaMetrics) throttled(k quota.Kind, ms int64) {
 	m.hist[k].Observe(float64(ms) / 1000)
+}
+
+// connectionQuota applies connection_creation_rate (KIP-612) to a new
+// connection: within the quota it returns false and the connection is
+// served; over it, the connection is held unread for the throttle time
+// and then closed (Kafka's acceptor delays the close the same way), and
+// true is returned.
+func (s *Server) connectionQuota(nc net.Conn) bool {
+	set := s.quotaSet()
+	if set == nil {
+		return false
+	}
+	th := s.quotas.Connection(set, remoteIP(nc), nowMs())
+	if th <= 0 {
+		return false
+	}
+	s.quotaMetrics.throttled(quota.Connection, th)
+	s.log.Info("closing connection: connection_creation_rate exceeded for its address", "remote", nc.RemoteAddr().String(), "throttle_ms", th)
+	time.AfterFunc(min(time.Duration(th)*time.Millisecond, s.cfg.ConnectionsMaxIdle), func() { nc.Close() })
+	return true
 }

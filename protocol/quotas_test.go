@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -494,5 +496,37 @@ func BenchmarkProduceQuota(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
 		})
+	}
+}
+
+// KIP-612: over connection_creation_rate for its IP, a new connection is
+// held unread for the throttle time and closed; within it, served.
+func TestConnectionCreationRate(t *testing.T) {
+	c := newQuotaCluster(t, quota.Window{Samples: 2, SizeMs: 1000})
+	res, err := c.admin().AlterClientQuotas(testCtx(t), []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: kmsg.StringPtr("127.0.0.1")}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 2}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	served, refused := 0, 0
+	for i := 0; i < 6; i++ {
+		nc, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetDeadline(time.Now().Add(20 * time.Second))
+		nc.Write([]byte{0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff}) // ApiVersions v0
+		var hdr [8]byte
+		if _, err := io.ReadFull(nc, hdr[:]); err == nil {
+			served++
+		} else {
+			refused++
+		}
+		nc.Close()
+	}
+	if served == 0 || refused == 0 {
+		t.Fatalf("%d served, %d refused: want both at 2 connections/s", served, refused)
 	}
 }

@@ -325,6 +325,9 @@ func (s *Server) isClosed() bool {
 }
 
 func (s *Server) startConn(nc net.Conn, sec *ListenerSecurity) {
+	if s.connectionQuota(nc) { // connection_creation_rate (quotas.go)
+		return
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

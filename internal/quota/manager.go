@@ -12,11 +12,13 @@ const (
 	Fetch
 	Request
 	ControllerMutation
+	// Connection is connection_creation_rate, per IP (KIP-612).
+	Connection
 	numKinds
 )
 
 // Kinds lists the quota types.
-var Kinds = []Kind{Produce, Fetch, Request, ControllerMutation}
+var Kinds = []Kind{Produce, Fetch, Request, ControllerMutation, Connection}
 
 // String is Kafka's QuotaType name (its JMX type=).
 func (k Kind) String() string {
@@ -29,6 +31,8 @@ func (k Kind) String() string {
 		return "Request"
 	case ControllerMutation:
 		return "ControllerMutation"
+	case Connection:
+		return "ConnectionCreation"
 	}
 	return "unknown"
 }
@@ -42,6 +46,8 @@ func (k Kind) Key() string {
 		return ConsumerByteRate
 	case Request:
 		return RequestPercentage
+	case Connection:
+		return ConnectionCreationRate
 	}
 	return ControllerMutationRate
 }
@@ -176,7 +182,7 @@ func (m *Manager) Sensors(k Kind) int {
 // as ClientQuotaManager.recordAndGetThrottleTimeMs.
 func (m *Manager) Record(set *Set, k Kind, user, clientID string, v float64, nowMs int64) int64 {
 	limit, sk, ok := set.Resolve(k.Key(), user, clientID)
-	if !ok || k == ControllerMutation {
+	if !ok || k == ControllerMutation || k == Connection {
 		return 0
 	}
 	s := m.sensor(k, sk, nowMs)
@@ -236,4 +242,38 @@ func (m *Manager) Mutation(set *Set, user, clientID string, v float64, strict bo
 	}
 	s.bucket.Record(v, limit, nowMs)
 	return true, s.bucket.ThrottleMs(limit, nowMs)
+}
+
+// ResolveIP finds the connection_creation_rate of ip: its own entity's,
+// else the ip default's (KIP-612).
+func (s *Set) ResolveIP(ip string) (float64, bool) {
+	if !s.Has(ConnectionCreationRate) {
+		return 0, false
+	}
+	for _, e := range [...]Entity{{IP: Named(ip)}, {IP: DefaultPart}} {
+		if v, ok := s.m[e][ConnectionCreationRate]; ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// Connection charges a new connection from ip at nowMs and returns the
+// throttle time: above the quota the connection is not counted (it is
+// refused; Kafka's ConnectionQuotas un-records it) and the caller holds it
+// that long before closing it.
+func (m *Manager) Connection(set *Set, ip string, nowMs int64) int64 {
+	limit, ok := set.ResolveIP(ip)
+	if !ok {
+		return 0
+	}
+	s := m.sensor(Connection, SensorKey{User: ip, HasUser: true}, nowMs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rate.Record(1, nowMs)
+	th := s.rate.ThrottleMs(limit, nowMs)
+	if th > 0 {
+		s.rate.Record(-1, nowMs)
+	}
+	return th
 }
