@@ -195,6 +195,20 @@ func (s *Server) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		}
 		return nil, err
 	}
+	if th := s.fetchThrottled(ctx, parts); th > 0 {
+		// Over the consumer quota: Kafka's throttled response, empty
+		// (quotas.go). The session only moves to this epoch.
+		for _, fp := range parts {
+			fp.releaseRegion()
+		}
+		out := req.ResponseKind().(*kmsg.FetchResponse)
+		out.ThrottleMillis = int32(min(th, 1<<31-1))
+		if sess != nil {
+			sess.epoch = req.SessionEpoch
+			out.SessionID = sess.id
+		}
+		return out, nil
+	}
 	if sess != nil {
 		sess.answered(resp, parts, req.SessionEpoch)
 		resp.SessionID = sess.id

@@ -22,9 +22,13 @@ import (
 //   - producer_byte_rate: a Produce request's size is charged when it is
 //     read (the reader goroutine), so the connection is muted before the
 //     next request is taken.
-//   - consumer_byte_rate: a Fetch's (and a ShareFetch's) record bytes are
-//     charged when its handler is done; a Fetch asks for at most what the
-//     quota allows in one window (Kafka's maxValueInQuotaWindow).
+//   - consumer_byte_rate: a Fetch's record bytes are charged before its
+//     session records them as sent; over the quota the Fetch is answered
+//     empty with the throttle time and its bytes are not charged, as
+//     Kafka does (fetchThrottled). A Fetch asks for at most what the quota
+//     allows in one window (Kafka's maxValueInQuotaWindow). A ShareFetch's
+//     record bytes are charged when its handler is done (its records are
+//     acquired by then, so they are sent, with the throttle time).
 //   - request_percentage: the time a request spends in its handler, as a
 //     percentage of one thread per second (100 = one thread), minus the
 //     time a Fetch or ShareFetch parks in a long poll; JoinGroup and
@@ -62,6 +66,10 @@ type reqQuota struct {
 	// bandwidthMs is the Produce throttle, set by the reader before the
 	// handler starts.
 	bandwidthMs int64
+	// fetchMs is the Fetch throttle and fetchCharged whether the Fetch
+	// handler charged its bytes itself (fetchThrottled).
+	fetchMs      atomic.Int64
+	fetchCharged atomic.Bool
 }
 
 type reqQuotaKey struct{}
@@ -181,14 +189,19 @@ func (c *conn) quotaAfter(q *reqQuota, key int16, resp kmsg.Response, handlerTim
 	m := c.s.quotas
 	switch r := resp.(type) {
 	case *fetchResponse:
-		th = max(th, c.recordFetch(q, fetchBytes(r.FetchResponse, r.regions), now))
+		if !q.fetchCharged.Load() {
+			th = max(th, c.recordFetch(q, fetchBytes(r.FetchResponse, r.regions), now))
+		}
 	case *kmsg.FetchResponse:
-		th = max(th, c.recordFetch(q, fetchBytes(r, nil), now))
+		if !q.fetchCharged.Load() {
+			th = max(th, c.recordFetch(q, fetchBytes(r, nil), now))
+		}
 	case *shareFetchResponse:
 		th = max(th, c.recordFetch(q, shareFetchBytes(r.ShareFetchResponse, r.regions), now))
 	case *kmsg.ShareFetchResponse:
 		th = max(th, c.recordFetch(q, shareFetchBytes(r, nil), now))
 	}
+	th = max(th, q.fetchMs.Load())
 	var rt int64
 	switch key {
 	case 11, 14: // JoinGroup, SyncGroup park for a rebalance: throttled, not charged
@@ -336,4 +349,34 @@ func (s *Server) connectionQuota(nc net.Conn) bool {
 	s.log.Info("closing connection: connection_creation_rate exceeded for its address", "remote", nc.RemoteAddr().String(), "throttle_ms", th)
 	time.AfterFunc(min(time.Duration(th)*time.Millisecond, s.cfg.ConnectionsMaxIdle), func() { nc.Close() })
 	return true
+}
+
+// fetchThrottled charges what a Fetch read, before its session records it
+// as sent, and reports the throttle time when that puts the client over
+// its consumer quota: then, as Kafka does, the bytes are taken back and
+// the handler answers an empty throttled response instead (the session
+// stays where it was, so the client fetches the same records after the
+// throttle).
+func (s *Server) fetchThrottled(ctx context.Context, parts []*fetchPart) int64 {
+	q := reqQuotaFrom(ctx)
+	if q == nil {
+		return 0
+	}
+	var n int64
+	for _, fp := range parts {
+		n += int64(len(fp.resp.RecordBatches))
+		if fp.region != nil {
+			n += fp.region.Len
+		}
+	}
+	now := nowMs()
+	q.fetchCharged.Store(true)
+	th := s.quotas.Record(q.set, quota.Fetch, q.user, q.clientID, float64(n), now)
+	if th <= 0 {
+		return 0
+	}
+	s.quotas.Unrecord(q.set, quota.Fetch, q.user, q.clientID, float64(n), now)
+	s.quotaMetrics.throttled(quota.Fetch, th)
+	q.fetchMs.Store(th)
+	return th
 }

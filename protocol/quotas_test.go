@@ -232,7 +232,8 @@ func TestProduceQuotaThrottles(t *testing.T) {
 
 // TestFetchQuotaThrottles: with consumer_byte_rate set for a user (the
 // PLAINTEXT listener's ANONYMOUS), a franz-go consumer reading a backlog
-// is given throttle_time_ms > 0 and reads at most 1.2x the quota.
+// is given throttle_time_ms > 0 (a throttled fetch answered empty, as
+// Kafka's) and reads at most 1.2x the quota.
 func TestFetchQuotaThrottles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures a rate for seconds")

@@ -192,6 +192,19 @@ func (m *Manager) Record(set *Set, k Kind, user, clientID string, v float64, now
 	return s.rate.ThrottleMs(limit, nowMs)
 }
 
+// Unrecord takes back v charged by Record (Kafka's unrecordQuotaSensor:
+// a throttled Fetch sends nothing, so its bytes do not count).
+func (m *Manager) Unrecord(set *Set, k Kind, user, clientID string, v float64, nowMs int64) {
+	_, sk, ok := set.Resolve(k.Key(), user, clientID)
+	if !ok || k == ControllerMutation || k == Connection {
+		return
+	}
+	s := m.sensor(k, sk, nowMs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rate.Record(-v, nowMs)
+}
+
 // Throttle is the throttle time of (user, clientID) for k at nowMs
 // without recording anything.
 func (m *Manager) Throttle(set *Set, k Kind, user, clientID string, nowMs int64) int64 {
