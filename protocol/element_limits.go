@@ -26,6 +26,8 @@ func checkElementCounts(key, version int16, body []byte, limit int) error {
 		n = countOffsetFetch(body, version, limit)
 	case 1:
 		n = countFetch(body, version, limit)
+	case 48, 49: // DescribeClientQuotas, AlterClientQuotas (quotas.go)
+		n = countClientQuotas(body, key, version, limit)
 	default:
 		return nil
 	}

@@ -380,3 +380,35 @@ func (s *Server) fetchThrottled(ctx context.Context, parts []*fetchPart) int64 {
 	q.fetchMs.Store(th)
 	return th
 }
+
+// countClientQuotas counts the elements of a DescribeClientQuotas (its
+// filter components) or an AlterClientQuotas (entries, their entity
+// components and ops) without allocating, stopping past limit
+// (element_limits.go): an entry is 3 bytes on the wire and a 64-byte
+// struct once decoded.
+func countClientQuotas(body []byte, key, version int16, limit int) int {
+	r := &scanner{b: body, flexible: version >= 1, ok: true}
+	if key == 48 {
+		return r.arrayLen()
+	}
+	entries := r.arrayLen()
+	total := entries
+	for i := 0; i < entries && r.ok && total <= limit; i++ {
+		comps := r.arrayLen()
+		total += comps
+		for j := 0; j < comps && r.ok && total <= limit; j++ {
+			r.nullableString() // type
+			r.nullableString() // name
+			r.tags()
+		}
+		ops := r.arrayLen()
+		total += ops
+		for j := 0; j < ops && r.ok && total <= limit; j++ {
+			r.nullableString() // key
+			r.skip(8 + 1)      // value, remove
+			r.tags()
+		}
+		r.tags()
+	}
+	return total
+}

@@ -531,3 +531,25 @@ func TestConnectionCreationRate(t *testing.T) {
 		t.Fatalf("%d served, %d refused: want both at 2 connections/s", served, refused)
 	}
 }
+
+// An AlterClientQuotas naming more than MaxRequestPartitions elements (3
+// bytes an entry on the wire, a 64-byte struct decoded) closes the
+// connection before it is decoded; one under the limit is answered.
+func TestAlterClientQuotasElementLimit(t *testing.T) {
+	c := newQuotaCluster(t, quota.DefaultWindow)
+	big := kmsg.NewPtrAlterClientQuotasRequest()
+	big.Version = 1
+	big.ValidateOnly = true
+	big.Entries = make([]kmsg.AlterClientQuotasRequestEntry, MaxRequestPartitions+1)
+	raw := dialRaw(t, c.addr)
+	raw.send(big)
+	raw.expectClosed()
+	small := kmsg.NewPtrAlterClientQuotasRequest()
+	small.Version = 1
+	small.ValidateOnly = true
+	small.Entries = make([]kmsg.AlterClientQuotasRequestEntry, 10)
+	r := dialRaw(t, c.addr).roundTrip(small).(*kmsg.AlterClientQuotasResponse)
+	if len(r.Entries) != 10 || r.Entries[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("10 empty entries: %+v", r.Entries)
+	}
+}
