@@ -36,6 +36,9 @@ type Options struct {
 	// StartConcurrency bounds how many broker-only nodes start at once
 	// (each joins the metadata quorum and registers); default 16.
 	StartConcurrency int
+	// Latency delays every write on the network (Network.SetLatency);
+	// 0 = none.
+	Latency time.Duration
 	// Logger receives every node's log lines, with a "node" attribute;
 	// nil = discarded.
 	Logger *slog.Logger
@@ -85,6 +88,7 @@ func Start(opts Options) (*Cluster, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c := &Cluster{Net: NewNetwork(), opts: opts}
+	c.Net.SetLatency(opts.Latency)
 	for i := 0; i < opts.Controllers; i++ {
 		id := int32(ControllerBase + i)
 		n := &Node{ID: id, Addr: nodeAddr(id), Controller: true, Dir: filepath.Join(opts.Dir, fmt.Sprintf("controller-%d", id))}

@@ -102,6 +102,7 @@ type simParams struct {
 	idle                                 time.Duration
 	heartbeat                            time.Duration
 	probes                               int
+	latency                              time.Duration
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -241,6 +242,7 @@ func TestSimulatedCluster(t *testing.T) {
 		idle:        envDuration(t, "STRATA_SIM_IDLE", 3*time.Second),
 		heartbeat:   envDuration(t, "STRATA_SIM_PARTITION_HEARTBEAT", 0),
 		probes:      envInt(t, "STRATA_SIM_PROBES", 10),
+		latency:     envDuration(t, "STRATA_SIM_LATENCY", 0),
 	}
 	if p.brokers < p.rf+1 || p.partitions < 1 || p.controllers < 1 || p.probes < 1 {
 		t.Fatalf("need more brokers than the replication factor, a partition, a controller and a probe: %+v", p)
@@ -260,14 +262,14 @@ func TestSimulatedCluster(t *testing.T) {
 	if os.Getenv("STRATA_SIM_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	t.Logf("simulated cluster: %d brokers, %d controllers, %d partitions at RF %d, partition heartbeat %v (0 = default), data in %s, GOMAXPROCS %d",
-		p.brokers, p.controllers, p.partitions, p.rf, p.heartbeat, dir, runtime.GOMAXPROCS(0))
+	t.Logf("simulated cluster: %d brokers, %d controllers, %d partitions at RF %d, partition heartbeat %v (0 = default), write latency %v, data in %s, GOMAXPROCS %d",
+		p.brokers, p.controllers, p.partitions, p.rf, p.heartbeat, p.latency, dir, runtime.GOMAXPROCS(0))
 	replicas := p.partitions * p.rf
 
 	// 1. Start.
 	base := readStats()
 	t0 := time.Now()
-	c, err := Start(Options{Brokers: p.brokers, Controllers: p.controllers, Dir: dir, PartitionHeartbeat: p.heartbeat, Logger: logger})
+	c, err := Start(Options{Brokers: p.brokers, Controllers: p.controllers, Dir: dir, PartitionHeartbeat: p.heartbeat, Latency: p.latency, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
