@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
@@ -69,6 +70,12 @@ type Config struct {
 	// (strata.produce.backlog.check.interval.ms; default 1 s;
 	// produce_backlog.go).
 	BacklogCheckInterval time.Duration
+	// InterBrokerClient are the options that give Strata's own Kafka
+	// clients (the dead-letter writer, share-state reads, backlog checks)
+	// the broker's identity on the inter-broker listener: TLS and SASL
+	// as Kafka's brokers have (cmd: inter.broker.listener.name,
+	// sasl.mechanism.inter.broker.protocol). nil: PLAINTEXT, anonymous.
+	InterBrokerClient []kgo.Opt
 	// Groups configures the group coordinator (offsets.topic.*, group.*
 	// settings); zero values take Kafka's defaults.
 	Groups groupcoord.Config
@@ -238,12 +245,15 @@ func NewServer(cfg Config, b *replication.Broker) *Server {
 		perIP:     make(map[string]int),
 		budget:    newMemBudget(cfg.QueuedMaxRequestBytes),
 	}
+	if cfg.Txns.ClientOpts == nil {
+		cfg.Txns.ClientOpts = cfg.InterBrokerClient
+	}
 	s.txns = txncoord.New(cfg.Txns, b, s.groups)
 	if cfg.Share.MaxShareSessions <= 0 {
 		cfg.Share.MaxShareSessions = cfg.GroupConfig.ShareMaxShareSessions
 	}
-	s.share = newShareLeader(cfg.Share, b, s.groupShare)
-	s.shareRemote = &shareRemote{broker: b}
+	s.share = newShareLeader(cfg.Share, b, s.groupShare, cfg.InterBrokerClient)
+	s.shareRemote = &shareRemote{broker: b, opts: cfg.InterBrokerClient}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/log"
@@ -161,6 +162,9 @@ type shareLeader struct {
 	// settings resolves a group's effective settings (group configs over
 	// the broker's: Server.groupShare).
 	settings func(group string) groupShare
+	// interBroker gives the dead-letter writer's client the broker's
+	// identity (Config.InterBrokerClient).
+	interBroker []kgo.Opt
 
 	mu    sync.Mutex
 	parts map[shareKey]*sharePart // protected by mu
@@ -169,9 +173,10 @@ type shareLeader struct {
 	drains map[[16]byte]time.Time
 }
 
-func newShareLeader(cfg ShareConfig, b *replication.Broker, settings func(group string) groupShare) *shareLeader {
+func newShareLeader(cfg ShareConfig, b *replication.Broker, settings func(group string) groupShare, interBroker []kgo.Opt) *shareLeader {
 	cfg.withDefaults()
-	l := &shareLeader{cfg: cfg, broker: b, sessions: newShareSessions(cfg.MaxShareSessions, cfg.Now), parts: map[shareKey]*sharePart{}, settings: settings}
+	l := &shareLeader{cfg: cfg, broker: b, sessions: newShareSessions(cfg.MaxShareSessions, cfg.Now), parts: map[shareKey]*sharePart{}, settings: settings,
+		interBroker: interBroker}
 	l.dlq = newDLQWriter(l)
 	return l
 }

@@ -44,6 +44,7 @@ const shareStateTimeout = 10 * time.Second
 // client, created on first use (a single broker never needs it).
 type shareRemote struct {
 	broker *replication.Broker
+	opts   []kgo.Opt // the broker's identity (Config.InterBrokerClient)
 	mu     sync.Mutex
 	client *kgo.Client // protected by mu
 }
@@ -58,7 +59,7 @@ func (r *shareRemote) get() (*kgo.Client, error) {
 	for _, b := range r.broker.Brokers() {
 		seeds = append(seeds, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("strata-share-state"))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("strata-share-state")}, r.opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -465,7 +465,7 @@ func (w *dlqWriter) kclient() (*kgo.Client, error) {
 	for _, bi := range w.l.broker.Brokers() {
 		seeds = append(seeds, net.JoinHostPort(bi.Host, strconv.Itoa(int(bi.Port))))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("strata-share-dlq"))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("strata-share-dlq")}, w.l.interBroker...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func (w *dlqWriter) countDepths(stop <-chan struct{}) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.l.cfg.DLQDepthEvery)
-		d, err := dlq.Inspect(ctx, seeds, g, topic, "", 0)
+		d, err := dlq.Inspect(ctx, seeds, g, topic, "", 0, w.l.interBroker...)
 		cancel()
 		if err != nil {
 			w.warn("depth/"+g, "counting a dead-letter topic's depth failed", "group", g, "topic", topic, "err", err)

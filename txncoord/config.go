@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strata-io/strata/internal/coord"
 )
 
@@ -13,6 +15,10 @@ const Topic = "__transaction_state"
 // Config is the coordinator's configuration, with Kafka's broker settings
 // as the names. Zero values mean Kafka's defaults.
 type Config struct {
+	// ClientOpts give the client that writes markers to other brokers
+	// the broker's identity on the inter-broker listener (TLS, SASL;
+	// protocol.Config.InterBrokerClient). nil: PLAINTEXT, anonymous.
+	ClientOpts []kgo.Opt
 	// NumPartitions is transaction.state.log.num.partitions (50).
 	NumPartitions int32
 	// ReplicationFactor is transaction.state.log.replication.factor (3),

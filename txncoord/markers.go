@@ -188,7 +188,7 @@ func (r *remoteMarkers) get() (*kgo.Client, error) {
 	for _, b := range r.c.broker.Brokers() {
 		seeds = append(seeds, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("strata-txn-markers"))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("strata-txn-markers")}, r.c.cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}

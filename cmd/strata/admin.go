@@ -20,6 +20,9 @@ import (
 type adminFlags struct {
 	bootstrap string
 	timeout   time.Duration
+	// opts are further client options (the console's actions: the
+	// broker's inter-broker identity); not a flag.
+	opts []kgo.Opt
 }
 
 func (a *adminFlags) register(fs *flag.FlagSet, environ []string) {
@@ -31,7 +34,7 @@ func (a *adminFlags) register(fs *flag.FlagSet, environ []string) {
 // connect returns an admin client and a context bounded by --timeout;
 // closing releases both.
 func (a *adminFlags) connect() (adm *kadm.Client, ctx context.Context, closing func(), err error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...), kgo.RetryTimeout(a.timeout))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...), kgo.RetryTimeout(a.timeout)}, a.opts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

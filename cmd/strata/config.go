@@ -170,6 +170,7 @@ var settingByName = func() map[string]*setting {
 	settings = append(settings, aclSettings...)
 	settings = append(settings, diskSettings...)
 	settings = append(settings, securitySettings...)
+	settings = append(settings, interBrokerSettings...)
 	m := map[string]*setting{}
 	for i := range settings {
 		m[settings[i].name] = &settings[i]

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/auth"
@@ -121,12 +122,14 @@ func startConsole(cfg *Config, kafkaAddr net.Addr, reg prometheus.Gatherer, m *m
 		return nil
 	}
 	boot := loopbackAddr(kafkaAddr)
+	opts := cfg.Security.InterBroker.consoleOpts(cfg.Advertised.Host)
 	c, err := console.New(console.Options{
-		Bootstrap: boot,
-		NodeID:    cfg.NodeID,
-		Gatherer:  reg,
-		Admin:     cc.Admin,
-		Actions:   consoleActions(boot),
+		Bootstrap:  boot,
+		ClientOpts: opts,
+		NodeID:     cfg.NodeID,
+		Gatherer:   reg,
+		Admin:      cc.Admin,
+		Actions:    consoleActions(boot, opts),
 		Auth: console.Auth{Always: cc.AuthAlways, Credential: b.ScramCredential, Authorizer: consoleAuthorizer(cfg),
 			ACLs: b.ACLs},
 		SampleEvery: cc.SampleEvery,
@@ -170,7 +173,7 @@ func loopbackAddr(addr net.Addr) string {
 // consoleActions are the console's admin actions: the CLI's own functions
 // (group.go, share_group.go, share_resume.go, dlq.go), their output returned as
 // the text the CLI prints.
-func consoleActions(boot string) console.Actions {
+func consoleActions(boot string, opts []kgo.Opt) console.Actions {
 	return console.Actions{
 		ResetOffsets: func(ctx context.Context, adm *kadm.Client, group, topic, to string, execute bool) (string, error) {
 			ro := resetOptions{group: group, topic: topic, execute: execute}
@@ -204,7 +207,7 @@ func consoleActions(boot string) console.Actions {
 			return out.String(), err
 		},
 		Redrive: func(ctx context.Context, group, reason string, execute bool) (string, error) {
-			o := dlq.Options{Seeds: []string{boot}, Group: group, Reason: reason, Limit: dlq.DefaultLimit, Batch: 500, Execute: execute}
+			o := dlq.Options{Seeds: []string{boot}, Opts: opts, Group: group, Reason: reason, Limit: dlq.DefaultLimit, Batch: 500, Execute: execute}
 			rep, err := dlq.Redrive(ctx, o)
 			var out bytes.Buffer
 			if rep != nil {
@@ -214,7 +217,7 @@ func consoleActions(boot string) console.Actions {
 		},
 		ResumeShare: func(ctx context.Context, group string) (string, error) {
 			var out bytes.Buffer
-			err := shareResume(ctx, &adminFlags{bootstrap: boot, timeout: 15 * time.Second}, group, &out)
+			err := shareResume(ctx, &adminFlags{bootstrap: boot, timeout: 15 * time.Second, opts: opts}, group, &out)
 			return out.String(), err
 		},
 	}

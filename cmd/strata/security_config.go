@@ -24,7 +24,7 @@ import (
 // securitySettings are the broker-wide forms of the security settings.
 var securitySettings = []setting{
 	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "The security protocol of each listener name, NAME:PROTOCOL comma-separated; protocols: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL."},
-	{"inter.broker.listener.name", "", "The listener whose advertised address is registered in the cluster metadata (the address other brokers and Strata's own clients use); default: the listener named PLAINTEXT, else the first one."},
+	{"inter.broker.listener.name", "", "The listener whose advertised address is registered in the cluster metadata: the address other brokers and Strata's own clients (dead letters, transaction markers, share state, backlog checks, the console) use, with its security protocol and, on SASL, sasl.mechanism.inter.broker.protocol; default: the listener named PLAINTEXT, else the first one."},
 	{"sasl.enabled.mechanisms", "", "SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; default: SCRAM-SHA-256,SCRAM-SHA-512, plus PLAIN where a PLAIN JAAS configuration gives users."},
 	{"sasl.oauthbearer.jwks.endpoint.url", "", "OAUTHBEARER: where the JWKS with the keys that sign tokens is (https://..., or file:/path); required to enable OAUTHBEARER. Tokens are JWTs signed RS256 or ES256, chosen by kid; the JWKS is read again (at most every 10 s) for an unknown kid."},
 	{"sasl.oauthbearer.expected.audience", "", "OAUTHBEARER: audiences, comma-separated, one of which the token's aud must hold; empty: aud is not checked."},
@@ -100,6 +100,9 @@ type listenerConfig struct {
 // (also Config.Listener and Config.Advertised).
 type securityConfig struct {
 	Listeners []listenerConfig
+	// InterBroker is the identity of the broker's own Kafka clients
+	// (interbroker_config.go).
+	InterBroker interBrokerClient
 }
 
 // parseEndpoints parses NAME://host:port,... in order.
@@ -235,35 +238,16 @@ func parseSecuritySettings(merged map[string]rawValue, cfg *Config) error {
 		}
 	}
 	// The inter-broker listener goes first.
-	inter := strings.ToUpper(strings.TrimSpace(merged["inter.broker.listener.name"].value))
-	idx := 0
-	if inter != "" {
-		idx = -1
-		for i, l := range out {
-			if l.Name == inter {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			return bad("inter.broker.listener.name", "names no listener of listeners")
-		}
-	} else {
-		for i, l := range out {
-			if l.Name == "PLAINTEXT" {
-				idx = i
-				break
-			}
-		}
+	idx, err := interBrokerListener(merged, out)
+	if err != nil {
+		return err
 	}
 	out[0], out[idx] = out[idx], out[0]
-	if out[0].Protocol != protocol.ProtoPlaintext {
-		// Strata's own clients (transaction markers, share-group state, the
-		// dead-letter writer) connect to the registered address without TLS
-		// or SASL yet.
-		return fmt.Errorf("%w: the inter-broker listener %s is %s: it must be PLAINTEXT for now (Strata's own inter-broker clients speak neither TLS nor SASL); add a PLAINTEXT listener bound to loopback or a private network and name it in inter.broker.listener.name",
-			errConfig, out[0].Name, out[0].Protocol)
+	ib, err := parseInterBrokerClient(merged, get, out[0])
+	if err != nil {
+		return err
 	}
-	cfg.Security = securityConfig{Listeners: out}
+	cfg.Security = securityConfig{Listeners: out, InterBroker: ib}
 	cfg.Listener, cfg.Advertised = out[0].Bind, out[0].Advertised
 	return nil
 }

@@ -84,7 +84,17 @@ func TestSecurityConfig(t *testing.T) {
 		{"bad JAAS", []string{"--listeners", "SASL_SSL://127.0.0.1:1", "--set", "ssl.keystore.location=" + ks, "--set", "listener.name.sasl_ssl.plain.sasl.jaas.config=nope"}, []string{"listener.name.sasl_ssl.plain.sasl.jaas.config"}},
 		{"inter-broker listener unknown", []string{"--set", "inter.broker.listener.name=NOPE"}, []string{"inter.broker.listener.name"}},
 		{"advertised names an unknown listener", []string{"--set", "advertised.listeners=PLAINTEXT://h:1,SSL://h:2"}, []string{"advertised.listeners", "SSL"}},
-		{"secured inter-broker listener", []string{"--listeners", "SSL://127.0.0.1:1", "--set", "ssl.keystore.location=" + ks}, []string{"inter-broker listener SSL", "PLAINTEXT"}},
+		{"SASL inter-broker listener without the broker's credentials", []string{"--listeners", "SASL_SSL://127.0.0.1:1", "--set", "ssl.keystore.location=" + ks,
+			"--set", "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"pw\";"},
+			[]string{"inter-broker listener SASL_SSL", "username and password", "listener.name.sasl_ssl.plain.sasl.jaas.config"}},
+		{"broker's PLAIN user unknown to the listener", []string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:1",
+			"--set", "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"broker\" password=\"pw\" user_admin=\"pw\";"},
+			[]string{"broker", "user_broker"}},
+		{"inter-broker mechanism not enabled", []string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:1", "--set", "sasl.enabled.mechanisms=SCRAM-SHA-512",
+			"--set", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256"}, []string{"SCRAM-SHA-256", "does not enable"}},
+		{"both ways to name the inter-broker listener", []string{"--set", "inter.broker.listener.name=PLAINTEXT", "--set", "security.inter.broker.protocol=PLAINTEXT"},
+			[]string{"security.inter.broker.protocol", "not both"}},
+		{"security.inter.broker.protocol without that listener", []string{"--set", "security.inter.broker.protocol=SSL"}, []string{"security.inter.broker.protocol", "SSL"}},
 		{"unknown per-listener setting", []string{"--set", "listener.name.x.nope=1"}, []string{"listener.name.x.nope"}},
 	}
 	for _, tt := range errs {
@@ -99,5 +109,69 @@ func TestSecurityConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The inter-broker listener may be secured, as in Kafka: Strata's own
+// clients then speak its protocol, with the listener's keystore as their
+// certificate (SSL: the principal is its subject) or with
+// sasl.mechanism.inter.broker.protocol and the username and password of
+// the listener's JAAS setting (SASL: User:<username>).
+func TestInterBrokerClientIdentity(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := auth.NewCA("test-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := ca.Issue("broker", []string{"127.0.0.1"}, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := filepath.Join(dir, "broker.pem")
+	os.WriteFile(ks, br.KeystorePEM(ca), 0o600)
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, ca.CertPEM(), 0o600)
+
+	cfg, _, err := loadConfig([]string{"--listeners", "SSL://127.0.0.1:1", "--set", "ssl.keystore.location=" + ks,
+		"--set", "ssl.truststore.location=" + caFile, "--set", "ssl.client.auth=required"}, nil, files(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib := cfg.Security.InterBroker
+	if ib.Protocol != "SSL" || ib.TLS == nil || ib.TLS.RootCAs == nil || len(ib.TLS.Certificates) != 1 || ib.Mechanism != "" ||
+		ib.Principal != "User:CN=broker" || len(ib.opts()) != 1 {
+		t.Fatalf("SSL: %+v", ib)
+	}
+
+	cfg, _, err = loadConfig([]string{"--listeners", "INTERNAL://127.0.0.1:1,PLAINTEXT://127.0.0.1:2",
+		"--set", "listener.security.protocol.map=INTERNAL:SASL_SSL,PLAINTEXT:PLAINTEXT",
+		"--set", "security.inter.broker.protocol=PLAINTEXT"}, nil, files(nil), io.Discard)
+	if err == nil {
+		t.Fatal("SASL_SSL without a keystore accepted")
+	}
+	cfg, _, err = loadConfig([]string{"--listeners", "INTERNAL://127.0.0.1:1,PLAINTEXT://127.0.0.1:2",
+		"--set", "listener.security.protocol.map=INTERNAL:SASL_SSL,PLAINTEXT:PLAINTEXT",
+		"--set", "inter.broker.listener.name=INTERNAL", "--set", "ssl.keystore.location=" + ks,
+		"--set", "listener.name.internal.sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN",
+		"--set", "listener.name.internal.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"a\";",
+		"--set", "listener.name.internal.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"broker\" password=\"broker-secret\";",
+	}, nil, files(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib = cfg.Security.InterBroker
+	if cfg.Security.Listeners[0].Name != "INTERNAL" || ib.Protocol != "SASL_SSL" || ib.TLS == nil || ib.Mechanism != "SCRAM-SHA-512" ||
+		ib.User != "broker" || ib.Principal != "User:broker" || len(ib.opts()) != 2 {
+		t.Fatalf("SASL_SSL: %+v", ib)
+	}
+	for k := range cfg.BrokerProps {
+		if strings.Contains(k, "jaas") {
+			t.Fatalf("the broker's password kept for DescribeConfigs in %s", k)
+		}
+	}
+
+	cfg, _, err = loadConfig(nil, nil, files(nil), io.Discard)
+	if err != nil || cfg.Security.InterBroker.Protocol != "PLAINTEXT" || cfg.Security.InterBroker.Principal != "User:ANONYMOUS" || cfg.Security.InterBroker.opts() != nil {
+		t.Fatalf("default: %v %+v", err, cfg.Security.InterBroker)
 	}
 }

@@ -135,12 +135,15 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	cfg.Limits.apply(&pcfg)
 	cfg.Quotas.apply(&pcfg)
 	cfg.ACLs.apply(&pcfg)
+	pcfg.InterBrokerClient = cfg.Security.InterBroker.opts()
+	ensureInterBrokerScram(ctx, broker, cfg.Security.InterBroker, logger)
 	srv := protocol.NewServer(pcfg, broker)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeListener(lns.kafka, lns.extra.main) }()
 	lns.extra.serve(srv, serveErr)
 	logger.Info("strata ready", "listener", lns.kafka.Addr().String(), "advertised", lns.advertised.String(),
-		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir)
+		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir,
+		"inter_broker_protocol", cfg.Security.InterBroker.Protocol, "inter_broker_principal", cfg.Security.InterBroker.Principal)
 	cons := startConsole(cfg, lns.kafka.Addr(), reg, mon, broker, logger)
 	mon.setReady(true)
 	if ready != nil {

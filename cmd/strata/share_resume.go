@@ -20,7 +20,7 @@ import (
 // rawClient is a client for requests kadm has no helper for (group
 // configs), closed by the caller.
 func (a *adminFlags) rawClient() (*kgo.Client, error) {
-	return kgo.NewClient(kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...), kgo.RetryTimeout(a.timeout))
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...), kgo.RetryTimeout(a.timeout)}, a.opts...)...)
 }
 
 // sharePaused reports whether group is paused by the flood guard.

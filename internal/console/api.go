@@ -425,9 +425,9 @@ func (c *Console) read(ctx context.Context, topic string, p int32, from, end int
 	if from >= end {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.opts.Bootstrap), kgo.ClientID("strata-console"),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.opts.Bootstrap), kgo.ClientID("strata-console"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
-		kgo.FetchMaxWait(500*time.Millisecond), kgo.FetchMaxBytes(4<<20), kgo.FetchMaxPartitionBytes(1<<20))
+		kgo.FetchMaxWait(500 * time.Millisecond), kgo.FetchMaxBytes(4 << 20), kgo.FetchMaxPartitionBytes(1 << 20)}, c.opts.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,9 @@ type Actions struct {
 type Options struct {
 	// Bootstrap is the broker's own Kafka listener, host:port.
 	Bootstrap string
+	// ClientOpts give the console's Kafka clients the broker's identity
+	// on that listener (TLS, SASL); nil: PLAINTEXT, anonymous.
+	ClientOpts []kgo.Opt
 	// NodeID is the broker's node ID: its own row of the Raft view is
 	// read from Gatherer, the others' from their consoles.
 	NodeID int32
@@ -127,8 +130,8 @@ func New(opts Options) (*Console, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(opts.Bootstrap), kgo.ClientID("strata-console"),
-		kgo.RetryTimeout(10*time.Second), kgo.MetadataMinAge(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Bootstrap), kgo.ClientID("strata-console"),
+		kgo.RetryTimeout(10 * time.Second), kgo.MetadataMinAge(time.Second)}, opts.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}

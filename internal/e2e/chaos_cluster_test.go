@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -53,6 +54,9 @@ type chaosNode struct {
 	dir   string
 	args  []string
 	log   string // stdout+stderr of every run, appended
+	// tls, when set, is how the readiness check reaches a Kafka listener
+	// that speaks TLS (startChaosClusterTLS).
+	tls *tls.Config
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd     // nil when not running; protected by mu
@@ -128,6 +132,9 @@ func (n *chaosNode) waitReady(timeout time.Duration) {
 		if !n.running() {
 			n.t.Fatalf("broker %d exited during start-up; see %s", n.id, n.log)
 		}
+		if n.tls != nil {
+			return kafkaAnswersV0TLS(n.kafka, n.tls)
+		}
 		return kafkaAnswersV0(n.kafka)
 	}, "broker %d not ready within %v; see %s", n.id, timeout, n.log)
 }
@@ -138,6 +145,20 @@ func kafkaAnswersV0(addr string) bool {
 	if err != nil {
 		return false
 	}
+	return answersV0(c)
+}
+
+// kafkaAnswersV0TLS is kafkaAnswersV0 over TLS (ApiVersions is served
+// before SASL authentication).
+func kafkaAnswersV0TLS(addr string, cfg *tls.Config) bool {
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return false
+	}
+	return answersV0(c)
+}
+
+func answersV0(c net.Conn) bool {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
 	req := []byte{0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff}
@@ -145,7 +166,7 @@ func kafkaAnswersV0(addr string) bool {
 		return false
 	}
 	var hdr [8]byte
-	_, err = io.ReadFull(c, hdr[:])
+	_, err := io.ReadFull(c, hdr[:])
 	return err == nil && hdr[7] == 1
 }
 
@@ -162,6 +183,13 @@ type chaosCluster struct {
 // startChaosCluster starts n brokers (all voters) with partition groups'
 // heartbeat timeout hb and waits until every one answers.
 func startChaosCluster(t *testing.T, n int, hb time.Duration, extra ...string) *chaosCluster {
+	t.Helper()
+	return startChaosClusterTLS(t, n, hb, nil, extra...)
+}
+
+// startChaosClusterTLS is startChaosCluster for brokers whose Kafka
+// listener speaks TLS: readyTLS reaches it for the readiness check.
+func startChaosClusterTLS(t *testing.T, n int, hb time.Duration, readyTLS *tls.Config, extra ...string) *chaosCluster {
 	t.Helper()
 	offs := make([]int, 0, 2*n)
 	for i := 0; i < n; i++ {
@@ -186,6 +214,7 @@ func startChaosCluster(t *testing.T, n int, hb time.Duration, extra ...string) *
 			rep:   fmt.Sprintf("127.0.0.1:%d", base+100+i-1),
 			dir:   filepath.Join(dir, fmt.Sprintf("broker-%d", i)),
 			log:   filepath.Join(dir, fmt.Sprintf("broker-%d.log", i)),
+			tls:   readyTLS,
 		}
 		node.voter = c.net.listen(node)
 		voters = append(voters, fmt.Sprintf("%d@%s", i, node.voter))

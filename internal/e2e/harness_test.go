@@ -47,6 +47,9 @@ type broker struct {
 	dataDir string
 	addr    string
 	args    []string
+	// opts are what a client needs to reach addr (TLS, SASL) when it is
+	// not a PLAINTEXT listener: used by the readiness check and client.
+	opts []kgo.Opt
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -122,7 +125,7 @@ func (b *broker) waitReady(done chan struct{}) {
 			b.t.Fatalf("strata exited during start-up")
 		default:
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, b.opts...)...)
 		if err != nil {
 			return false
 		}
@@ -180,7 +183,7 @@ func (b *broker) restart() {
 
 func (b *broker) client(opts ...kgo.Opt) *kgo.Client {
 	b.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, opts...)...)
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, b.opts...), opts...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}
