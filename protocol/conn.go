@@ -564,8 +564,9 @@ func (c *conn) run(p *pending, kreq kmsg.Request, wait chan struct{}, size int64
 			select {
 			case <-t.C:
 			case <-c.ctx.Done():
-				t.Stop()
+			case <-c.s.draining: // shutting down: answer now
 			}
+			t.Stop()
 		}
 	}
 	c.s.rewriteAddrs(p.resp, c.sec)
