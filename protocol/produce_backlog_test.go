@@ -234,3 +234,51 @@ func setGroupEarliest(t *testing.T, c *testCluster, g string) {
 		t.Fatalf("group config of %s: %v %+v", g, err, resp)
 	}
 }
+
+// BenchmarkProduceBacklog: the cost of the overflow rule on the produce
+// path, side by side in one run: kgo produces 1 KiB records (as
+// BenchmarkProduce) to a topic without the rule, and to one whose group
+// may lag by more than it ever will (the batch looks the topic up in the
+// published map; the backlog is recomputed every second, as by default).
+// Compare records/s of the two sub-benchmarks.
+func BenchmarkProduceBacklog(b *testing.B) {
+	for _, guarded := range []bool{false, true} {
+		name := "none"
+		if guarded {
+			name = "guarded-under-limit"
+		}
+		b.Run(name, func(b *testing.B) {
+			var bk *replication.Broker
+			s, addr := startServerWith(b, Config{BacklogCheckInterval: time.Second}, func(p int32) *replication.Broker {
+				bk = testBroker(b, func(c *replication.BrokerConfig) { c.AdvertisedPort = p })
+				return bk
+			})
+			c := &testCluster{t: b, b: bk, s: s, addr: addr, broker: bk}
+			var cfgs map[string]*string
+			if guarded {
+				group, limit := "readers", "1000000000000"
+				cfgs = map[string]*string{"strata.produce.backlog.group": &group, "strata.produce.backlog.max.records": &limit}
+			}
+			if r, err := c.admin().CreateTopic(context.Background(), 1, 1, cfgs, "bench"); err != nil || r.Err != nil {
+				b.Fatal(err, r.Err)
+			}
+			cl := c.client(kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+				kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(1<<20))
+			value := make([]byte, benchRecordBytes)
+			ctx := context.Background()
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(benchRecordBytes)
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+			}
+			if err := cl.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+		})
+	}
+}
