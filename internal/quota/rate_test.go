@@ -273,3 +273,24 @@ func TestDescribeFilter(t *testing.T) {
 		t.Errorf("unknown type: %v", err)
 	}
 }
+
+// BenchmarkRecord: what a request charged to a quota costs (precedence
+// lookup, sensor, record and throttle time), beside a lookup that finds no
+// quota for its key.
+func BenchmarkRecord(b *testing.B) {
+	set, _ := (*Set)(nil).With([]Change{
+		{Entity: Entity{User: Named("alice")}, Set: map[string]float64{ProducerByteRate: 1 << 40}},
+		{Entity: Entity{ClientID: DefaultPart}, Set: map[string]float64{RequestPercentage: 1e9}},
+	})
+	m := NewManager(DefaultWindow)
+	b.Run("charged", func(b *testing.B) {
+		for i := range b.N {
+			m.Record(set, Produce, "alice", "app", 1024, int64(i))
+		}
+	})
+	b.Run("no-quota-for-key", func(b *testing.B) {
+		for i := range b.N {
+			m.Record(set, Fetch, "alice", "app", 1024, int64(i))
+		}
+	})
+}
