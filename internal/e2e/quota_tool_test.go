@@ -11,7 +11,7 @@ import (
 
 // TestKafkaConfigsQuotas: Kafka 4.4's kafka-configs (ConfigCommand) sets,
 // describes and deletes client quotas on users, client IDs, their
-// defaults and both together (AlterClientQuotas, DescribeClientQuotas);
+// defaults, both together and IP addresses (AlterClientQuotas, DescribeClientQuotas);
 // the quotas are in the replicated metadata and survive a restart.
 func TestKafkaConfigsQuotas(t *testing.T) {
 	if testing.Short() {
@@ -29,6 +29,9 @@ func TestKafkaConfigsQuotas(t *testing.T) {
 	wantLines(t, "alter client default", out, "Completed updating default config for clients in the cluster.")
 	r.ok("kafka-configs", with(bs, "--alter", "--entity-type", "users", "--entity-name", "alice",
 		"--entity-type", "clients", "--entity-name", "app", "--add-config", "controller_mutation_rate=10")...)
+	r.ok("kafka-configs", with(bs, "--alter", "--entity-type", "ips", "--entity-name", "10.1.2.3", "--add-config", "connection_creation_rate=100")...)
+	out = r.ok("kafka-configs", with(bs, "--describe", "--entity-type", "ips", "--entity-name", "10.1.2.3")...)
+	wantLines(t, "describe ip", out, "connection_creation_rate=100")
 	r.fails("InvalidRequestException", "kafka-configs", with(bs, "--alter", "--entity-type", "users", "--entity-name", "bob",
 		"--add-config", "producer_byte_rate=1.5")...)
 
@@ -49,7 +52,7 @@ func TestKafkaConfigsQuotas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	all, err := kadm.NewClient(b.client()).DescribeClientQuotas(ctx, false, nil)
-	if err != nil || len(all) != 3 {
+	if err != nil || len(all) != 4 {
 		t.Fatalf("DescribeClientQuotas after the restart: %v %v", all, err)
 	}
 
