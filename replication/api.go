@@ -55,6 +55,10 @@ type BrokerInfo struct {
 	// partition groups. "" for a voter, whose address is its
 	// controller.quorum.voters entry.
 	ReplicationAddr string `json:",omitempty"`
+	// ReplicaCapacity is how many partition replicas the broker's
+	// open-file limit allows (OpenFileLimit, partition_limits.go); 0 =
+	// unknown. The partition limits use it beside max.broker.partitions.
+	ReplicaCapacity int64 `json:",omitempty"`
 }
 
 // PartitionInfo is one partition's placement.
@@ -113,6 +117,11 @@ type BrokerConfig struct {
 	// saved (its current term: hashicorp/raft panics on that error):
 	// strata serve logs it and exits. nil = raft's panic.
 	OnStorageFatal func(error)
+	// OpenFileLimit is the process's open-file limit (RLIMIT_NOFILE);
+	// each partition replica keeps FDsPerReplica files open, so it bounds
+	// the replicas this broker can host (registered as
+	// BrokerInfo.ReplicaCapacity). 0 = unknown, no bound.
+	OpenFileLimit uint64
 	// OnBrokerProps, when set, is called with this broker's effective
 	// settings (BrokerProps under the dynamic broker configs) each time a
 	// dynamic broker config change concerns this broker, on raft's FSM

@@ -20,6 +20,33 @@ import (
 // non-retriable error whose message it shows), naming the limit. The
 // checks are O(partitions) under the writer lock, at most 200,000.
 
+// The open-file limit bounds the replicas a broker can host too: each
+// keeps FDsPerReplica files open while idle (its active segment's log
+// and indexes, its raft side log), and a broker past its RLIMIT_NOFILE
+// fails to open partitions and stops on storage errors. A broker
+// registers the capacity its limit allows (BrokerInfo.ReplicaCapacity),
+// and a request that would place more replicas on it is refused like one
+// past max.broker.partitions, naming the limit to raise.
+
+// FDsPerReplica is the files one idle partition replica keeps open.
+const FDsPerReplica = 4
+
+// openFileReserve is the part of the open-file limit kept for
+// everything else: connections, the metadata log, segments being read.
+const openFileReserve = 1024
+
+// ReplicaCapacity is the replicas an open-file limit of limit allows; 0
+// when limit is 0 (unknown).
+func ReplicaCapacity(limit uint64) int64 {
+	if limit == 0 {
+		return 0
+	}
+	if limit <= openFileReserve {
+		return 1
+	}
+	return int64((limit - openFileReserve) / FDsPerReplica)
+}
+
 // replicaCounts counts, per broker, the replicas img places on it: the
 // current replicas of every partition plus those a reassignment is adding.
 func replicaCounts(img *image) map[int32]int64 {
@@ -56,8 +83,12 @@ func checkPartitionLimits(img *image, props map[string]string, newParts int, add
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
 	for _, n := range nodes {
-		if c := counts[n] + added[n]; added[n] > 0 && c > perBroker {
+		c := counts[n] + added[n]
+		if added[n] > 0 && c > perBroker {
 			return fmt.Errorf("%w: %d more partition replicas on broker %d would make it host %d, above %s=%d", ErrPolicyViolation, added[n], n, c, retention.MaxBrokerPartitions, perBroker)
+		}
+		if capacity := img.brokers[n].ReplicaCapacity; added[n] > 0 && capacity > 0 && c > capacity {
+			return fmt.Errorf("%w: %d more partition replicas on broker %d would make it host %d, above the %d its open-file limit allows (%d files each; raise its RLIMIT_NOFILE, e.g. systemd's LimitNOFILE)", ErrPolicyViolation, added[n], n, c, capacity, FDsPerReplica)
 		}
 	}
 	return nil

@@ -100,3 +100,35 @@ func TestPartitionLimitsAcrossQuorum(t *testing.T) {
 		t.Fatalf("a refused reassignment was recorded: %+v", rs)
 	}
 }
+
+// TestOpenFileLimitBoundsReplicas: a broker whose open-file limit allows
+// fewer replicas than max.broker.partitions (its registered
+// ReplicaCapacity) is not given more: a request past it is refused with
+// POLICY_VIOLATION naming the open-file limit, not accepted to make the
+// broker fail to open partitions and stop on storage errors ("too many
+// open files" at 10,000 partitions under a limit of 20,000).
+func TestOpenFileLimitBoundsReplicas(t *testing.T) {
+	if c := ReplicaCapacity(0); c != 0 {
+		t.Fatalf("ReplicaCapacity(0) = %d, want 0 (unknown)", c)
+	}
+	capacity := ReplicaCapacity(openFileReserve + 3*FDsPerReplica)
+	if capacity != 3 {
+		t.Fatalf("ReplicaCapacity = %d, want 3", capacity)
+	}
+	im := newImage()
+	im.brokers = map[int32]BrokerInfo{1: {NodeID: 1, ReplicaCapacity: capacity}, 2: {NodeID: 2}}
+	im.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		topics["t"] = &TopicInfo{Name: "t", Partitions: []PartitionInfo{{Partition: 0, Replicas: []int32{1, 2}}}}
+	})
+	if err := checkPartitionLimits(im, nil, 2, map[int32]int64{1: 2, 2: 2}); err != nil {
+		t.Fatalf("3 replicas on broker 1 (its capacity): %v", err)
+	}
+	err := checkPartitionLimits(im, nil, 3, map[int32]int64{1: 3, 2: 3})
+	if !errors.Is(err, ErrPolicyViolation) || !strings.Contains(err.Error(), "broker 1") || !strings.Contains(err.Error(), "open-file limit") {
+		t.Fatalf("4 replicas on broker 1: %v", err)
+	}
+	// Broker 2 registered no capacity (unknown): only max.broker.partitions binds it.
+	if err := checkPartitionLimits(im, nil, 0, map[int32]int64{2: 100}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -61,6 +61,7 @@ func (b *Broker) selfInfo() BrokerInfo {
 	if b.cfg.BrokerOnly {
 		bi.ReplicationAddr = string(b.mux.Addr())
 	}
+	bi.ReplicaCapacity = ReplicaCapacity(b.cfg.OpenFileLimit)
 	return bi
 }
 

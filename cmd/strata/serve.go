@@ -108,6 +108,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	bc.AdvertisedHost, bc.AdvertisedPort, bc.AdvertisedEndpoints = lns.advertised.Host, int32(lns.advertised.Port), lns.extra.endpoints
 	bc.Rack, bc.BrokerOnly = cfg.Rack, cfg.Cluster.BrokerOnly
 	bc.OnBrokerProps = func(p map[string]string) { setCleanerProps(cleanerRef.Load(), p, logger) }
+	warnOpenFileLimit(bc, logger)
 	// With other voters a partition may have other replicas: what this
 	// broker stored but the quorum never committed (a leader's tail when
 	// it died) must not count as committed at restart, or Raft's later
@@ -243,6 +244,18 @@ func replicationConfig(cfg *Config, dataDir string, repLn net.Listener, faults *
 		MinFreeBytes:             cfg.Disk.MinFreeBytes,
 		FreeSpace:                faults.FreeSpace,
 		OnStorageFatal:           storageFatal(logger),
+		OpenFileLimit:            openFileLimit(),
+	}
+}
+
+// warnOpenFileLimit logs when the open-file limit allows fewer partition
+// replicas than max.broker.partitions: CreateTopics beyond it is refused
+// (replication/partition_limits.go), and the operator should know why.
+func warnOpenFileLimit(bc replication.BrokerConfig, logger *slog.Logger) {
+	perBroker, _ := retention.PartitionLimits(bc.BrokerProps)
+	if c := replication.ReplicaCapacity(bc.OpenFileLimit); c > 0 && c < perBroker {
+		logger.Warn("the open-file limit allows fewer partition replicas than max.broker.partitions; raise RLIMIT_NOFILE (e.g. systemd's LimitNOFILE) to host more",
+			"open_file_limit", bc.OpenFileLimit, "files_per_replica", replication.FDsPerReplica, "replicas_allowed", c, retention.MaxBrokerPartitions, perBroker)
 	}
 }
 
