@@ -223,7 +223,12 @@ func (s *Server) producePartition(ctx context.Context, req *kmsg.ProduceRequest,
 		sp.ErrorCode = code
 		return
 	}
+	proposed := time.Now()
 	res, err := s.broker.Produce(ctx, jb.topic, sp.Partition, jb.rec)
+	// The append and the wait for the commit run on the partition's Raft
+	// goroutines, as Kafka's wait for the replicas is in purgatory: not
+	// charged to request_percentage (quotas.go).
+	parked(ctx, time.Since(proposed))
 	if err != nil && !errors.Is(err, log.ErrDuplicateSequence) {
 		sp.ErrorCode = errCode(err)
 		if req.Version >= 8 {

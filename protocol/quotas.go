@@ -31,7 +31,8 @@ import (
 //     acquired by then, so they are sent, with the throttle time).
 //   - request_percentage: the time a request spends in its handler, as a
 //     percentage of one thread per second (100 = one thread), minus the
-//     time a Fetch or ShareFetch parks in a long poll; JoinGroup and
+//     time a Fetch or ShareFetch parks in a long poll and a Produce waits
+//     on its partitions' Raft groups (append and commit); JoinGroup and
 //     SyncGroup (which park for a rebalance) are not charged but are
 //     throttled. ApiVersions and the SASL requests are exempt, as in
 //     Kafka.
