@@ -455,7 +455,7 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	if err != nil {
 		return TopicInfo{}, err
 	}
-	if err := checkPartitionLimits(img, b.brokerPropsOf(img), len(assign), assignedReplicas(assign)); err != nil {
+	if assign, err = checkOrPlace(img, b.brokerPropsOf(img), assign, req.Assignment == nil, 0); err != nil {
 		return TopicInfo{}, err
 	}
 	if err := checkPartitionBudget(img, len(assign)); err != nil {
@@ -749,7 +749,7 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 	if err != nil {
 		return err
 	}
-	if err := checkPartitionLimits(img, b.brokerPropsOf(img), len(assign), assignedReplicas(assign)); err != nil {
+	if assign, err = checkOrPlace(img, b.brokerPropsOf(img), assign, assignment == nil, cur); err != nil {
 		return err
 	}
 	if err := checkPartitionBudget(img, len(assign)); err != nil {

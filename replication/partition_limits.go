@@ -104,3 +104,65 @@ func assignedReplicas(assign []Assignment) map[int32]int64 {
 	}
 	return out
 }
+
+// placeWithin places partitions first..first+n-1, rf replicas each, on
+// the unfenced brokers that still have room under max.broker.partitions
+// (KIP-578: the controller assigns replicas only to brokers with
+// capacity), in autoAssign's round-robin order skipping the full ones.
+// Used when autoAssign's placement would overfill a broker that others
+// could relieve; an error when the brokers' room does not suffice.
+func placeWithin(img *image, props map[string]string, first, n int32, rf int) ([]Assignment, error) {
+	perBroker, _ := retention.PartitionLimits(props)
+	counts := replicaCounts(img)
+	nodes := make([]int32, 0, len(img.brokers))
+	for id, bi := range img.brokers {
+		if !bi.Fenced {
+			nodes = append(nodes, id)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
+	room := make(map[int32]int64, len(nodes))
+	for _, id := range nodes {
+		room[id] = perBroker - counts[id]
+	}
+	if rf <= 0 || rf > len(nodes) {
+		return nil, fmt.Errorf("%w: replication factor %d with %d available broker(s)", ErrInvalidReplicationFactor, rf, len(nodes))
+	}
+	out := make([]Assignment, n)
+	for i := int32(0); i < n; i++ {
+		p := first + i
+		reps := make([]int32, 0, rf)
+		for k := 0; k < len(nodes) && len(reps) < rf; k++ {
+			id := nodes[(int(p)+k)%len(nodes)]
+			if room[id] > 0 {
+				reps = append(reps, id)
+			}
+		}
+		if len(reps) < rf {
+			return nil, fmt.Errorf("%w: %d partitions of %d replicas do not fit the brokers' room under %s=%d", ErrPolicyViolation, n, rf, retention.MaxBrokerPartitions, perBroker)
+		}
+		for _, id := range reps {
+			room[id]--
+		}
+		out[i] = Assignment{Partition: p, Replicas: reps}
+	}
+	return out, nil
+}
+
+// checkOrPlace checks an assignment against the partition limits; an
+// automatic one (auto true) that would overfill a broker is placed again
+// on the brokers with room (placeWithin) when they can take it.
+func checkOrPlace(img *image, props map[string]string, assign []Assignment, auto bool, first int32) ([]Assignment, error) {
+	err := checkPartitionLimits(img, props, len(assign), assignedReplicas(assign))
+	if err == nil || !auto || len(assign) == 0 {
+		return assign, err
+	}
+	again, perr := placeWithin(img, props, first, int32(len(assign)), len(assign[0].Replicas))
+	if perr != nil {
+		return nil, err
+	}
+	if err := checkPartitionLimits(img, props, len(again), assignedReplicas(again)); err != nil {
+		return nil, err
+	}
+	return again, nil
+}

@@ -44,6 +44,46 @@ func TestCheckPartitionLimits(t *testing.T) {
 	}
 }
 
+// KIP-578's placement: an automatic assignment that would put one
+// replica too many on a full broker goes to the brokers with room
+// instead; when they have too little, POLICY_VIOLATION. Explicit
+// assignments are never moved.
+func TestAutoPlacementAvoidsFullBrokers(t *testing.T) {
+	im := newImage()
+	im.brokers = map[int32]BrokerInfo{1: {NodeID: 1}, 2: {NodeID: 2}, 3: {NodeID: 3}}
+	im.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		topics["t"] = &TopicInfo{Name: "t", Partitions: []PartitionInfo{
+			{Partition: 0, Replicas: []int32{1, 2}},
+			{Partition: 1, Replicas: []int32{1, 3}},
+		}}
+	})
+	props := map[string]string{"max.broker.partitions": "2"}
+	// Round-robin would start partition 0 on broker 1, which is full.
+	auto, err := autoAssign(im, 0, 2, 1)
+	if err != nil || auto[0].Replicas[0] != 1 {
+		t.Fatalf("round-robin: %v %+v", err, auto)
+	}
+	got, err := checkOrPlace(im, props, auto, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range got {
+		if a.Replicas[0] == 1 {
+			t.Fatalf("a replica placed on full broker 1: %+v", got)
+		}
+	}
+	if got[0].Replicas[0] == got[1].Replicas[0] {
+		t.Fatalf("both on one broker: %+v", got)
+	}
+	if _, err := checkOrPlace(im, props, auto, false, 0); !errors.Is(err, ErrPolicyViolation) {
+		t.Fatalf("an explicit assignment on a full broker: %v", err)
+	}
+	three, _ := autoAssign(im, 0, 3, 1)
+	if _, err := checkOrPlace(im, props, three, true, 0); !errors.Is(err, ErrPolicyViolation) || !strings.Contains(err.Error(), "max.broker.partitions=2") {
+		t.Fatalf("more than the room of brokers 2 and 3: %v", err)
+	}
+}
+
 // On three brokers, max.broker.partitions set for the cluster through one
 // broker (the dynamic default) binds CreateTopics with an explicit
 // assignment, and reassignments: a move that would put one replica too
