@@ -200,6 +200,10 @@ func (g *backlogGuard) check(parent context.Context) {
 				st.backlog, st.over, st.failures = old.backlog, old.over && old.failures+1 < backlogStaleChecks, old.failures+1
 			}
 			g.warn(t.Name, "checking a topic's backlog failed", "topic", t.Name, "group", group, "failures", st.failures, "err", err)
+			if st.failures == backlogStaleChecks && old.over {
+				g.s.log.Warn("topic takes records again: its group's backlog could not be read for the last checks", "topic", t.Name, "group", group,
+					"checks", backlogStaleChecks, "err", err)
+			}
 		} else if old := prev[t.Name]; st.over != old.over {
 			if st.over {
 				g.s.log.Warn("topic refuses records: its group's backlog is over the limit", "topic", t.Name, "group", group, "backlog", n, "limit", limit)
@@ -304,7 +308,9 @@ func (s *Server) groupCommitted(ctx context.Context, group string, t replication
 	rg := kmsg.NewOffsetFetchRequestGroup()
 	rg.Group = group
 	rt := kmsg.NewOffsetFetchRequestGroupTopic()
-	rt.Topic = t.Name
+	// Both: kgo sends the newest version the coordinator speaks, and
+	// v10 names topics by ID.
+	rt.Topic, rt.TopicID = t.Name, t.ID
 	for _, p := range t.Partitions {
 		rt.Partitions = append(rt.Partitions, p.Partition)
 	}
@@ -333,7 +339,7 @@ func (s *Server) groupCommitted(ctx context.Context, group string, t replication
 	}
 	out := map[int32]int64{}
 	for _, rt := range resp.Groups[0].Topics {
-		if rt.Topic != t.Name {
+		if rt.Topic != t.Name && rt.TopicID != t.ID {
 			continue
 		}
 		for _, p := range rt.Partitions {
