@@ -107,7 +107,7 @@ func assignedReplicas(assign []Assignment) map[int32]int64 {
 
 // placeWithin places partitions first..first+n-1, rf replicas each, on
 // the unfenced brokers that still have room under max.broker.partitions
-// (KIP-578: the controller assigns replicas only to brokers with
+// and their open-file capacity (KIP-578: the controller assigns replicas only to brokers with
 // capacity), in autoAssign's round-robin order skipping the full ones.
 // Used when autoAssign's placement would overfill a broker that others
 // could relieve; an error when the brokers' room does not suffice.
@@ -123,7 +123,11 @@ func placeWithin(img *image, props map[string]string, first, n int32, rf int) ([
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
 	room := make(map[int32]int64, len(nodes))
 	for _, id := range nodes {
-		room[id] = perBroker - counts[id]
+		limit := perBroker
+		if c := img.brokers[id].ReplicaCapacity; c > 0 && c < limit {
+			limit = c // its open-file limit allows fewer
+		}
+		room[id] = limit - counts[id]
 	}
 	if rf <= 0 || rf > len(nodes) {
 		return nil, fmt.Errorf("%w: replication factor %d with %d available broker(s)", ErrInvalidReplicationFactor, rf, len(nodes))

@@ -78,6 +78,17 @@ func TestAutoPlacementAvoidsFullBrokers(t *testing.T) {
 	if _, err := checkOrPlace(im, props, auto, false, 0); !errors.Is(err, ErrPolicyViolation) {
 		t.Fatalf("an explicit assignment on a full broker: %v", err)
 	}
+	// A broker whose open-file limit allows fewer replicas has less room.
+	capped := newImage()
+	capped.brokers = map[int32]BrokerInfo{1: {NodeID: 1}, 2: {NodeID: 2, ReplicaCapacity: 1}, 3: {NodeID: 3}}
+	capped.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		topics["t"] = &TopicInfo{Name: "t", Partitions: []PartitionInfo{{Partition: 0, Replicas: []int32{1, 2}}, {Partition: 1, Replicas: []int32{1}}}}
+	})
+	two, _ := autoAssign(capped, 0, 2, 1)
+	got, err = checkOrPlace(capped, props, two, true, 0)
+	if err != nil || got[0].Replicas[0] != 3 || got[1].Replicas[0] != 3 {
+		t.Fatalf("brokers 1 (max.broker.partitions) and 2 (open files) full: %v %+v", err, got)
+	}
 	three, _ := autoAssign(im, 0, 3, 1)
 	if _, err := checkOrPlace(im, props, three, true, 0); !errors.Is(err, ErrPolicyViolation) || !strings.Contains(err.Error(), "max.broker.partitions=2") {
 		t.Fatalf("more than the room of brokers 2 and 3: %v", err)
