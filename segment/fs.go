@@ -49,8 +49,9 @@ type File interface {
 	Size() (int64, error)
 	// Map maps the first size bytes of the file read-write (the file must
 	// be at least that long). Writes to the mapping are made durable by
-	// Sync. The mapping must be closed before the file is truncated or
-	// closed.
+	// Sync (of the file, or of the mapping when it is Detached). The
+	// mapping must be closed before the file is truncated; a Detached
+	// mapping outlives the file's Close.
 	Map(size int) (Mapping, error)
 	Close() error
 }
@@ -58,5 +59,12 @@ type File interface {
 // Mapping is a shared memory map of a file's prefix (mmap on Linux).
 type Mapping interface {
 	Bytes() []byte
+	// Detached reports that the mapping needs no open file: it stays
+	// valid after the file is closed and Sync makes its writes durable
+	// (MAP_SHARED with msync on Linux). When false the file must stay
+	// open and its Sync covers the mapping.
+	Detached() bool
+	// Sync makes the writes through a Detached mapping durable.
+	Sync() error
 	Close() error
 }

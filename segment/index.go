@@ -20,10 +20,19 @@ var errIndexCorrupt = errors.New("segment: corrupt index")
 // index is one preallocated, memory-mapped index file of fixed-size
 // entries. The used prefix holds n entries; the rest is zero.
 // Not safe for concurrent use: the segment's owner serializes access.
+//
+// The index holds no file descriptor when its mapping is Detached (Linux,
+// MemFS): entries are made durable by the mapping's Sync (msync), and the
+// file is opened again by path, through fs, only to cut it to its used
+// size (trim at roll and close). Idle, a partition then holds one
+// descriptor per segment (its .log) instead of three. The durability of
+// index entries is unchanged (see unixMapping.Sync); and the index stays
+// a hint either way: recovery validates it against the log and rebuilds
+// what it cannot trust (recover.go).
 type index struct {
 	fs        FS
 	path      string
-	f         File
+	f         File // nil when m is Detached
 	m         Mapping
 	b         []byte // m.Bytes()
 	n         int    // entries in use
@@ -68,6 +77,13 @@ func openIndex(fsys FS, path string, entrySize int, maxBytes int) (ix *index, cr
 	}
 	ix.m = m
 	ix.b = m.Bytes()
+	if m.Detached() {
+		ix.f = nil
+		if err := f.Close(); err != nil {
+			m.Close()
+			return nil, false, err
+		}
+	}
 	ix.n = 0
 	// Only the file's old length can hold entries: what Truncate added
 	// above reads as zero. A file just created (every new segment) is
@@ -103,21 +119,53 @@ func (ix *index) truncateEntries(i int) {
 	ix.n = i
 }
 
-func (ix *index) sync() error { return ix.f.Sync() }
+// sync makes the entries written so far durable: msync of a Detached
+// mapping, fsync of the open file otherwise.
+func (ix *index) sync() error {
+	if ix.f == nil {
+		return ix.m.Sync()
+	}
+	return ix.f.Sync()
+}
+
+// file returns the index's open file, or opens it again by path when the
+// index holds none (a Detached mapping); release closes what file opened.
+func (ix *index) file() (File, error) {
+	if ix.f != nil {
+		return ix.f, nil
+	}
+	return ix.fs.Open(ix.path)
+}
+
+func (ix *index) release(f File) error {
+	if f == ix.f {
+		return nil
+	}
+	return f.Close()
+}
 
 // trimAndClose unmaps, cuts the file to its used size (as Kafka does when
 // a segment becomes inactive) and closes it. sync makes the trim durable.
 func (ix *index) trimAndClose(sync bool) error {
 	err := ix.m.Close()
 	ix.b = nil
+	var f File
 	if err == nil {
-		err = ix.f.Truncate(int64(ix.n * ix.entrySize))
+		f, err = ix.file()
 	}
-	if err == nil && sync {
-		err = ix.f.Sync()
+	if err == nil {
+		err = f.Truncate(int64(ix.n * ix.entrySize))
+		if err == nil && sync {
+			err = f.Sync()
+		}
+		if cerr := ix.release(f); err == nil {
+			err = cerr
+		}
 	}
-	if cerr := ix.f.Close(); err == nil {
-		err = cerr
+	if ix.f != nil {
+		if cerr := ix.f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }
@@ -126,8 +174,10 @@ func (ix *index) trimAndClose(sync bool) error {
 func (ix *index) closeNoTrim() error {
 	err := ix.m.Close()
 	ix.b = nil
-	if cerr := ix.f.Close(); err == nil {
-		err = cerr
+	if ix.f != nil {
+		if cerr := ix.f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

@@ -508,7 +508,7 @@ func (f *memFile) Map(size int) (Mapping, error) {
 	// Pin the backing array: later appends must not reallocate under
 	// the mapping, so give data a capacity equal to its length.
 	f.ino.data = f.ino.data[:len(f.ino.data):len(f.ino.data)]
-	return &memMapping{b: f.ino.data[:size:size]}, nil
+	return &memMapping{b: f.ino.data[:size:size], f: &memFile{fs: f.fs, name: f.name, ino: f.ino}}, nil
 }
 
 func (f *memFile) Close() error {
@@ -516,7 +516,15 @@ func (f *memFile) Close() error {
 	return nil
 }
 
-type memMapping struct{ b []byte }
+// memMapping is Detached, as a Linux mapping: it keeps a handle of its
+// own on the inode, and its Sync is that handle's (same faults, same
+// OnSync hook as File.Sync).
+type memMapping struct {
+	b []byte
+	f *memFile
+}
 
-func (m *memMapping) Bytes() []byte { return m.b }
-func (m *memMapping) Close() error  { m.b = nil; return nil }
+func (m *memMapping) Bytes() []byte  { return m.b }
+func (m *memMapping) Detached() bool { return true }
+func (m *memMapping) Sync() error    { return m.f.Sync() }
+func (m *memMapping) Close() error   { m.b = nil; return nil }

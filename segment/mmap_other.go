@@ -22,6 +22,13 @@ func mmapFile(f *os.File, size int) (Mapping, error) {
 
 func (m *bufMapping) Bytes() []byte { return m.b }
 
+// Detached is false: the bytes are written back through the file, which
+// the index keeps open (and fsyncs) as before.
+func (m *bufMapping) Detached() bool { return false }
+
+// Sync is not used on a mapping that is not Detached (the file's is).
+func (m *bufMapping) Sync() error { return nil }
+
 func (m *bufMapping) Close() error {
 	if m.b == nil {
 		return nil

@@ -410,23 +410,34 @@ func (s *Segment) Remove() error {
 	return err
 }
 
-// trim cuts the index file to its used entries and remaps that prefix.
+// trim cuts the index file to its used entries and remaps that prefix
+// (the file opened again by path for it when the index holds none).
 func (ix *index) trim() error {
 	if err := ix.m.Close(); err != nil {
 		return err
 	}
 	ix.b = nil
-	used := ix.n * ix.entrySize
-	if err := ix.f.Truncate(int64(used)); err != nil {
-		return err
-	}
-	if err := ix.f.Sync(); err != nil {
-		return err
-	}
-	m, err := ix.f.Map(used)
+	f, err := ix.file()
 	if err != nil {
 		return err
 	}
+	used := ix.n * ix.entrySize
+	err = f.Truncate(int64(used))
+	if err == nil {
+		err = f.Sync()
+	}
+	var m Mapping
+	if err == nil {
+		m, err = f.Map(used)
+	}
+	if err != nil {
+		ix.release(f)
+		return err
+	}
 	ix.m, ix.b = m, m.Bytes()
+	if f != ix.f {
+		// A Detached mapping of the reopened file replaces it.
+		return f.Close()
+	}
 	return nil
 }
