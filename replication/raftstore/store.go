@@ -78,9 +78,18 @@ type LogFile struct {
 	// controller (replication/disk_space.go). Topped up to reserve when less than
 	// half is left; a top-up that meets ENOSPC keeps what remains.
 	reserve int64
+	// onDemand (a sparse log) keeps no file open between operations:
+	// each write, fsync or cut opens the file by path and closes it
+	// again. A partition's side log is written only for raft's own
+	// entries and side commands (a leader's no-op, configuration
+	// changes, refusals, DeleteRecords, share-state changes), never for
+	// a batch; held open, it was one descriptor per replica for nothing.
+	// Its reads come from memory (entries), so only writes reopen it.
+	onDemand bool
 
 	mu      sync.RWMutex
-	f       segment.File // protected by mu
+	f       segment.File // protected by mu; nil between operations when onDemand
+	closed  bool         // protected by mu
 	entries []*raft.Log  // protected by mu; entries[i].Index == entries[0].Index+i
 	pos     []int64      // protected by mu; file position of each entry's record
 	size    int64        // protected by mu; bytes of whole records
@@ -113,7 +122,7 @@ func OpenLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	l := &LogFile{fsys: fsys, dir: dir, path: path, f: f, sparse: sparse, reserve: metadataLogReserve}
+	l := &LogFile{fsys: fsys, dir: dir, path: path, f: f, sparse: sparse, onDemand: sparse, reserve: metadataLogReserve}
 	if sparse {
 		l.reserve = sideLogReserve
 	}
@@ -151,8 +160,39 @@ func OpenLogFileNamed(fsys segment.FS, dir, name string, sparse bool, logger *sl
 			return nil, fmt.Errorf("%w: truncate %s: %v", ErrStorage, path, err)
 		}
 	}
-	l.topUpLocked()
+	l.topUpLocked(f)
+	if l.onDemand {
+		l.f = nil
+		f.Close()
+	}
 	return l, nil
+}
+
+// fileLocked returns the open file: the one held, or (onDemand) the file
+// opened again by path, which releaseLocked closes. An fsync through a
+// descriptor opened later covers what was written through an earlier one
+// (it syncs the file, and Linux reports a write-back error not yet seen
+// to a descriptor opened after it).
+func (l *LogFile) fileLocked() (segment.File, error) {
+	if l.f != nil {
+		return l.f, nil
+	}
+	if l.closed {
+		return nil, fmt.Errorf("%w: %s closed", ErrStorage, l.path)
+	}
+	f, err := l.fsys.Open(l.path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %v", ErrStorage, l.path, err)
+	}
+	return f, nil
+}
+
+// releaseLocked closes f when fileLocked opened it for one operation. Its
+// error is not the operation's: durability is the fsync's.
+func (l *LogFile) releaseLocked(f segment.File) {
+	if f != l.f {
+		f.Close()
+	}
 }
 
 // zeroTail reports whether f's bytes [from, to) are all zero and at most
@@ -180,13 +220,13 @@ func zeroTail(f segment.File, from, to int64) bool {
 // topUpLocked writes zeros past the last record until reserve bytes
 // follow it, when less than half of that is left. On a full disk it
 // keeps what remains (the partial write cut).
-func (l *LogFile) topUpLocked() {
+func (l *LogFile) topUpLocked(f segment.File) {
 	if l.reserve == 0 || l.werr != nil || l.phys-l.size >= l.reserve/2 {
 		return
 	}
 	want := l.size + l.reserve
-	if _, err := l.f.WriteAt(make([]byte, want-l.phys), l.phys); err != nil {
-		_ = l.f.Truncate(l.phys)
+	if _, err := f.WriteAt(make([]byte, want-l.phys), l.phys); err != nil {
+		_ = f.Truncate(l.phys)
 		return
 	}
 	l.phys = want
@@ -341,8 +381,13 @@ func (l *LogFile) StoreLogs(logs []*raft.Log) error {
 			return err
 		}
 	}
-	if _, err := l.f.WriteAt(buf, l.size); err != nil {
-		if errors.Is(err, syscall.ENOSPC) && l.f.Truncate(l.size) == nil {
+	f, err := l.fileLocked()
+	if err != nil {
+		return err
+	}
+	defer l.releaseLocked(f)
+	if _, err := f.WriteAt(buf, l.size); err != nil {
+		if errors.Is(err, syscall.ENOSPC) && f.Truncate(l.size) == nil {
 			l.phys = l.size
 			// The disk is full: nothing past l.size was acknowledged, and
 			// with the partial write cut the file is as before. Only this
@@ -355,13 +400,13 @@ func (l *LogFile) StoreLogs(logs []*raft.Log) error {
 	}
 	if l.sparse {
 		l.dirty = true
-	} else if err := l.f.Sync(); err != nil {
+	} else if err := f.Sync(); err != nil {
 		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrStorage, l.path, err)
 		return l.werr
 	}
 	l.size += int64(len(buf))
 	l.phys = max(l.phys, l.size)
-	l.topUpLocked()
+	l.topUpLocked(f)
 	for _, e := range logs {
 		c := *e
 		c.Data = append([]byte(nil), e.Data...)
@@ -394,16 +439,21 @@ func (l *LogFile) DeleteRange(min, max uint64) error {
 		return nil
 	case hi == n: // suffix (possibly everything)
 		cut := l.pos[lo]
-		err := l.f.Truncate(cut)
+		f, err := l.fileLocked()
+		if err != nil {
+			return err
+		}
+		defer l.releaseLocked(f)
+		err = f.Truncate(cut)
 		if err == nil {
-			err = l.f.Sync()
+			err = f.Sync()
 		}
 		if err != nil {
 			l.werr = fmt.Errorf("%w: truncate %s: %v", ErrStorage, l.path, err)
 			return l.werr
 		}
 		l.entries, l.pos, l.size, l.phys, l.dirty = l.entries[:lo], l.pos[:lo], cut, cut, false
-		l.topUpLocked()
+		l.topUpLocked(f)
 		return nil
 	case lo == 0: // prefix: rewrite what is left
 		return l.rewriteLocked(l.entries[hi:])
@@ -446,12 +496,18 @@ func (l *LogFile) rewriteLocked(keep []*raft.Log) error {
 		l.werr = err
 		return err
 	}
-	l.f.Close()
+	if l.f != nil {
+		l.f.Close()
+	}
 	l.f, l.dirty = f, false
 	l.entries = append([]*raft.Log(nil), keep...)
 	l.pos, l.size = pos, int64(len(buf))
 	l.phys = l.size
-	l.topUpLocked()
+	l.topUpLocked(f)
+	if l.onDemand {
+		l.f = nil
+		f.Close()
+	}
 	return nil
 }
 
@@ -460,7 +516,7 @@ func (l *LogFile) rewriteLocked(keep []*raft.Log) error {
 func (l *LogFile) Err() error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.f == nil {
+	if l.closed {
 		return nil
 	}
 	return l.werr
@@ -481,7 +537,12 @@ func (l *LogFile) syncLocked() error {
 	if !l.dirty {
 		return nil
 	}
-	if err := l.f.Sync(); err != nil {
+	f, err := l.fileLocked()
+	if err != nil {
+		return err // not sticky: nothing failed to reach the disk yet
+	}
+	defer l.releaseLocked(f)
+	if err := f.Sync(); err != nil {
 		l.werr = fmt.Errorf("%w: fsync %s: %v", ErrStorage, l.path, err)
 		return l.werr
 	}
@@ -499,16 +560,19 @@ func (l *LogFile) Dirty() bool {
 func (l *LogFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.closed {
 		return nil
 	}
 	wasDirty := l.dirty && l.werr == nil
 	serr := l.syncLocked()
-	err := l.f.Close()
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+	}
 	if err == nil && wasDirty {
 		err = serr
 	}
-	l.f = nil
+	l.f, l.closed = nil, true
 	if l.werr == nil {
 		l.werr = fmt.Errorf("%w: closed", ErrStorage)
 	}
