@@ -21,15 +21,18 @@ import (
 // checks are O(partitions) under the writer lock, at most 200,000.
 
 // The open-file limit bounds the replicas a broker can host too: each
-// keeps FDsPerReplica files open while idle (its active segment's log
-// and indexes, its raft side log), and a broker past its RLIMIT_NOFILE
+// keeps FDsPerReplica files open while idle (its active segment's log;
+// the indexes are mappings that keep no descriptor and the raft side log
+// is opened only to be written, docs/SCALING.md "File descriptors per
+// replica"; every older segment it retains adds one, which the reserve
+// and the operator's margin cover), and a broker past its RLIMIT_NOFILE
 // fails to open partitions and stops on storage errors. A broker
 // registers the capacity its limit allows (BrokerInfo.ReplicaCapacity),
 // and a request that would place more replicas on it is refused like one
 // past max.broker.partitions, naming the limit to raise.
 
 // FDsPerReplica is the files one idle partition replica keeps open.
-const FDsPerReplica = 4
+const FDsPerReplica = 1
 
 // openFileReserve is the part of the open-file limit kept for
 // everything else: connections, the metadata log, segments being read.

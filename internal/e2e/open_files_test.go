@@ -58,8 +58,9 @@ func TestOpenFileLimitRefusesPartitions(t *testing.T) {
 		return strings.Contains(logs.String(), s)
 	}
 	testwait.For(t, 60*time.Second, func() bool { return logged("strata ready") }, "the broker ready")
-	if !logged("the open-file limit allows fewer partition replicas than max.broker.partitions") || !logged("replicas_allowed=44") {
-		t.Fatal("no warning at start about the open-file limit allowing 44 replicas ((1200-1024)/4)")
+	// (1200-1024)/FDsPerReplica: 1 file per idle replica (its .log).
+	if !logged("the open-file limit allows fewer partition replicas than max.broker.partitions") || !logged("replicas_allowed=176") {
+		t.Fatal("no warning at start about the open-file limit allowing 176 replicas ((1200-1024)/1)")
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -69,15 +70,15 @@ func TestOpenFileLimitRefusesPartitions(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if r, err := adm.CreateTopic(ctx, 40, 1, nil, "fits"); err != nil || r.Err != nil {
-		t.Fatalf("40 partitions under a capacity of 44: %v %v %q", err, r.Err, r.ErrMessage)
+	if r, err := adm.CreateTopic(ctx, 170, 1, nil, "fits"); err != nil || r.Err != nil {
+		t.Fatalf("170 partitions under a capacity of 176: %v %v %q", err, r.Err, r.ErrMessage)
 	}
 	r, err := adm.CreateTopic(ctx, 10, 1, nil, "past") // err is the topic's error
 	if err != nil && err != r.Err {
 		t.Fatal(err)
 	}
 	if r.Err != kerr.PolicyViolation || !strings.Contains(r.ErrMessage, "open-file limit") {
-		t.Fatalf("10 more partitions past the open-file limit's 44: %v %q, want POLICY_VIOLATION naming the open-file limit", r.Err, r.ErrMessage)
+		t.Fatalf("10 more partitions past the open-file limit's 176: %v %q, want POLICY_VIOLATION naming the open-file limit", r.Err, r.ErrMessage)
 	}
 	// Still serving: the topic that fit takes a write.
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "fits", Value: []byte("v")}).FirstErr(); err != nil {
