@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/quota"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -168,22 +169,14 @@ func (h *throttleHook) since() (time.Time, int) {
 	return h.first, h.n
 }
 
-// measure waits until the client is first throttled, then counts the
-// bytes add reports for measureFor and returns the rate per second.
-func measureRate(t *testing.T, h *throttleHook, bytes *atomic.Int64, measureFor time.Duration) float64 {
+// measureRate waits until the client is first throttled, then until it
+// has moved n more bytes (bytes counts them), failing when either never
+// comes, and returns the rate per second it moved them at.
+func measureRate(t *testing.T, h *throttleHook, bytes *atomic.Int64, n int64) float64 {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, n := h.since(); n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never throttled")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 60*time.Second, func() bool { _, k := h.since(); return k > 0 }, "never throttled")
 	b0, t0 := bytes.Load(), time.Now()
-	time.Sleep(measureFor) // the measurement interval itself, not a wait for a condition
+	testwait.For(t, 2*time.Minute, func() bool { return bytes.Load()-b0 >= n }, "%d bytes not moved after the first throttle", n)
 	return float64(bytes.Load()-b0) / time.Since(t0).Seconds()
 }
 
@@ -220,7 +213,7 @@ func TestProduceQuotaThrottles(t *testing.T) {
 			})
 		}
 	}()
-	got := measureRate(t, h, &acked, 8*time.Second)
+	got := measureRate(t, h, &acked, int64(8*rate)) // about 8 s at the quota
 	cancel()
 	<-done
 	_, n := h.since()
@@ -266,7 +259,7 @@ func TestFetchQuotaThrottles(t *testing.T) {
 			fs.EachRecord(func(r *kgo.Record) { read.Add(int64(len(r.Value))) })
 		}
 	}()
-	got := measureRate(t, h, &read, 8*time.Second)
+	got := measureRate(t, h, &read, int64(8*rate)) // about 8 s at the quota
 	cancel()
 	<-done
 	_, n := h.since()

@@ -60,7 +60,7 @@ func TestQuotasEndToEnd(t *testing.T) {
 			})
 		}
 	}()
-	got := rateAfterThrottle(t, &prodThrottle, &acked, 8*time.Second)
+	got := rateAfterThrottle(t, &prodThrottle, &acked, int64(8*rate)) // about 8 s at the quota
 	pstop()
 	<-pdone
 	t.Logf("produce: %.0f B/s against producer_byte_rate=%d (%.2fx)", got, rate, got/rate)
@@ -82,7 +82,7 @@ func TestQuotasEndToEnd(t *testing.T) {
 			c.PollFetches(cctx).EachRecord(func(r *kgo.Record) { read.Add(int64(len(r.Value))) })
 		}
 	}()
-	got = rateAfterThrottle(t, &consThrottle, &read, 8*time.Second)
+	got = rateAfterThrottle(t, &consThrottle, &read, int64(8*rate))
 	cstop()
 	<-cdone
 	t.Logf("fetch: %.0f B/s against consumer_byte_rate=%d (%.2fx)", got, rate, got/rate)
@@ -100,12 +100,13 @@ func (h firstThrottle) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _
 	}
 }
 
-// rateAfterThrottle waits for the first throttle, then returns the rate of
-// bytes over the next d.
-func rateAfterThrottle(t *testing.T, throttle, bytes *atomic.Int64, d time.Duration) float64 {
+// rateAfterThrottle waits for the first throttle, then until n more
+// bytes moved (bytes counts them), failing when either never comes, and
+// returns the rate per second they moved at.
+func rateAfterThrottle(t *testing.T, throttle, bytes *atomic.Int64, n int64) float64 {
 	t.Helper()
 	testwait.For(t, time.Minute, func() bool { return throttle.Load() > 0 }, "never given throttle_time_ms > 0")
 	b0, t0 := bytes.Load(), time.Now()
-	time.Sleep(d) // the measurement interval itself, not a wait for a condition
+	testwait.For(t, 2*time.Minute, func() bool { return bytes.Load()-b0 >= n }, "%d bytes not moved after the first throttle", n)
 	return float64(bytes.Load()-b0) / time.Since(t0).Seconds()
 }

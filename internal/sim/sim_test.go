@@ -170,8 +170,7 @@ func waitAll(nodes []*Node, since time.Time, timeout, poll time.Duration, cond f
 	each = make([]time.Duration, len(nodes))
 	done := make([]bool, len(nodes))
 	left := len(nodes)
-	deadline := since.Add(timeout)
-	for {
+	ok = testwait.UntilEvery(time.Until(since.Add(timeout)), poll, func() bool {
 		now := time.Now()
 		for i, n := range nodes {
 			if !done[i] && n.Broker != nil && cond(n) {
@@ -179,14 +178,9 @@ func waitAll(nodes []*Node, since time.Time, timeout, poll time.Duration, cond f
 				left--
 			}
 		}
-		if left == 0 {
-			return each, true
-		}
-		if now.After(deadline) {
-			return each, false
-		}
-		time.Sleep(poll)
-	}
+		return left == 0
+	})
+	return each, ok
 }
 
 func maxDur(ds []time.Duration) time.Duration { return slices.Max(ds) }
@@ -205,15 +199,17 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 // earlier call failed so (its command may have been committed anyway).
 func retryController(t *testing.T, what string, fn func(retried bool) error) error {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for retried := false; ; retried = true {
-		err := fn(retried)
-		if err == nil || !errors.Is(err, replication.ErrNotController) || time.Now().After(deadline) {
-			return err
+	var err error
+	calls := 0
+	testwait.Until(time.Minute, func() bool {
+		if err != nil {
+			t.Logf("%s: %v; asking again", what, err)
 		}
-		t.Logf("%s: %v; asking again", what, err)
-		time.Sleep(100 * time.Millisecond)
-	}
+		err = fn(calls > 0)
+		calls++
+		return err == nil || !errors.Is(err, replication.ErrNotController)
+	})
+	return err
 }
 
 // TestSimulatedCluster runs a large cluster in this process (package doc)
@@ -356,10 +352,34 @@ func TestSimulatedCluster(t *testing.T) {
 		p.partitions, created.Round(time.Millisecond), maxDur(ledAt).Round(time.Millisecond), median(ledAt).Round(time.Millisecond),
 		createCPU.Round(time.Millisecond), float64(createCPU.Microseconds())/1000/float64(replicas))
 
-	// 3. Idle cost and memory per replica, after a moment to settle.
-	time.Sleep(2 * time.Second) // settling before an idle measurement, not a wait for a condition
+	// 3. Idle cost and memory per replica, once settled: every replica in
+	// sync (the followers caught up after the elections), as the first
+	// broker's image says. Over the idle window no partition may change
+	// leader (an idle cluster keeping its leaders is what is measured).
+	view := c.Brokers[0].Broker
+	testwait.For(t, leadersBound, func() bool {
+		ti, ok := view.Topic(topic)
+		if !ok {
+			return false
+		}
+		for _, pi := range ti.Partitions {
+			if pi.Leader < 0 || len(pi.ISR) != len(pi.Replicas) {
+				return false
+			}
+		}
+		return true
+	}, "not every replica in sync after the leaders were elected")
+	leaderEpochs := func() []int32 {
+		ti, _ := view.Topic(topic)
+		out := make([]int32, len(ti.Partitions))
+		for i, pi := range ti.Partitions {
+			out[i] = pi.LeaderEpoch
+		}
+		return out
+	}
+	settled := leaderEpochs()
 	cpu0, wall0 := cpuTime(), time.Now()
-	time.Sleep(p.idle) // the idle window being measured
+	testwait.Hold(t, p.idle, func() bool { return slices.Equal(leaderEpochs(), settled) }, "a partition changed leader while the cluster was idle")
 	cpu := cpuTime() - cpu0
 	wall := time.Since(wall0)
 	loaded := readStats()
@@ -547,20 +567,17 @@ func TestSimulatedCluster(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; ; i++ {
-			if time.Since(t0) > 60*time.Second {
-				writeErr = fmt.Errorf("no metadata write succeeded within 60 s")
-				return
-			}
+		i := 0
+		if !testwait.Until(60*time.Second, func() bool {
+			i++
 			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err := asker.Broker.SetTopicConfigs(actx, "probe", map[string]string{"retention.ms": strconv.Itoa(7200000 + i)}, false)
-			cancel()
-			if err == nil {
-				writeOK = time.Since(t0)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+			defer cancel()
+			return asker.Broker.SetTopicConfigs(actx, "probe", map[string]string{"retention.ms": strconv.Itoa(7200000 + i)}, false) == nil
+		}) {
+			writeErr = fmt.Errorf("no metadata write succeeded within 60 s")
+			return
 		}
+		writeOK = time.Since(t0)
 	}()
 	if err := c.Kill(old); err != nil {
 		t.Logf("kill of controller %d: %v", old.ID, err)

@@ -50,6 +50,44 @@ func Until(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
+// UntilEvery is Until with a fixed polling interval poll, for callers
+// that time how long cond took to hold (poll is the figures' resolution).
+func UntilEvery(timeout, poll time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(poll)
+	}
+}
+
+// Hold checks that cond holds throughout d (polling as For does, at most
+// every 50 ms), failing the test (t.Fatalf with msg and args) the first
+// time it does not: a property that must stay true over a window (a
+// cluster left idle keeps its leaders while its idle cost is measured),
+// where For waits for one to become true.
+func Hold(t testing.TB, d time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	end := time.Now().Add(d)
+	wait := time.Millisecond
+	for {
+		if !cond() {
+			t.Fatalf("within %v: %s", d, fmt.Sprintf(msg, args...))
+			return
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		time.Sleep(min(wait, left))
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
 // SeedEnv names the environment variable that fixes the seed Seed returns.
 const SeedEnv = "STRATA_SEED"
 
