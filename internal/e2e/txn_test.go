@@ -79,9 +79,13 @@ func testPipeline(t *testing.T, args []string) {
 	// records of its current transaction, without ending it.
 	var killMu sync.Mutex
 	killAt := make([]int, workers)
+	// The chaos's randomness (which worker dies, when, how long it stays
+	// away) comes from one logged seed: STRATA_SEED replays it.
+	seed := testwait.Seed(t)
 
 	runWorker := func(slot int) {
 		defer wg.Done()
+		rng := rand.New(rand.NewSource(seed + 1 + int64(slot)))
 		for {
 			select {
 			case <-stop:
@@ -168,7 +172,7 @@ func testPipeline(t *testing.T, args []string) {
 			if !again {
 				return
 			}
-			time.Sleep(time.Duration(50+rand.Intn(200)) * time.Millisecond)
+			time.Sleep(time.Duration(50+rng.Intn(200)) * time.Millisecond)
 		}
 	}
 	for i := range workers {
@@ -181,6 +185,7 @@ func testPipeline(t *testing.T, args []string) {
 	chaosDone := make(chan struct{})
 	go func() {
 		defer close(chaosDone)
+		rng := rand.New(rand.NewSource(seed))
 		tk := time.NewTicker(400 * time.Millisecond)
 		defer tk.Stop()
 		for {
@@ -189,7 +194,7 @@ func testPipeline(t *testing.T, args []string) {
 				return
 			case <-tk.C:
 				killMu.Lock()
-				killAt[rand.Intn(workers)] = 1 + rand.Intn(5)
+				killAt[rng.Intn(workers)] = 1 + rng.Intn(5)
 				killMu.Unlock()
 			}
 		}
