@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/testwait"
+	"github.com/strata-io/strata/segment"
 )
 
 // The chaos harness: a cluster of real `strata serve` processes on
@@ -404,13 +404,13 @@ func replicaBatches(dir, topic string, p int32) ([][]byte, error) {
 			}
 			return nil, err
 		}
-		for len(b) >= 12 {
-			n := int(int32(binary.BigEndian.Uint32(b[8:12])))
-			if n < 49 || 12+n > len(b) {
-				break
+		for len(b) >= segment.HeaderSize {
+			h, err := segment.ParseHeader(b)
+			if err != nil || h.Size() > int64(len(b)) {
+				break // a torn tail
 			}
-			out = append(out, b[:12+n])
-			b = b[12+n:]
+			out = append(out, b[:h.Size()])
+			b = b[h.Size():]
 		}
 	}
 	return out, nil
@@ -418,15 +418,11 @@ func replicaBatches(dir, topic string, p int32) ([][]byte, error) {
 
 // batchString names a batch for failure messages.
 func batchString(b []byte) string {
-	if len(b) < 61 {
-		return fmt.Sprintf("short batch %x", b)
+	h, err := segment.ParseHeader(b)
+	if err != nil {
+		return fmt.Sprintf("bad batch %x: %v", b[:min(len(b), segment.HeaderSize)], err)
 	}
-	base := int64(binary.BigEndian.Uint64(b[0:8]))
-	epoch := int32(binary.BigEndian.Uint32(b[12:16]))
-	lastDelta := int32(binary.BigEndian.Uint32(b[23:27]))
-	pid := int64(binary.BigEndian.Uint64(b[43:51]))
-	seq := int32(binary.BigEndian.Uint32(b[53:57]))
-	return fmt.Sprintf("[%d..%d] epoch %d pid %d seq %d len %d", base, base+int64(lastDelta), epoch, pid, seq, len(b))
+	return fmt.Sprintf("[%d..%d] epoch %d pid %d seq %d len %d", h.BaseOffset, h.LastOffset(), h.LeaderEpoch, h.ProducerID, h.BaseSequence, len(b))
 }
 
 // compareReplicas compares the batches of every replica of each

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/testwait"
+	"github.com/strata-io/strata/segment"
 )
 
 // chaosLong reports whether the long forms run (STRATA_CHAOS_LONG=1).
@@ -331,12 +331,12 @@ func TestClusterChaos(t *testing.T) {
 		victim.kill()
 		dead := time.Now()
 		var failover time.Duration
-		for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
+		testwait.UntilEvery(30*time.Second, 5*time.Millisecond, func() bool {
 			if at := acks.firstAckAfter(p, dead); !at.IsZero() {
 				failover = at.Sub(t0)
-				break
 			}
-		}
+			return failover != 0
+		})
 		if failover == 0 {
 			t.Fatalf("round %d: no produce to p%d acknowledged within 30s of SIGKILL of its leader %d", round, p, victim.id)
 		}
@@ -458,11 +458,10 @@ func TestClusterChaos(t *testing.T) {
 	// The replicas converge on identical batches.
 	var diff string
 	var batches int
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if batches, diff = c.compareReplicas(topic, parts); diff == "" {
-			break
-		}
-	}
+	testwait.UntilEvery(30*time.Second, 200*time.Millisecond, func() bool { // reads every replica from disk: every 200 ms
+		batches, diff = c.compareReplicas(topic, parts)
+		return diff == ""
+	})
 	if diff != "" {
 		ls, _ := c.partitionLeaders(ctx, adm, topic)
 		t.Errorf("replicas differ 30s after the cluster went quiet: %s (leaders: %v)", diff, ls)
@@ -829,7 +828,8 @@ func TestClusterLeaderTailAfterRestart(t *testing.T) {
 	c.net.heal(leader.id)
 	var tail int64
 	if bs, err := replicaBatches(leader.dir, topic, 0); err == nil && len(bs) > 0 {
-		tail = int64(binary.BigEndian.Uint64(bs[len(bs)-1][0:8]))
+		h, _ := segment.ParseHeader(bs[len(bs)-1]) // replicaBatches returns whole batches only
+		tail = h.BaseOffset
 	}
 	// The others go on without it.
 	ls = c.waitLeaders(ctx, adm, topic, 1, 20*time.Second)
@@ -849,11 +849,10 @@ func TestClusterLeaderTailAfterRestart(t *testing.T) {
 	}
 	var diff string
 	var batches int
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if batches, diff = c.compareReplicas(topic, 1); diff == "" {
-			break
-		}
-	}
+	testwait.UntilEvery(20*time.Second, 200*time.Millisecond, func() bool { // reads every replica from disk: every 200 ms
+		batches, diff = c.compareReplicas(topic, 1)
+		return diff == ""
+	})
 	if diff != "" {
 		t.Fatalf("broker %d (the old leader, last batch at %d when killed) did not converge: %s\n%s", leader.id, tail, diff,
 			c.grepLogs(10, "failed to clear log suffix", "below high watermark"))

@@ -3,7 +3,6 @@ package faults
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/internal/faults/check"
+	"github.com/strata-io/strata/segment"
 )
 
 // node is one `strata serve` process in its namespace.
@@ -254,20 +254,18 @@ func (n *node) replica(topic string, p int32) (check.Replica, error) {
 		if err != nil {
 			return r, err
 		}
-		for len(b) >= 61 {
-			size := int(int32(binary.BigEndian.Uint32(b[8:12])))
-			if size < 49 || 12+size > len(b) {
-				break
+		for len(b) >= segment.HeaderSize {
+			h, err := segment.ParseHeader(b)
+			if err != nil || h.Size() > int64(len(b)) {
+				break // a torn tail
 			}
-			base := int64(binary.BigEndian.Uint64(b[0:8]))
-			last := base + int64(int32(binary.BigEndian.Uint32(b[23:27])))
-			sum := sha256.Sum256(b[:12+size])
-			r.Entries = append(r.Entries, check.Rec{Offset: base, Value: hex.EncodeToString(sum[:8])})
+			sum := sha256.Sum256(b[:h.Size()])
+			r.Entries = append(r.Entries, check.Rec{Offset: h.BaseOffset, Value: hex.EncodeToString(sum[:8])})
 			if first {
-				r.Start, first = base, false
+				r.Start, first = h.BaseOffset, false
 			}
-			r.HighWatermark = last + 1
-			b = b[12+size:]
+			r.HighWatermark = h.LastOffset() + 1
+			b = b[h.Size():]
 		}
 	}
 	return r, nil
