@@ -2,8 +2,12 @@
 //
 //	strata serve [--config server.properties] [--set name=value]... [--listeners L] [--log-dirs D] [--node-id N] [--log-level L]
 //	strata version
-//	strata dev-cluster [--brokers 3] [--dir D] [--port 19092] [--set name=value]...
+//	strata dev-cluster [--brokers 3] [--controllers K] [--dir D] [--port 19092] [--set name=value]...
 //	strata debug dump-segment [--max-batches N] FILE.log
+//	strata topic|broker|group|share-group|dlq|txn|bench|certs|user|acl|quota ...
+//
+// The admin commands speak the Kafka protocol to any broker; `strata help`
+// lists them (usage in main.go) and `strata <command> help` their flags.
 //
 // # Configuration
 //
@@ -26,9 +30,11 @@
 // nothing to Strata yet (num.io.threads, controller.listener.names, ...; see
 // ignoredSettings in config.go) are accepted with a warning.
 //
-// Only the first of log.dirs is used. Only one PLAINTEXT listener is
-// served; a listener on 0.0.0.0 (or an empty host) needs an explicit
-// advertised.listeners. Port 0 picks a free port and advertises it.
+// Only the first of log.dirs is used. listeners may name several
+// listeners, each with its security protocol (PLAINTEXT, SSL,
+// SASL_PLAINTEXT, SASL_SSL) from listener.security.protocol.map
+// (security_config.go); a listener on 0.0.0.0 (or an empty host) needs an
+// explicit advertised.listeners. Port 0 picks a free port and advertises it.
 //
 // # Cluster
 //
@@ -37,9 +43,13 @@
 // replication listener (cluster_config.go; replication.listener overrides
 // where this broker binds it; strata.partition.heartbeat.timeout.ms sets
 // the partition Raft groups' heartbeat timeout, i.e. how fast a dead
-// partition leader is replaced). Every broker must be a voter for now;
-// each partition is a Raft group among its replicas (replication/doc.go). dev-cluster
-// (devcluster.go) starts such a cluster of plain processes on loopback.
+// partition leader is replaced). By default every node is both a voter
+// and a broker; process.roles=broker makes a broker-only node (a Raft
+// non-voter of the metadata quorum) and process.roles=controller a
+// controller-only one (a voter with no Kafka listener, serve_controller.go).
+// Each partition is a Raft group among its replicas (replication/doc.go).
+// dev-cluster (devcluster.go) starts such a cluster of plain processes on
+// loopback.
 //
 // # Lifecycle
 //
@@ -64,11 +74,15 @@
 // before the broker: /healthz answers at once, /readyz turns 200 when the
 // "strata ready" line is logged and 503 again when shutdown starts, and
 // /metrics serves one prometheus.Registry that serve passes to each
-// package (protocol, log, groupcoord, retention register their own series,
-// listed in their metrics.go; never the global default registry).
+// package (protocol, log, replication, groupcoord, txncoord, retention
+// register their own series, listed in their metrics.go; never the global
+// default registry).
 // /debug/pprof/ is there only with --pprof.
 //
-// main.go is thin: config.go and properties.go parse the configuration,
-// serve.go wires the packages, dump.go is the segment dump tool. Nothing
-// here is shared between goroutines except through the packages it wires.
+// main.go is thin: config.go, settings.go, properties.go and the
+// *_config.go files parse the configuration, serve.go (and
+// serve_controller.go for a controller-only node) wires the packages,
+// dump.go is the segment dump tool, and each admin command has a file of
+// its own (topic.go, group.go, ...). Nothing here is shared between
+// goroutines except through the packages it wires.
 package main

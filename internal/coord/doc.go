@@ -1,9 +1,11 @@
 // Package coord is the core every Strata coordinator is built on: the
-// group coordinator (groupcoord, on __consumer_offsets), the transaction
-// coordinator (txncoord, on __transaction_state), and next the share
-// coordinator (on __share_group_state). Each keeps its state in a
-// compacted internal topic and serves it from memory; this package owns
-// everything about that which is not specific to the state.
+// group coordinator (groupcoord, on __consumer_offsets, share groups'
+// membership included) and the transaction coordinator (txncoord, on
+// __transaction_state). Each keeps its state in a compacted internal
+// topic and serves it from memory; this package owns everything about
+// that which is not specific to the state. (Share-partition state does
+// not go through it: it is replicated in each partition's own Raft group,
+// package sharepart, and there is no __share_group_state topic.)
 //
 // # What a user supplies
 //

@@ -18,7 +18,8 @@
 // STRATA_CHAOS_HEARTBEAT sets TestClusterChaos's partition heartbeat
 // timeout (default 500ms), for measuring failover at other values.
 // The randomized tests (the chaos tests, TestCrashMidProduce,
-// TestCompactionSurvivesSIGKILL, the group churn) log their seed;
+// TestCompactionSurvivesSIGKILL, the group churn, the transactional
+// pipeline's worker kills) log their seed;
 // STRATA_SEED=<seed> replays one (internal/testwait).
 //
 // TestClusterStableUnderBurst (stability_test.go) checks that three brokers
