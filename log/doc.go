@@ -116,9 +116,12 @@
 // retention, truncation or Delete keeps its file open until the last
 // reader releases it, so a reader never sees garbage; the bytes it
 // returns are its own). Reads are bounded by the committed position
-// (the first pending batch), never by the log end. ReadUncommitted (for
-// replication) reads up to the log end; those bytes may be truncated and
-// overwritten, so it copies them under the partition's read lock instead.
+// (the first pending batch), never by the log end. ReadRegion (region.go)
+// is Read without the copy: it returns the segment's reference and the
+// file span of the batches, which Fetch sends to the socket with sendfile
+// and the caller must Release. ReadUncommitted (for replication) reads up
+// to the log end; those bytes may be truncated and overwritten, so it
+// copies them under the partition's read lock instead.
 //
 // # Waiters
 //

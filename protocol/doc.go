@@ -23,7 +23,9 @@
 //
 // Fetch responses are written with writev (fetch_encode.go): the stored
 // record sets are handed to the socket as the log returned them, not copied
-// into the response buffer.
+// into the response buffer; a large committed record set goes from the
+// segment file to the socket with sendfile (fetch_sendfile.go, a
+// log.Region released once it is sent).
 //
 // The ApiVersions response header is always v0 (no tagged fields) even for
 // flexible versions, because a client parses it before it knows what the
@@ -171,5 +173,7 @@
 //
 // errors.go holds the one table that maps log. and replication. sentinel
 // errors to Kafka error codes. A handler that panics (a bug, never bad
-// input) is recovered, logged with its stack, and its connection closed.
+// input) is recovered, logged with its stack, and its connection closed;
+// a goroutine a handler starts for one partition recovers its own panic
+// and fails only that partition with UNKNOWN_SERVER_ERROR (recover.go).
 package protocol

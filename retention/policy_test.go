@@ -23,6 +23,24 @@ import (
 //	----
 //	the PlanCompact actions and their reasons, or "nothing"
 //
+// For example (testdata/delete.txt, testdata/compact.txt):
+//
+//	plan now=6500 policy=delete retention.ms=1000
+//	0 100 1000 5000
+//	100 200 1000 6000
+//	200 300 500 7000
+//	----
+//	delete-before 100
+//	  segment 0: retention.ms: newest record 1500 ms old > 1000
+//
+//	plan-compact now=10000 policy=compact
+//	0 100 1000 5000
+//	100 200 1000 6000
+//	200 250 500 7000
+//	----
+//	compact below 200
+//	  dirty ratio 1.00 >= min.cleanable.dirty.ratio 0.5 (2000 dirty of 2000 bytes); clean up to 200
+//
 // If a script test fails, run `go test ./retention -run TestPolicyScripts
 // -rewrite` and inspect the diff. Only commit the changes if you
 // understand what caused them.

@@ -4,8 +4,14 @@
 // time index, append, lookup, and recovery of a torn tail. It also defines
 // the FS the storage engine writes through (fs.go), the operating system's
 // implementation (osfs.go, with mmap on Linux) and an in-memory one with
-// strict sync semantics and fault injection for crash tests (memfs.go).
-// It imports nothing else of Strata's.
+// strict sync semantics and fault injection for crash tests (memfs.go),
+// and ReplaceFile (replace.go), the one atomic replace of a small file
+// (temp file, fsync, rename, fsync of the directory) every package that
+// rewrites one uses. The batch format is exported once, here, for every
+// package that reads or builds batches: the header layout (batch.go: the
+// Off* offsets, HeaderSize, ParseHeader, AppendBatch), the records inside
+// a batch (records.go) and the codecs with their bound on decompressed
+// size (codec.go). It imports nothing else of Strata's.
 //
 // # Files
 //
@@ -69,9 +75,11 @@
 // sealed) and only when the timestamp grows, so entries strictly increase.
 //
 // Index files are preallocated to segment.index.bytes and memory-mapped
-// (MAP_SHARED; fsync of the file writes the mapped pages back) while the
-// segment is active, and trimmed to their used size when it is sealed at
-// roll or closed, as Kafka does. Opening an index looks for its end only
+// (MAP_SHARED) while the segment is active, and trimmed to their used size
+// when it is sealed at roll or closed, as Kafka does. On Linux and MemFS
+// the mapping is detached (index.go): the index holds no file descriptor,
+// msync of the mapping makes its entries durable, and the file is opened
+// again by path only to trim it. Opening an index looks for its end only
 // within the file's length before preallocation (a new segment's indexes
 // are not read at all), and the mapping is advised MADV_RANDOM: faulting
 // in a fresh mapping with the device's read-ahead cost several ms per
