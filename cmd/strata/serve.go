@@ -131,17 +131,7 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	// set before this start, then every change (OnBrokerProps above).
 	cleanerRef.Store(cleaner)
 	setCleanerProps(cleaner, broker.EffectiveBrokerProps(), logger)
-	pcfg := protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg,
-		Share: cfg.Share, GroupConfig: cfg.GroupConfig, ShareVersion: cfg.ShareVersion}
-	cfg.Limits.apply(&pcfg)
-	cfg.Quotas.apply(&pcfg)
-	cfg.ACLs.apply(&pcfg)
-	pcfg.InterBrokerClient = cfg.Security.InterBroker.opts()
-	ensureInterBrokerScram(ctx, broker, cfg.Security.InterBroker, logger)
-	srv := protocol.NewServer(pcfg, broker)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ServeListener(lns.kafka, lns.extra.main) }()
-	lns.extra.serve(srv, serveErr)
+	srv, serveErr := startKafkaServer(ctx, cfg, lns, broker, reg, logger)
 	logger.Info("strata ready", "listener", lns.kafka.Addr().String(), "advertised", lns.advertised.String(),
 		"node_id", cfg.NodeID, "cluster_id", broker.ClusterID(), "data_dir", dataDir,
 		"inter_broker_protocol", cfg.Security.InterBroker.Protocol, "inter_broker_principal", cfg.Security.InterBroker.Principal)
@@ -153,21 +143,46 @@ func serve(ctx context.Context, stop func(), cfg *Config, logger *slog.Logger, r
 	defer runIdleProcs(cfg, logger)()
 	defer logRaftStateOnSIGUSR1(broker)()
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down", "cause", context.Cause(ctx))
-	case runErr = <-serveErr:
-		if runErr == nil {
-			runErr = errors.New("server stopped unexpectedly")
-		}
-		logger.Error("kafka listener failed", "err", runErr)
-	}
+	runErr := awaitStop(ctx, serveErr, logger)
 	if stop != nil {
 		stop()
 	}
 	watchdog = shutdownBroker(cfg, shutdownParts{mon: mon, cons: cons, cleaner: cleaner, srv: srv, broker: broker}, &runErr, logger)
 	return runErr
+}
+
+// startKafkaServer builds the Kafka server's config from cfg and serves
+// it on the bound Kafka listeners; serveErr receives the first listener's
+// failure.
+func startKafkaServer(ctx context.Context, cfg *Config, lns *serveListeners, broker *replication.Broker, reg *prometheus.Registry, logger *slog.Logger) (srv *protocol.Server, serveErr chan error) {
+	pcfg := protocol.Config{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: logger, Groups: cfg.Groups, Txns: cfg.Txns, Registerer: reg,
+		Share: cfg.Share, GroupConfig: cfg.GroupConfig, ShareVersion: cfg.ShareVersion}
+	cfg.Limits.apply(&pcfg)
+	cfg.Quotas.apply(&pcfg)
+	cfg.ACLs.apply(&pcfg)
+	pcfg.InterBrokerClient = cfg.Security.InterBroker.opts()
+	ensureInterBrokerScram(ctx, broker, cfg.Security.InterBroker, logger)
+	srv = protocol.NewServer(pcfg, broker)
+	serveErr = make(chan error, 1)
+	go func() { serveErr <- srv.ServeListener(lns.kafka, lns.extra.main) }()
+	lns.extra.serve(srv, serveErr)
+	return srv, serveErr
+}
+
+// awaitStop waits until ctx ends (a signal) or the Kafka listener fails,
+// and returns the listener's error (nil after a signal).
+func awaitStop(ctx context.Context, serveErr <-chan error, logger *slog.Logger) error {
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "cause", context.Cause(ctx))
+		return nil
+	case err := <-serveErr:
+		if err == nil {
+			err = errors.New("server stopped unexpectedly")
+		}
+		logger.Error("kafka listener failed", "err", err)
+		return err
+	}
 }
 
 // serveListeners are the sockets a broker binds before any disk work: a
