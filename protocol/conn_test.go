@@ -202,7 +202,11 @@ func TestRequestByteBudget(t *testing.T) {
 		t.Fatal("acquire after release refused")
 	}
 	go func() { got <- c.acquire(100) }()
-	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-got:
+		t.Fatal("acquire over budget did not wait")
+	case <-time.After(20 * time.Millisecond): // waiting (or not started yet: close refuses it either way)
+	}
 	c.close()
 	if <-got {
 		t.Fatal("acquire after close succeeded")

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/groupconfig"
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -66,18 +67,14 @@ func TestShareDLQCrashBetweenWriteAndDone(t *testing.T) {
 	w.mu.Unlock()
 	waitCrashes := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		got := 0
+		if !testwait.Until(20*time.Second, func() bool {
 			mu.Lock()
-			got := crashes
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d crashes after the write, want %d", got, n)
-			}
-			time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
+			defer mu.Unlock()
+			got = crashes
+			return got >= n
+		}) {
+			t.Fatalf("%d crashes after the write, want %d", got, n)
 		}
 	}
 	a := &shareClient{t: t, cl: c.client(), group: "g", member: "a", topicID: info.ID}
@@ -139,19 +136,16 @@ func TestShareDLQCrashBetweenWriteAndDone(t *testing.T) {
 // waitLetters waits until n dead letters wait on jobs-0 for g.
 func waitLetters(t *testing.T, c *testCluster, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	got := -1
+	if !testwait.Until(20*time.Second, func() bool {
 		reg, err := c.b.ShareRegistry("jobs", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := reg.DeadWaiting()["g"]; got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dead letters waiting, want %d", reg.DeadWaiting()["g"], n)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
+		got = reg.DeadWaiting()["g"]
+		return got == n
+	}) {
+		t.Fatalf("%d dead letters waiting, want %d", got, n)
 	}
 }
 

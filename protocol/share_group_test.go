@@ -128,10 +128,9 @@ func TestShareGroupMembershipOverTheWire(t *testing.T) {
 	// m3 goes silent: m1 and m2 heartbeat until its session expires,
 	// and m1 is told its new assignment.
 	epochs := map[string]int32{"m1": 1, "m2": 2}
-	deadline := time.Now().Add(15 * time.Second)
-	for len(shareDescribe(t, cl, "workers").Members) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("m3 never expired: %+v", shareDescribe(t, cl, "workers"))
+	if !testwait.UntilEvery(15*time.Second, 100*time.Millisecond, func() bool {
+		if len(shareDescribe(t, cl, "workers").Members) == 2 {
+			return true
 		}
 		for _, m := range []string{"m1", "m2"} {
 			r = shareHB(t, cl, "workers", m, epochs[m])
@@ -140,7 +139,9 @@ func TestShareGroupMembershipOverTheWire(t *testing.T) {
 			}
 			epochs[m] = r.MemberEpoch
 		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("m3 never expired: %+v", shareDescribe(t, cl, "workers"))
 	}
 	r = shareHB(t, cl, "workers", "m1", epochs["m1"], "jobs")
 	if r.ErrorCode != 0 || r.MemberEpoch != 4 || assignedCount(r) != 1 {
