@@ -53,17 +53,17 @@ func (im *image) restoreACLs(list []acl.Binding) error {
 }
 
 // ACLs returns the current bindings (immutable; nil when there are none).
-func (b *Broker) ACLs() *acl.Set { return b.img.Load().acls }
+func (q *metadataQuorum) ACLs() *acl.Set { return q.img.Load().acls }
 
 // ChangeACLs commits ch through the metadata quorum.
-func (b *Broker) ChangeACLs(ctx context.Context, ch ACLChange) error {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) ChangeACLs(ctx context.Context, ch ACLChange) error {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	if _, err := b.commitLocked(Command{Type: CmdACLs, ACLs: &ch}); err != nil {
+	defer q.mu.Unlock()
+	if _, err := q.commitLocked(Command{Type: CmdACLs, ACLs: &ch}); err != nil {
 		return err
 	}
-	b.logger.Info("ACLs changed", "created", len(ch.Create), "deleted", len(ch.Delete))
+	q.logger.Info("ACLs changed", "created", len(ch.Create), "deleted", len(ch.Delete))
 	return nil
 }

@@ -7,15 +7,11 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
-	"github.com/strata-io/strata/replication/raftconf"
-	"github.com/strata-io/strata/replication/raftstore"
-	"github.com/strata-io/strata/replication/transport"
 	"github.com/strata-io/strata/retention"
 	"github.com/strata-io/strata/segment"
 )
@@ -34,90 +30,28 @@ const (
 	maxPartitionsPerBroker = 200000
 )
 
-// Broker is this node's view of the cluster: replicated metadata, and the
-// partitions it hosts. Safe for concurrent use.
+// Broker is this node's view of the cluster: a thin façade over its two
+// units, which it starts and stops together. Safe for concurrent use.
 //
-// Readers (Topics, Topic, Partition, Produce, ...) load the current
-// metadata image through an atomic pointer and never block on writers.
-// Writers (CreateTopic, DeleteTopic, CreatePartitions, SetTopicConfigs,
-// AllocateProducerID, Close) hold mu, which makes them the single writer of
-// both the metadata log and the image.
+//   - metadataQuorum (metadata_quorum.go): the replicated metadata -- the
+//     metadata Raft group, its image, the single writer that validates and
+//     proposes commands, and the controller's requests.
+//   - partitionReplicas (partition_replicas.go): the partitions this
+//     broker hosts -- their logs and Raft groups, the local effects of
+//     applied metadata commands, leader reports, reassignment, leader
+//     rebalance and disk space.
+//
+// Both share a node (node.go): the settings, the replication transport
+// and the lifecycle. The quorum reaches the replicas only through the
+// replicaEffects interface; the replicas read the quorum's image and
+// propose through it.
 type Broker struct {
-	cfg       BrokerConfig
-	logger    *slog.Logger
-	logs      *log.Manager
-	clusterID string
+	*node
+	*metadataQuorum
+	*partitionReplicas
 
-	// img is the current metadata; replaced only with mu held, after the
-	// command that produced it is durable in the metadata log.
-	img atomic.Pointer[image]
-
-	mu      writerLock // this broker's single metadata writer (validate + propose); writer_lock.go
-	pidNext int64      // next producer ID of the reserved block; protected by mu
-	pidEnd  int64      // end (exclusive) of the reserved block; protected by mu. Invariant: pidNext <= pidEnd
-
-	// The metadata Raft group (broker_raft.go); set by openRaft, then
-	// read-only.
-	raft  *raft.Raft
-	mux   *transport.Mux
-	rlog  *raftstore.LogFile
-	fsm   *metadataFSM
-	fresh bool // the metadata raft store was empty at start
-
-	// ready is set once start() has reconciled the disk with the image;
-	// before that, applied commands have no local effects (onApply).
-	ready atomic.Bool
-	// effMu serializes local effects (onApply, reconcile). Taken on the
-	// FSM goroutine, so never held while waiting for raft.
-	effMu sync.Mutex
-
-	// groups are the running partition Raft groups (partition_group.go),
-	// one per open local partition. Lock order: effMu, then groupsMu;
-	// groupsMu is never held while waiting for raft.
-	groupsMu sync.RWMutex
-	groups   map[log.TopicPartition]*partitionGroup // protected by groupsMu
-	byRaft   map[*raft.Raft]*partitionGroup         // protected by groupsMu
-	// guards keep a partition's open and removal apart (partition_guard.go).
-	guards *partitionGuards
-	// testHookOpening, when set, runs in openLog under the partition's
-	// guard before the group starts (tests hold an open there).
-	testHookOpening func(log.TopicPartition)
-	// partitionTiming is the raft timing of groups with several voters.
-	partitionTiming raftconf.Timing
-
-	// Leader reports (partition_leaders.go): groups' raft observations
-	// arrive on obsCh (observe), groups to report wait in reports
-	// (reportLeaders). stop ends both goroutines.
-	obsCh        chan raft.Observation
-	reportMu     sync.Mutex
-	reports      map[log.TopicPartition]*partitionGroup // protected by reportMu
-	reportWake   chan struct{}
-	stop         chan struct{}
-	stopOnce     sync.Once
-	observerDone chan struct{}
-	memoDone     chan struct{}
-	reporterDone chan struct{}
-	reassignDone chan struct{}
-	// rebalanceDone closes when rebalanceLoop (rebalance.go) ends.
-	rebalanceDone chan struct{}
-	// fenceDone closes when fenceLoop (fencing.go) ends.
-	fenceDone chan struct{}
-	// announce wakes announceCommits (broker_raft.go) after a proposal
-	// committed here; announceDone closes when it ends.
-	announce     chan struct{}
-	announceDone chan struct{}
-
-	// disk is the data directory's free-space state (disk_space.go).
-	disk diskState
-
-	closed    atomic.Bool // set first thing in Close; writers check it under mu
 	closeOnce sync.Once
 	closeErr  error
-
-	// Handlers of requests to the controller by name
-	// (controller_ext.go); protected by extMu.
-	extMu sync.Mutex
-	ext   map[string]func([]byte) ([]byte, error)
 }
 
 // NewBroker opens the metadata store and every local partition under
@@ -160,22 +94,11 @@ func NewBroker(cfg BrokerConfig, logs *log.Manager) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, logger: logger, logs: logs, clusterID: mp.ClusterID, mu: newWriterLock(),
-		groups: map[log.TopicPartition]*partitionGroup{}, byRaft: map[*raft.Raft]*partitionGroup{},
-		guards:          newPartitionGuards(),
-		partitionTiming: raftconf.PartitionTiming,
-		obsCh:           make(chan raft.Observation, 4096), reports: map[log.TopicPartition]*partitionGroup{},
-		reportWake: make(chan struct{}, 1), stop: make(chan struct{}),
-		observerDone: make(chan struct{}), memoDone: make(chan struct{}), reporterDone: make(chan struct{}), reassignDone: make(chan struct{}),
-		announce: make(chan struct{}, 1), announceDone: make(chan struct{}), rebalanceDone: make(chan struct{}),
-		fenceDone: make(chan struct{})}
-	if cfg.PartitionHeartbeat > 0 {
-		b.partitionTiming = raftconf.PartitionTimingFor(cfg.PartitionHeartbeat)
-	}
-	// The loops below read the image from their first tick (reassignLoop
-	// every 250 ms); openRaft's FSM takes this one over, and a start whose
-	// openRaft took longer found none.
-	b.img.Store(newImage())
+	n := &node{cfg: cfg, logger: logger, stop: make(chan struct{})}
+	q := newMetadataQuorum(n, mp.ClusterID)
+	r := newPartitionReplicas(n, q, logs)
+	q.local = r
+	b := &Broker{node: n, metadataQuorum: q, partitionReplicas: r}
 	go b.observe()
 	go b.sweepMemos()
 	go b.reportLeaders()
@@ -329,24 +252,21 @@ func (b *Broker) start() error {
 	return nil
 }
 
-// openLogsLocked opens the local logs of t's partitions from first on.
-func (b *Broker) openLogsLocked(t *TopicInfo, first int32) error { return b.openLogs(t, first) }
-
 // finishDeleteLocked removes a deleted topic's logs and records that.
-func (b *Broker) finishDeleteLocked(id [16]byte, pd pendingDelete) error {
-	if err := b.deleteLogs(pd); err != nil {
+func (q *metadataQuorum) finishDeleteLocked(id [16]byte, pd pendingDelete) error {
+	if err := q.local.deleteLogs(pd); err != nil {
 		return err
 	}
-	_, err := b.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: id})
+	_, err := q.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: id})
 	return err
 }
 
 // hasLog reports whether the manager knows tp (open, or found on disk).
-func (b *Broker) hasLog(tp log.TopicPartition) bool {
-	if b.logs.Get(tp) != nil {
+func (r *partitionReplicas) hasLog(tp log.TopicPartition) bool {
+	if r.logs.Get(tp) != nil {
 		return true
 	}
-	for _, q := range b.logs.Partitions() {
+	for _, q := range r.logs.Partitions() {
 		if q == tp {
 			return true
 		}
@@ -356,23 +276,23 @@ func (b *Broker) hasLog(tp log.TopicPartition) bool {
 
 // lockWriter takes the writer lock unless the broker is closed or ctx is
 // done.
-func (b *Broker) lockWriter(ctx context.Context) error {
-	if err := b.mu.LockCtx(ctx); err != nil {
+func (q *metadataQuorum) lockWriter(ctx context.Context) error {
+	if err := q.mu.LockCtx(ctx); err != nil {
 		return err
 	}
-	if b.closed.Load() {
-		b.mu.Unlock()
+	if q.closed.Load() {
+		q.mu.Unlock()
 		return ErrShuttingDown
 	}
 	return nil
 }
 
-func (b *Broker) NodeID() int32     { return b.cfg.NodeID }
-func (b *Broker) ClusterID() string { return b.clusterID }
+func (n *node) NodeID() int32               { return n.cfg.NodeID }
+func (q *metadataQuorum) ClusterID() string { return q.clusterID }
 
 // Brokers returns the registered brokers sorted by node ID.
-func (b *Broker) Brokers() []BrokerInfo {
-	img := b.img.Load()
+func (q *metadataQuorum) Brokers() []BrokerInfo {
+	img := q.img.Load()
 	out := make([]BrokerInfo, 0, len(img.brokers))
 	for _, bi := range img.brokers {
 		out = append(out, bi)
@@ -382,17 +302,17 @@ func (b *Broker) Brokers() []BrokerInfo {
 }
 
 // Config returns the broker configuration (a copy).
-func (b *Broker) Config() BrokerConfig {
-	c := b.cfg
-	c.BrokerProps = copyConfigs(b.cfg.BrokerProps)
+func (n *node) Config() BrokerConfig {
+	c := n.cfg
+	c.BrokerProps = copyConfigs(n.cfg.BrokerProps)
 	return c
 }
 
 // Topics returns every topic, sorted by name. The TopicInfo values share
 // their slices and maps with the metadata image: callers must not modify
 // them.
-func (b *Broker) Topics() []TopicInfo {
-	img := b.img.Load()
+func (q *metadataQuorum) Topics() []TopicInfo {
+	img := q.img.Load()
 	out := make([]TopicInfo, 0, len(img.names))
 	for _, n := range img.names {
 		out = append(out, *img.topics[n])
@@ -401,8 +321,8 @@ func (b *Broker) Topics() []TopicInfo {
 }
 
 // Topic looks a topic up by name.
-func (b *Broker) Topic(name string) (TopicInfo, bool) {
-	t, ok := b.img.Load().topics[name]
+func (q *metadataQuorum) Topic(name string) (TopicInfo, bool) {
+	t, ok := q.img.Load().topics[name]
 	if !ok {
 		return TopicInfo{}, false
 	}
@@ -410,8 +330,8 @@ func (b *Broker) Topic(name string) (TopicInfo, bool) {
 }
 
 // TopicByID looks a topic up by ID.
-func (b *Broker) TopicByID(id [16]byte) (TopicInfo, bool) {
-	t, ok := b.img.Load().byID[id]
+func (q *metadataQuorum) TopicByID(id [16]byte) (TopicInfo, bool) {
+	t, ok := q.img.Load().byID[id]
 	if !ok {
 		return TopicInfo{}, false
 	}
@@ -421,27 +341,27 @@ func (b *Broker) TopicByID(id [16]byte) (TopicInfo, bool) {
 // CreateTopic validates and (unless ValidateOnly) creates a topic,
 // creating its partition logs. Returns the topic as created (or as it
 // would be).
-func (b *Broker) CreateTopic(ctx context.Context, req CreateTopicRequest) (TopicInfo, error) {
-	t, err := b.createTopic(ctx, req)
+func (q *metadataQuorum) CreateTopic(ctx context.Context, req CreateTopicRequest) (TopicInfo, error) {
+	t, err := q.createTopic(ctx, req)
 	if err != nil || req.ValidateOnly {
 		return t, err
 	}
 	// Answer once the new partitions' groups have elected leaders (as
 	// Kafka answers once the controller chose them), without the writer
 	// lock: the leaders' reports go through the controller.
-	b.waitLeaders(ctx, req.Name, 0)
-	if t2, ok := b.Topic(req.Name); ok && t2.ID == t.ID {
+	q.waitLeaders(ctx, req.Name, 0)
+	if t2, ok := q.Topic(req.Name); ok && t2.ID == t.ID {
 		return t2, nil
 	}
 	return t, nil
 }
 
-func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (TopicInfo, error) {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) createTopic(ctx context.Context, req CreateTopicRequest) (TopicInfo, error) {
+	if err := q.lockWriter(ctx); err != nil {
 		return TopicInfo{}, err
 	}
-	defer b.mu.Unlock()
-	img := b.img.Load()
+	defer q.mu.Unlock()
+	img := q.img.Load()
 	if err := validateTopicName(req.Name); err != nil {
 		return TopicInfo{}, err
 	}
@@ -451,11 +371,11 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	if other := img.collidingTopic(req.Name); other != "" {
 		return TopicInfo{}, fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide)", ErrInvalidTopic, req.Name, other)
 	}
-	assign, err := b.assignLocked(img, req)
+	assign, err := q.assignLocked(img, req)
 	if err != nil {
 		return TopicInfo{}, err
 	}
-	if assign, err = checkOrPlace(img, b.brokerPropsOf(img), assign, req.Assignment == nil, 0); err != nil {
+	if assign, err = checkOrPlace(img, q.brokerPropsOf(img), assign, req.Assignment == nil, 0); err != nil {
 		return TopicInfo{}, err
 	}
 	if err := checkPartitionBudget(img, len(assign)); err != nil {
@@ -464,7 +384,7 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 	if err := retention.ValidateTopic(req.Configs); err != nil {
 		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if _, err := retention.LogConfig(req.Configs, b.brokerProps()); err != nil {
+	if _, err := retention.LogConfig(req.Configs, q.brokerProps()); err != nil {
 		return TopicInfo{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	// A collision of 122 random bits does not happen; the bound only keeps
@@ -481,33 +401,33 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 		}
 		return *next.topics[req.Name], nil
 	}
-	if err := b.controllerDiskErr(); err != nil {
+	if err := q.controllerDiskErr(); err != nil {
 		return TopicInfo{}, err
 	}
 	// A same-named topic whose deletion did not finish, or partition
 	// directories of no topic, must not become the new topic's data.
-	finished, err := b.removeLeftoversLocked(req.Name)
+	finished, err := q.local.removeLeftoversLocked(req.Name)
 	if err != nil {
 		return TopicInfo{}, err
 	}
 	for _, pid := range finished {
-		if _, err := b.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: pid}); err != nil {
+		if _, err := q.commitLocked(Command{Type: CmdDeleteTopicDone, TopicID: pid}); err != nil {
 			return TopicInfo{}, err
 		}
 	}
-	next, err := b.commitLocked(c)
+	next, err := q.commitLocked(c)
 	if err != nil {
 		return TopicInfo{}, err
 	}
 	t := next.topics[req.Name]
-	openErr := b.openLogsLocked(t, 0)
+	openErr := q.local.openLogs(t, 0)
 	// The command is durable: publish even if a log failed to open (the
 	// next start retries it), so that metadata and disk agree on restart.
 	if openErr != nil {
-		b.logger.Error("topic created but a partition log failed to open", "topic", req.Name, "err", openErr)
+		q.logger.Error("topic created but a partition log failed to open", "topic", req.Name, "err", openErr)
 		return *t, openErr
 	}
-	b.logger.Info("topic created", "topic", req.Name, "partitions", len(t.Partitions), "configs", len(req.Configs))
+	q.logger.Info("topic created", "topic", req.Name, "partitions", len(t.Partitions), "configs", len(req.Configs))
 	return *t, nil
 }
 
@@ -519,27 +439,27 @@ func (b *Broker) createTopic(ctx context.Context, req CreateTopicRequest) (Topic
 // FSM opened its partitions and raft groups -- those are not leftovers
 // (removing them under a running group made raft panic). Then it answers
 // ErrTopicExists and removes nothing.
-func (b *Broker) removeLeftoversLocked(name string) ([][16]byte, error) {
-	b.effMu.Lock()
-	defer b.effMu.Unlock()
-	cur := b.img.Load()
+func (r *partitionReplicas) removeLeftoversLocked(name string) ([][16]byte, error) {
+	r.effMu.Lock()
+	defer r.effMu.Unlock()
+	cur := r.meta.img.Load()
 	if _, ok := cur.topics[name]; ok {
 		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
 	}
 	var finished [][16]byte
 	for pid, pd := range cur.pending {
 		if pd.Name == name {
-			if err := b.deleteLogs(pd); err != nil {
+			if err := r.deleteLogs(pd); err != nil {
 				return nil, err
 			}
 			finished = append(finished, pid)
 		}
 	}
-	for _, tp := range b.logs.Partitions() {
+	for _, tp := range r.logs.Partitions() {
 		if tp.Topic != name {
 			continue
 		}
-		if err := b.deleteStray(tp); err != nil {
+		if err := r.deleteStray(tp); err != nil {
 			return nil, fmt.Errorf("replication: remove stray %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
 	}
@@ -548,20 +468,20 @@ func (b *Broker) removeLeftoversLocked(name string) ([][16]byte, error) {
 
 // deleteStray deletes tp's directory unless a group runs on it, under
 // tp's guard.
-func (b *Broker) deleteStray(tp log.TopicPartition) error {
-	g := b.guards.of(tp)
+func (r *partitionReplicas) deleteStray(tp log.TopicPartition) error {
+	g := r.guards.of(tp)
 	g.Lock()
 	defer g.Unlock()
-	if b.group(tp) != nil {
+	if r.group(tp) != nil {
 		return nil
 	}
-	b.logger.Warn("removing stray partition directory before creating its topic", "topic", tp.Topic, "partition", tp.Partition)
-	return b.logs.Delete(tp)
+	r.logger.Warn("removing stray partition directory before creating its topic", "topic", tp.Topic, "partition", tp.Partition)
+	return r.logs.Delete(tp)
 }
 
 // assignLocked checks partitions, replication factor and any explicit
 // assignment of req and returns the assignment to persist.
-func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment, error) {
+func (q *metadataQuorum) assignLocked(img *image, req CreateTopicRequest) ([]Assignment, error) {
 	if req.Assignment != nil {
 		if req.NumPartitions != -1 && req.NumPartitions != int32(len(req.Assignment)) {
 			return nil, fmt.Errorf("%w: both partition count %d and an assignment of %d partitions given", ErrInvalidReplicaAssignment, req.NumPartitions, len(req.Assignment))
@@ -583,7 +503,7 @@ func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment,
 	}
 	n := req.NumPartitions
 	if n == -1 {
-		n = b.cfg.NumPartitions
+		n = q.cfg.NumPartitions
 	}
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: %d partitions; must be at least 1", ErrInvalidPartitions, n)
@@ -593,7 +513,7 @@ func (b *Broker) assignLocked(img *image, req CreateTopicRequest) ([]Assignment,
 	}
 	rf := req.ReplicationFactor
 	if rf == -1 {
-		rf = b.cfg.DefaultReplicationFactor
+		rf = q.cfg.DefaultReplicationFactor
 	}
 	return autoAssign(img, 0, n, int(rf))
 }
@@ -657,19 +577,19 @@ func checkExplicit(img *image, list [][]int32, first int32, rf int) ([]Assignmen
 
 // AutoCreate creates name with the broker defaults if auto.create.topics.enable
 // is set and the name is valid; it returns the topic either way if it exists.
-func (b *Broker) AutoCreate(ctx context.Context, name string) (TopicInfo, error) {
-	if t, ok := b.Topic(name); ok {
+func (q *metadataQuorum) AutoCreate(ctx context.Context, name string) (TopicInfo, error) {
+	if t, ok := q.Topic(name); ok {
 		return t, nil
 	}
-	if !b.cfg.AutoCreateTopics {
+	if !q.cfg.AutoCreateTopics {
 		return TopicInfo{}, fmt.Errorf("%w: %s (auto.create.topics.enable=false)", ErrUnknownTopicOrPartition, name)
 	}
 	if err := validateTopicName(name); err != nil {
 		return TopicInfo{}, err
 	}
-	t, err := b.CreateTopic(ctx, CreateTopicRequest{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+	t, err := q.CreateTopic(ctx, CreateTopicRequest{Name: name, NumPartitions: -1, ReplicationFactor: -1})
 	if errors.Is(err, ErrTopicExists) {
-		if t, ok := b.Topic(name); ok {
+		if t, ok := q.Topic(name); ok {
 			return t, nil
 		}
 	}
@@ -680,50 +600,50 @@ func (b *Broker) AutoCreate(ctx context.Context, name string) (TopicInfo, error)
 // metadata (durably), then from disk. If removing files fails, the topic is
 // still deleted; the files are removed at the next start or before a topic
 // of the same name is created.
-func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
-	if !b.cfg.DeleteTopicEnable {
+func (q *metadataQuorum) DeleteTopic(ctx context.Context, name string) error {
+	if !q.cfg.DeleteTopicEnable {
 		return fmt.Errorf("%w: %s (delete.topic.enable=false)", ErrTopicDeletionDisabled, name)
 	}
-	if err := b.lockWriter(ctx); err != nil {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	t, ok := b.img.Load().topics[name]
+	defer q.mu.Unlock()
+	t, ok := q.img.Load().topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
 	}
-	next, err := b.commitLocked(Command{Type: CmdDeleteTopic, Topic: name, TopicID: t.ID})
+	next, err := q.commitLocked(Command{Type: CmdDeleteTopic, Topic: name, TopicID: t.ID})
 	if err != nil {
 		return err
 	}
-	if err := b.finishDeleteLocked(t.ID, next.pending[t.ID]); err != nil {
-		b.logger.Error("topic deleted but its logs were not all removed; retried at next start", "topic", name, "err", err)
+	if err := q.finishDeleteLocked(t.ID, next.pending[t.ID]); err != nil {
+		q.logger.Error("topic deleted but its logs were not all removed; retried at next start", "topic", name, "err", err)
 		return nil
 	}
-	b.logger.Info("topic deleted", "topic", name)
+	q.logger.Info("topic deleted", "topic", name)
 	return nil
 }
 
 // CreatePartitions grows a topic to count partitions. assignment, when
 // non-nil, gives the replicas of each new partition.
-func (b *Broker) CreatePartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
+func (q *metadataQuorum) CreatePartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
 	var cur int32
-	if t, ok := b.Topic(name); ok {
+	if t, ok := q.Topic(name); ok {
 		cur = int32(len(t.Partitions))
 	}
-	if err := b.createPartitions(ctx, name, count, assignment, validateOnly); err != nil || validateOnly {
+	if err := q.createPartitions(ctx, name, count, assignment, validateOnly); err != nil || validateOnly {
 		return err
 	}
-	b.waitLeaders(ctx, name, cur)
+	q.waitLeaders(ctx, name, cur)
 	return nil
 }
 
-func (b *Broker) createPartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) createPartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	img := b.img.Load()
+	defer q.mu.Unlock()
+	img := q.img.Load()
 	t, ok := img.topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
@@ -749,7 +669,7 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 	if err != nil {
 		return err
 	}
-	if assign, err = checkOrPlace(img, b.brokerPropsOf(img), assign, assignment == nil, cur); err != nil {
+	if assign, err = checkOrPlace(img, q.brokerPropsOf(img), assign, assignment == nil, cur); err != nil {
 		return err
 	}
 	if err := checkPartitionBudget(img, len(assign)); err != nil {
@@ -760,73 +680,78 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 		_, err := img.Apply(c)
 		return err
 	}
-	if err := b.controllerDiskErr(); err != nil {
+	if err := q.controllerDiskErr(); err != nil {
 		return err
 	}
-	next, err := b.commitLocked(c)
+	next, err := q.commitLocked(c)
 	if err != nil {
 		return err
 	}
-	openErr := b.openLogsLocked(next.topics[name], cur)
+	openErr := q.local.openLogs(next.topics[name], cur)
 	if openErr != nil {
 		return openErr
 	}
-	b.logger.Info("partitions created", "topic", name, "from", cur, "to", count)
+	q.logger.Info("partitions created", "topic", name, "from", cur, "to", count)
 	return nil
 }
 
 // SetTopicConfigs replaces a topic's config overrides with configs (the
 // complete set; IncrementalAlterConfigs merges into TopicInfo.Configs
 // first) and applies them to the live partitions.
-func (b *Broker) SetTopicConfigs(ctx context.Context, name string, configs map[string]string, validateOnly bool) error {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) SetTopicConfigs(ctx context.Context, name string, configs map[string]string, validateOnly bool) error {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	t, ok := b.img.Load().topics[name]
+	defer q.mu.Unlock()
+	t, ok := q.img.Load().topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
 	}
-	cfg, err := retention.LogConfig(configs, b.brokerProps())
+	cfg, err := retention.LogConfig(configs, q.brokerProps())
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if validateOnly {
 		return nil
 	}
-	_, err = b.commitLocked(Command{Type: CmdSetTopicConfigs, Topic: name, Configs: configs})
+	_, err = q.commitLocked(Command{Type: CmdSetTopicConfigs, Topic: name, Configs: configs})
 	if err != nil {
 		return err
 	}
+	q.local.setLogConfigs(t, cfg)
+	q.logger.Info("topic configs set", "topic", name, "configs", len(configs))
+	return nil
+}
+
+// setLogConfigs gives t's open local logs cfg.
+func (r *partitionReplicas) setLogConfigs(t *TopicInfo, cfg log.Config) {
 	for _, p := range t.Partitions {
-		if lp := b.logs.Get(log.TopicPartition{Topic: name, Partition: p.Partition}); lp != nil {
+		if lp := r.logs.Get(log.TopicPartition{Topic: t.Name, Partition: p.Partition}); lp != nil {
 			lp.SetConfig(cfg)
 		}
 	}
-	b.logger.Info("topic configs set", "topic", name, "configs", len(configs))
-	return nil
 }
 
 // Partition returns the local log of a partition this broker leads.
 // ErrUnknownTopicOrPartition or ErrNotLeader otherwise.
-func (b *Broker) Partition(topic string, partition int32) (*log.Partition, error) {
-	lp, _, err := b.partition(topic, partition)
+func (r *partitionReplicas) Partition(topic string, partition int32) (*log.Partition, error) {
+	lp, _, err := r.partition(topic, partition)
 	return lp, err
 }
 
-func (b *Broker) partition(topic string, partition int32) (*log.Partition, PartitionInfo, error) {
-	if b.closed.Load() {
+func (r *partitionReplicas) partition(topic string, partition int32) (*log.Partition, PartitionInfo, error) {
+	if r.closed.Load() {
 		return nil, PartitionInfo{}, ErrShuttingDown
 	}
-	t, ok := b.img.Load().topics[topic]
+	t, ok := r.meta.img.Load().topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
 		return nil, PartitionInfo{}, fmt.Errorf("%w: %s-%d", ErrUnknownTopicOrPartition, topic, partition)
 	}
 	pi := t.Partitions[partition]
-	if pi.Leader != b.cfg.NodeID {
+	if pi.Leader != r.cfg.NodeID {
 		return nil, pi, fmt.Errorf("%w: %s-%d is led by %d", ErrNotLeader, topic, partition, pi.Leader)
 	}
-	lp := b.logs.Get(log.TopicPartition{Topic: topic, Partition: partition})
+	lp := r.logs.Get(log.TopicPartition{Topic: topic, Partition: partition})
 	if lp == nil {
 		return nil, pi, fmt.Errorf("%w: %s-%d has no open log", log.ErrStorage, topic, partition)
 	}
@@ -837,18 +762,18 @@ func (b *Broker) partition(topic string, partition int32) (*log.Partition, Parti
 // they are committed (the high watermark has passed them). With one voter
 // the write is committed as soon as it is in the log. A retried idempotent
 // batch returns the original offsets with Duplicate set.
-func (b *Broker) Produce(ctx context.Context, topic string, partition int32, records []byte) (log.AppendResult, error) {
+func (r *partitionReplicas) Produce(ctx context.Context, topic string, partition int32, records []byte) (log.AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return log.AppendResult{}, err
 	}
-	lp, _, err := b.partition(topic, partition)
+	lp, _, err := r.partition(topic, partition)
 	if err != nil {
 		return log.AppendResult{}, err
 	}
-	if err := b.diskErr(); err != nil {
+	if err := r.diskErr(); err != nil {
 		return log.AppendResult{}, err // below strata.log.dir.min.free.bytes
 	}
-	g := b.group(lp.TopicPartition())
+	g := r.group(lp.TopicPartition())
 	if g == nil {
 		return log.AppendResult{}, fmt.Errorf("%w: %s-%d has no raft group", log.ErrStorage, topic, partition)
 	}
@@ -858,21 +783,21 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, rec
 // AllocateProducerID returns a new, never before used producer ID. IDs come
 // from blocks reserved durably in the metadata log, so a restart never
 // hands out an ID twice (it skips the rest of the block).
-func (b *Broker) AllocateProducerID(ctx context.Context) (int64, error) {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) AllocateProducerID(ctx context.Context) (int64, error) {
+	if err := q.lockWriter(ctx); err != nil {
 		return -1, err
 	}
-	defer b.mu.Unlock()
-	if b.pidNext >= b.pidEnd {
-		start := b.img.Load().nextProducerID
-		c, _, err := b.commitCmdLocked(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: start, ProducerIDCount: producerIDBlockSize})
+	defer q.mu.Unlock()
+	if q.pidNext >= q.pidEnd {
+		start := q.img.Load().nextProducerID
+		c, _, err := q.commitCmdLocked(Command{Type: CmdAllocateProducerIDs, ProducerIDStart: start, ProducerIDCount: producerIDBlockSize})
 		if err != nil {
 			return -1, err
 		}
-		b.pidNext, b.pidEnd = c.ProducerIDStart, c.ProducerIDStart+producerIDBlockSize
+		q.pidNext, q.pidEnd = c.ProducerIDStart, c.ProducerIDStart+producerIDBlockSize
 	}
-	id := b.pidNext
-	b.pidNext++
+	id := q.pidNext
+	q.pidNext++
 	return id, nil
 }
 

@@ -96,44 +96,46 @@ func (im *image) setBrokerConfigs(resource string, set map[string]string) error 
 }
 
 // ownResource is this broker's BROKER resource name.
-func (b *Broker) ownResource() string { return strconv.Itoa(int(b.cfg.NodeID)) }
+func (q *metadataQuorum) ownResource() string { return strconv.Itoa(int(q.cfg.NodeID)) }
 
 // brokerLayers are this broker's settings in img, highest priority first:
 // its own dynamic configs (when perBroker), the cluster default, static.
-func (b *Broker) brokerLayers(img *image, perBroker bool) []retention.Layer {
+func (q *metadataQuorum) brokerLayers(img *image, perBroker bool) []retention.Layer {
 	ls := make([]retention.Layer, 0, 3)
 	if perBroker {
-		if m := img.brokerConfigs[b.ownResource()]; len(m) > 0 {
+		if m := img.brokerConfigs[q.ownResource()]; len(m) > 0 {
 			ls = append(ls, retention.Layer{Props: m, Source: retention.SourceDynamicBroker})
 		}
 	}
 	if m := img.brokerConfigs[""]; len(m) > 0 {
 		ls = append(ls, retention.Layer{Props: m, Source: retention.SourceDynamicDefaultBroker})
 	}
-	return append(ls, retention.Layer{Props: b.cfg.BrokerProps, Source: retention.SourceStaticBroker})
+	return append(ls, retention.Layer{Props: q.cfg.BrokerProps, Source: retention.SourceStaticBroker})
 }
 
 // brokerProps are this broker's effective settings in the current image:
 // what topic configs resolve against (retention.LogConfig). The returned
 // map is shared: never modify it.
-func (b *Broker) brokerProps() map[string]string { return b.brokerPropsOf(b.img.Load()) }
+func (q *metadataQuorum) brokerProps() map[string]string { return q.brokerPropsOf(q.img.Load()) }
 
-func (b *Broker) brokerPropsOf(img *image) map[string]string {
-	ls := b.brokerLayers(img, true)
+func (q *metadataQuorum) brokerPropsOf(img *image) map[string]string {
+	ls := q.brokerLayers(img, true)
 	if len(ls) == 1 {
-		return b.cfg.BrokerProps // no dynamic configs: no copy
+		return q.cfg.BrokerProps // no dynamic configs: no copy
 	}
 	return retention.Merge(ls)
 }
 
 // EffectiveBrokerProps returns a copy of this broker's effective settings:
 // the static ones under the dynamic broker configs that apply to it.
-func (b *Broker) EffectiveBrokerProps() map[string]string { return copyConfigs(b.brokerProps()) }
+func (q *metadataQuorum) EffectiveBrokerProps() map[string]string {
+	return copyConfigs(q.brokerProps())
+}
 
 // DynamicBrokerConfigs returns a copy of the dynamic configs of a BROKER
 // resource (a node ID, or "" for the cluster default); empty when none.
-func (b *Broker) DynamicBrokerConfigs(resource string) map[string]string {
-	return copyConfigs(b.img.Load().brokerConfigs[resource])
+func (q *metadataQuorum) DynamicBrokerConfigs(resource string) map[string]string {
+	return copyConfigs(q.img.Load().brokerConfigs[resource])
 }
 
 // SetBrokerConfigs replaces the dynamic configs of a BROKER resource with
@@ -143,7 +145,7 @@ func (b *Broker) DynamicBrokerConfigs(resource string) map[string]string {
 // ErrInvalidConfig for an unknown one), every value valid and the result
 // consistent (ErrInvalidConfig). The change is committed to the metadata
 // quorum and applied by every broker it concerns to its live partitions.
-func (b *Broker) SetBrokerConfigs(ctx context.Context, resource string, configs map[string]string, validateOnly bool) error {
+func (q *metadataQuorum) SetBrokerConfigs(ctx context.Context, resource string, configs map[string]string, validateOnly bool) error {
 	if err := checkBrokerResource(resource); err != nil {
 		return err
 	}
@@ -152,7 +154,7 @@ func (b *Broker) SetBrokerConfigs(ctx context.Context, resource string, configs 
 	}
 	var readOnly []string
 	for k := range configs {
-		if !retention.IsDynamicBrokerSetting(k) && b.isBrokerSetting(k) {
+		if !retention.IsDynamicBrokerSetting(k) && q.isBrokerSetting(k) {
 			readOnly = append(readOnly, k)
 		}
 	}
@@ -160,22 +162,22 @@ func (b *Broker) SetBrokerConfigs(ctx context.Context, resource string, configs 
 		sort.Strings(readOnly)
 		return fmt.Errorf("%w: %s", ErrReadOnlyConfig, strings.Join(readOnly, ", "))
 	}
-	if err := b.lockWriter(ctx); err != nil {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	img := b.img.Load()
+	defer q.mu.Unlock()
+	img := q.img.Load()
 	// Validate against the layers below the resource as this broker sees
 	// them (another broker's static settings are not known here; Kafka's
 	// broker validates the same way, against its own).
-	lower := b.brokerLayers(img, false)
+	lower := q.brokerLayers(img, false)
 	if resource == "" {
 		lower = lower[len(lower)-1:]
 	}
 	if err := retention.ValidateDynamicBroker(configs, lower); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if resource == "" || resource == b.ownResource() {
+	if resource == "" || resource == q.ownResource() {
 		merged := retention.Merge(append([]retention.Layer{{Props: configs}}, lower...))
 		for _, name := range img.names {
 			t := img.topics[name]
@@ -190,27 +192,27 @@ func (b *Broker) SetBrokerConfigs(ctx context.Context, resource string, configs 
 	if validateOnly {
 		return nil
 	}
-	if _, err := b.commitLocked(Command{Type: CmdSetBrokerConfigs, ConfigResource: resource, Configs: copyConfigs(configs)}); err != nil {
+	if _, err := q.commitLocked(Command{Type: CmdSetBrokerConfigs, ConfigResource: resource, Configs: copyConfigs(configs)}); err != nil {
 		return err
 	}
-	b.logger.Info("dynamic broker configs set", "resource", resource, "configs", len(configs))
+	q.logger.Info("dynamic broker configs set", "resource", resource, "configs", len(configs))
 	return nil
 }
 
 // isBrokerSetting reports whether name is one of this broker's settings
 // (its own, a topic default, or any given at start): altering such a
 // non-dynamic setting is refused as read-only rather than unknown.
-func (b *Broker) isBrokerSetting(name string) bool {
+func (q *metadataQuorum) isBrokerSetting(name string) bool {
 	if retention.IsBrokerSetting(name) {
 		return true
 	}
-	if _, ok := b.cfg.BrokerProps[name]; ok {
+	if _, ok := q.cfg.BrokerProps[name]; ok {
 		return true
 	}
 	if retention.IsCleanerSetting(name) {
 		return true
 	}
-	for _, o := range ownSettings(b.cfg) {
+	for _, o := range ownSettings(q.cfg) {
 		if o.name == name {
 			return true
 		}
@@ -226,25 +228,25 @@ func (b *Broker) isBrokerSetting(name string) bool {
 // applyBrokerConfigs re-resolves and applies the config of every local
 // partition after a SetBrokerConfigs that concerns this broker (onApply,
 // raft's FSM goroutine, effMu held; next is published).
-func (b *Broker) applyBrokerConfigs(c Command, next *image) {
-	if c.ConfigResource != "" && c.ConfigResource != b.ownResource() {
+func (r *partitionReplicas) applyBrokerConfigs(c Command, next *image) {
+	if c.ConfigResource != "" && c.ConfigResource != r.meta.ownResource() {
 		return
 	}
-	props := b.brokerPropsOf(next)
+	props := r.meta.brokerPropsOf(next)
 	for _, name := range next.names {
 		t := next.topics[name]
 		cfg, err := retention.LogConfig(t.Configs, props)
 		if err != nil {
-			b.logger.Error("dynamic broker configs do not apply to a topic; it keeps its previous config", "topic", name, "err", err)
+			r.logger.Error("dynamic broker configs do not apply to a topic; it keeps its previous config", "topic", name, "err", err)
 			continue
 		}
 		for _, p := range t.Partitions {
-			if lp := b.logs.Get(log.TopicPartition{Topic: name, Partition: p.Partition}); lp != nil {
+			if lp := r.logs.Get(log.TopicPartition{Topic: name, Partition: p.Partition}); lp != nil {
 				lp.SetConfig(cfg)
 			}
 		}
 	}
-	if f := b.cfg.OnBrokerProps; f != nil {
+	if f := r.cfg.OnBrokerProps; f != nil {
 		f(copyConfigs(props))
 	}
 }

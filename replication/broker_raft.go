@@ -45,8 +45,8 @@ func parseServerID(id raft.ServerID) int32 {
 
 // openRaft opens the metadata group's stores and transport and starts its
 // raft instance (bootstrapping the voters on a fresh store).
-func (b *Broker) openRaft() (err error) {
-	cfg := b.cfg
+func (q *metadataQuorum) openRaft() (err error) {
+	cfg := q.cfg
 	voters := cfg.Voters
 	single := len(voters) == 0 || (len(voters) == 1 && voters[0].NodeID == cfg.NodeID)
 	if cfg.ReplicationListener == nil && !single {
@@ -89,12 +89,12 @@ func (b *Broker) openRaft() (err error) {
 	if cfg.ReplicationListener != nil {
 		closers = append(closers, cfg.ReplicationListener.Close)
 	}
-	rlog, err := raftstore.OpenLogFile(cfg.FS, cfg.DataDir, b.logger)
+	rlog, err := raftstore.OpenLogFile(cfg.FS, cfg.DataDir, q.logger)
 	if err != nil {
 		return err
 	}
 	closers = append(closers, rlog.Close)
-	stable, err := b.openRaftStable(cfg.DataDir, "metadata")
+	stable, err := q.openRaftStable(cfg.DataDir, "metadata")
 	if err != nil {
 		return err
 	}
@@ -102,9 +102,9 @@ func (b *Broker) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	mux, err := transport.NewMux(transport.Config{Listener: cfg.ReplicationListener, Advertise: advertise, Dial: cfg.ReplicationDial, Logger: b.cfg.Logger,
-		LocalID: string(serverID(cfg.NodeID)), Admit: b.admitPeer, AdmitFrom: b.admitPeerFrom, TLS: cfg.ReplicationTLS, CheckForward: b.checkForward,
-		ExpectPeer: b.expectPeer})
+	mux, err := transport.NewMux(transport.Config{Listener: cfg.ReplicationListener, Advertise: advertise, Dial: cfg.ReplicationDial, Logger: q.cfg.Logger,
+		LocalID: string(serverID(cfg.NodeID)), Admit: q.admitPeer, AdmitFrom: q.admitPeerFrom, TLS: cfg.ReplicationTLS, CheckForward: q.checkForward,
+		ExpectPeer: q.expectPeer})
 	if err != nil {
 		return err
 	}
@@ -117,12 +117,12 @@ func (b *Broker) openRaft() (err error) {
 	if single {
 		timing = singleVoterTiming
 	}
-	conf := raftconf.New(serverID(cfg.NodeID), timing, b.cfg.Logger)
+	conf := raftconf.New(serverID(cfg.NodeID), timing, q.cfg.Logger)
 	// Metadata commands are rare and an image is cheap to snapshot: keep
 	// the log short.
 	conf.TrailingLogs = 1024
 	conf.SnapshotThreshold = 1024
-	fsm := newMetadataFSM(b.logger, &b.img, b.onApply)
+	fsm := newMetadataFSM(q.logger, &q.img, q.local.onApply)
 	existing, err := raft.HasExistingState(rlog, stable, snaps)
 	if err != nil {
 		return err
@@ -141,8 +141,8 @@ func (b *Broker) openRaft() (err error) {
 	// behind is sent the rest at once, not 64 entries per CommitTimeout
 	// (transport/catchup.go).
 	trans.SetCatchUp(r)
-	b.raft, b.mux, b.rlog, b.fsm, b.fresh = r, mux, rlog, fsm, !existing
-	mux.SetForwardHandler(b.handleForward)
+	q.raft, q.mux, q.rlog, q.fsm, q.fresh = r, mux, rlog, fsm, !existing
+	mux.SetForwardHandler(q.handleForward)
 	return nil
 }
 
@@ -153,17 +153,17 @@ func (b *Broker) openRaft() (err error) {
 // byte of their requests is read (transport/server.go). Without TLS the ID is the
 // peer's claim; with TLS (BrokerConfig.ReplicationTLS) admitPeer is not
 // asked: the node certificate authenticates and admits (transport/tls.go).
-func (b *Broker) admitPeer(id string) error {
+func (q *metadataQuorum) admitPeer(id string) error {
 	node := parseServerID(raft.ServerID(id))
 	if node < 0 || serverID(node) != raft.ServerID(id) {
 		return fmt.Errorf("%w: %q is not a node ID", transport.ErrRefused, id)
 	}
-	for _, v := range b.cfg.Voters {
+	for _, v := range q.cfg.Voters {
 		if v.NodeID == node {
 			return nil
 		}
 	}
-	if img := b.img.Load(); img != nil {
+	if img := q.img.Load(); img != nil {
 		if _, ok := img.brokers[node]; ok {
 			return nil
 		}
@@ -182,8 +182,8 @@ func (b *Broker) admitPeer(id string) error {
 // it holds, so the entries it missed looked applied here (issue 15: a
 // restarted broker answered Metadata with the leaders it had before it
 // was killed and loaded a group coordinator from them).
-func (b *Broker) waitCaughtUp() error {
-	timeout := b.cfg.StartTimeout
+func (q *metadataQuorum) waitCaughtUp() error {
+	timeout := q.cfg.StartTimeout
 	if timeout <= 0 {
 		timeout = defaultStartTimeout
 	}
@@ -194,59 +194,59 @@ func (b *Broker) waitCaughtUp() error {
 	var askErr error
 	var nextAsk time.Time // a failed ask is repeated 100 ms later
 	legacy := false       // the controller does not answer read indexes
-	joined := !b.cfg.BrokerOnly
+	joined := !q.cfg.BrokerOnly
 	for time.Now().Before(deadline) {
 		if !joined && time.Now().After(nextAsk) {
 			// A broker-only node asks the controller to add it (roles.go).
-			if askErr = b.joinQuorum(min(time.Until(deadline), metadataApplyTimeout)); askErr == nil {
+			if askErr = q.joinQuorum(min(time.Until(deadline), metadataApplyTimeout)); askErr == nil {
 				joined = true
 			} else {
 				nextAsk = time.Now().Add(200 * time.Millisecond)
 			}
 		}
-		switch _, id := b.raft.LeaderWithID(); {
-		case b.raft.State() == raft.Leader:
-			if err := b.raft.Barrier(metadataApplyTimeout).Error(); err == nil {
+		switch _, id := q.raft.LeaderWithID(); {
+		case q.raft.State() == raft.Leader:
+			if err := q.raft.Barrier(metadataApplyTimeout).Error(); err == nil {
 				return nil
 			}
 		case id == "":
 		case legacy:
-			if ci := b.raft.CommitIndex(); ci > 0 && b.raft.AppliedIndex() >= ci {
+			if ci := q.raft.CommitIndex(); ci > 0 && q.raft.AppliedIndex() >= ci {
 				return nil
 			}
 		case want < 0:
 			if time.Now().Before(nextAsk) {
 				break
 			}
-			n, err := b.readIndex(min(time.Until(deadline), metadataApplyTimeout))
+			n, err := q.readIndex(min(time.Until(deadline), metadataApplyTimeout))
 			switch {
 			case err == nil:
 				want = n
 			case errors.Is(err, errRejected):
 				// A controller from before read indexes refuses the
 				// request as a command of no type.
-				b.logger.Warn("the controller does not answer read indexes; starting once this broker applied its own commit index", "err", err)
+				q.logger.Warn("the controller does not answer read indexes; starting once this broker applied its own commit index", "err", err)
 				legacy = true
 			default:
 				askErr, nextAsk = err, time.Now().Add(100*time.Millisecond)
 			}
 		default:
-			if got := b.img.Load().applied; got >= want {
-				b.logger.Info("metadata caught up with the controller", "commands", got, "controller_commands", want,
+			if got := q.img.Load().applied; got >= want {
+				q.logger.Info("metadata caught up with the controller", "commands", got, "controller_commands", want,
 					"took", time.Since(start).Round(time.Millisecond))
 				return nil
 			}
 		}
 		if time.Since(lastLog) > 5*time.Second {
-			b.logger.Info("waiting for the metadata quorum", "voters", len(b.cfg.Voters), "state", b.raft.State().String(),
-				"commands", b.img.Load().applied, "controller_commands", want, "err", askErr)
+			q.logger.Info("waiting for the metadata quorum", "voters", len(q.cfg.Voters), "state", q.raft.State().String(),
+				"commands", q.img.Load().applied, "controller_commands", want, "err", askErr)
 			lastLog = time.Now()
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if want >= 0 {
 		return fmt.Errorf("%w: metadata not caught up after %v (%d commands applied, the controller had %d)",
-			ErrNotController, timeout, b.img.Load().applied, want)
+			ErrNotController, timeout, q.img.Load().applied, want)
 	}
 	return fmt.Errorf("%w: no metadata quorum after %v", ErrNotController, timeout)
 }
@@ -256,8 +256,8 @@ func (b *Broker) waitCaughtUp() error {
 // there (a Barrier: handleReadIndex). image.applied counts the same on
 // every broker at the same place in the log, snapshots included, so this
 // broker has caught up with that point once its image counts as many.
-func (b *Broker) readIndex(timeout time.Duration) (int64, error) {
-	resp, err := b.forward(forwardRequest{ReadIndex: true}, timeout)
+func (q *metadataQuorum) readIndex(timeout time.Duration) (int64, error) {
+	resp, err := q.forward(forwardRequest{ReadIndex: true}, timeout)
 	if err != nil {
 		return 0, err
 	}
@@ -265,12 +265,12 @@ func (b *Broker) readIndex(timeout time.Duration) (int64, error) {
 }
 
 // handleReadIndex answers readIndex on the controller.
-func (b *Broker) handleReadIndex() forwardResponse {
+func (q *metadataQuorum) handleReadIndex() forwardResponse {
 	var resp forwardResponse
 	var err error
-	if b.raft.State() != raft.Leader {
+	if q.raft.State() != raft.Leader {
 		err = fmt.Errorf("%w: not the metadata leader", ErrNotController)
-	} else if err = b.waitFuture(b.raft.Barrier(metadataApplyTimeout)); err != nil {
+	} else if err = q.waitFuture(q.raft.Barrier(metadataApplyTimeout)); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrRaftShutdown):
 			err = ErrShuttingDown
@@ -282,7 +282,7 @@ func (b *Broker) handleReadIndex() forwardResponse {
 		resp.Err, resp.Msg = sentinelName(err), err.Error()
 		return resp
 	}
-	resp.Index, resp.Applied = b.raft.CommitIndex(), b.img.Load().applied
+	resp.Index, resp.Applied = q.raft.CommitIndex(), q.img.Load().applied
 	return resp
 }
 
@@ -292,25 +292,25 @@ func (b *Broker) handleReadIndex() forwardResponse {
 // applied here; it returns the image after it (already published). mu
 // must be held: it makes validation and proposal one step for this
 // broker's writers.
-func (b *Broker) commitLocked(c Command) (*image, error) {
-	_, img, err := b.commitCmdLocked(c)
+func (q *metadataQuorum) commitLocked(c Command) (*image, error) {
+	_, img, err := q.commitCmdLocked(c)
 	return img, err
 }
 
 // commitCmdLocked is commitLocked returning the command as committed (a
 // forwarded producer-ID block gets its start from the controller).
-func (b *Broker) commitCmdLocked(c Command) (Command, *image, error) {
-	if _, err := b.img.Load().Apply(c); err != nil {
+func (q *metadataQuorum) commitCmdLocked(c Command) (Command, *image, error) {
+	if _, err := q.img.Load().Apply(c); err != nil {
 		return c, nil, err
 	}
-	if err := b.rlog.Err(); err != nil {
+	if err := q.rlog.Err(); err != nil {
 		return c, nil, err // this broker's metadata log is broken: no writes
 	}
-	if b.raft.State() == raft.Leader {
-		img, _, err := b.proposeLocked(c)
+	if q.raft.State() == raft.Leader {
+		img, _, err := q.proposeLocked(c)
 		return c, img, err
 	}
-	resp, err := b.forwardToController(c)
+	resp, err := q.forwardToController(c)
 	if err != nil {
 		return c, nil, err
 	}
@@ -318,19 +318,19 @@ func (b *Broker) commitCmdLocked(c Command) (Command, *image, error) {
 	// Read your writes: the caller looks the result up in this broker's
 	// image next.
 	deadline := time.Now().Add(metadataApplyTimeout)
-	for b.fsm.applied.Load() < resp.Index {
+	for q.fsm.applied.Load() < resp.Index {
 		if time.Now().After(deadline) {
 			return c, nil, fmt.Errorf("%w: command committed at %d but not applied here yet", ErrNotController, resp.Index)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return c, b.img.Load(), nil
+	return c, q.img.Load(), nil
 }
 
 // proposeLocked proposes c on this broker, the metadata leader, and waits
 // for it to be applied; it returns the image after it and its raft index.
-func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
-	if err := b.rlog.Err(); err != nil {
+func (q *metadataQuorum) proposeLocked(c Command) (*image, uint64, error) {
+	if err := q.rlog.Err(); err != nil {
 		return nil, 0, err
 	}
 	data, err := encodeCommandEntry(c)
@@ -338,9 +338,9 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		return nil, 0, err
 	}
 	proposed := time.Now()
-	f := b.raft.Apply(data, metadataApplyTimeout)
-	if err := b.waitFuture(f); err != nil {
-		if serr := b.rlog.Err(); serr != nil {
+	f := q.raft.Apply(data, metadataApplyTimeout)
+	if err := q.waitFuture(f); err != nil {
+		if serr := q.rlog.Err(); serr != nil {
 			// The log failed under this or another command (a broker
 			// registration in the background) and raft stepped down
 			// because of it: the storage error is the cause, not the
@@ -353,12 +353,12 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 		if errors.Is(err, raft.ErrRaftShutdown) {
 			return nil, 0, ErrShuttingDown
 		}
-		b.logger.Error("metadata command not committed", "command", c.Type.String(), "err", err)
+		q.logger.Error("metadata command not committed", "command", c.Type.String(), "err", err)
 		return nil, 0, err
 	}
 	metaCommitLatency.Observe(time.Since(proposed))
 	select {
-	case b.announce <- struct{}{}:
+	case q.announce <- struct{}{}:
 	default: // a wake-up is pending already
 	}
 	res, ok := f.Response().(fsmResult)
@@ -379,20 +379,20 @@ func (b *Broker) proposeLocked(c Command) (*image, uint64, error) {
 // commit index. Proposals that commit while a barrier is on its way share
 // the next one, so a burst costs one or two barriers. Ends when the broker
 // closes.
-func (b *Broker) announceCommits() {
-	defer close(b.announceDone)
+func (q *metadataQuorum) announceCommits() {
+	defer close(q.announceDone)
 	for {
 		select {
-		case <-b.stop:
+		case <-q.stop:
 			return
-		case <-b.announce:
+		case <-q.announce:
 		}
-		if b.raft.State() != raft.Leader {
+		if q.raft.State() != raft.Leader {
 			continue
 		}
-		if err := b.waitFuture(b.raft.Barrier(metadataApplyTimeout)); err != nil && !errors.Is(err, raft.ErrRaftShutdown) &&
+		if err := q.waitFuture(q.raft.Barrier(metadataApplyTimeout)); err != nil && !errors.Is(err, raft.ErrRaftShutdown) &&
 			!errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrLeadershipLost) {
-			b.logger.Warn("metadata commit announcement failed", "err", err)
+			q.logger.Warn("metadata commit announcement failed", "err", err)
 		}
 	}
 }
@@ -400,7 +400,7 @@ func (b *Broker) announceCommits() {
 // waitFuture waits for f, or until the broker closes: a raft shutting
 // down never answers an entry still in its apply queue, and a caller left
 // waiting on it would hold Close (the Mux waits for forwarded requests).
-func (b *Broker) waitFuture(f raft.Future) error { return waitFutureOr(f, b.stop) }
+func (q *metadataQuorum) waitFuture(f raft.Future) error { return waitFutureOr(f, q.stop) }
 
 // waitFutureOr waits for f or for stop to close, whichever comes first
 // (an answer that is already there wins); after stop, ErrRaftShutdown.
@@ -423,15 +423,15 @@ func waitFutureOr(f raft.Future, stop <-chan struct{}) error {
 
 // forwardToController sends c to the metadata leader over the Mux and
 // returns its answer; a refusal comes back as the controller's sentinel.
-func (b *Broker) forwardToController(c Command) (forwardResponse, error) {
-	return b.forward(forwardRequest{Command: c}, metadataApplyTimeout)
+func (q *metadataQuorum) forwardToController(c Command) (forwardResponse, error) {
+	return q.forward(forwardRequest{Command: c}, metadataApplyTimeout)
 }
 
 // forward sends r to the metadata leader over the Mux and returns its
 // answer; a refusal comes back as the controller's sentinel.
-func (b *Broker) forward(r forwardRequest, timeout time.Duration) (forwardResponse, error) {
+func (q *metadataQuorum) forward(r forwardRequest, timeout time.Duration) (forwardResponse, error) {
 	var resp forwardResponse
-	addr, id := b.raft.LeaderWithID()
+	addr, id := q.raft.LeaderWithID()
 	if id == "" {
 		return resp, fmt.Errorf("%w: no metadata leader", ErrNotController)
 	}
@@ -439,7 +439,7 @@ func (b *Broker) forward(r forwardRequest, timeout time.Duration) (forwardRespon
 	if err != nil {
 		return resp, err
 	}
-	out, err := b.mux.Forward(addr, req, timeout)
+	out, err := q.mux.Forward(addr, req, timeout)
 	if err != nil {
 		return resp, fmt.Errorf("%w: forward to controller %s: %v", ErrNotController, id, err)
 	}
@@ -526,7 +526,7 @@ func sentinelError(name, msg string) error {
 }
 
 // handleForward runs a write another broker forwarded (Mux goroutine).
-func (b *Broker) handleForward(body []byte) ([]byte, error) {
+func (q *metadataQuorum) handleForward(body []byte) ([]byte, error) {
 	var req forwardRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, fmt.Errorf("replication: bad forwarded request: %v", err)
@@ -535,51 +535,51 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 	defer cancel()
 	var resp forwardResponse
 	if req.Transfer != nil {
-		return json.Marshal(b.handleTransfer(req.Transfer))
+		return json.Marshal(q.local.handleTransfer(req.Transfer))
 	}
 	if req.ReadIndex {
-		return json.Marshal(b.handleReadIndex())
+		return json.Marshal(q.handleReadIndex())
 	}
 	if req.Quorum != "" {
-		return json.Marshal(b.handleQuorum(req.Quorum))
+		return json.Marshal(q.handleQuorum(req.Quorum))
 	}
 	if req.Join != nil {
-		return json.Marshal(b.handleJoin(req.Join))
+		return json.Marshal(q.handleJoin(req.Join))
 	}
 	if req.Ext != "" {
-		return json.Marshal(b.handleExt(req.Ext, req.Payload, req.ExtAny))
+		return json.Marshal(q.handleExt(req.Ext, req.Payload, req.ExtAny))
 	}
 	if req.Command.Type == CmdPartitionLeaders || req.Command.Type == CmdReassignDone {
 		// Not under the writer lock (commitReports): a writer holding it
 		// may be waiting for these very reports.
 		var err error
-		if b.raft.State() != raft.Leader {
+		if q.raft.State() != raft.Leader {
 			err = fmt.Errorf("%w: leadership moved", ErrNotController)
 		} else {
-			_, resp.Index, err = b.proposeLocked(req.Command)
+			_, resp.Index, err = q.proposeLocked(req.Command)
 		}
 		if err != nil {
 			resp.Err, resp.Msg = sentinelName(err), err.Error()
 		}
 		return json.Marshal(resp)
 	}
-	err := b.lockWriter(ctx)
+	err := q.lockWriter(ctx)
 	if err == nil {
 		c := req.Command
 		if c.Type == CmdAllocateProducerIDs {
 			// The block starts where the controller's image says; the
 			// forwarding broker's image may be behind.
-			c.ProducerIDStart = b.img.Load().nextProducerID
+			c.ProducerIDStart = q.img.Load().nextProducerID
 			resp.PIDStart = c.ProducerIDStart
 		}
-		if _, err = b.img.Load().Apply(c); err == nil {
-			if b.raft.State() != raft.Leader {
+		if _, err = q.img.Load().Apply(c); err == nil {
+			if q.raft.State() != raft.Leader {
 				err = fmt.Errorf("%w: leadership moved", ErrNotController)
 			} else {
-				_, resp.Index, err = b.proposeLocked(c)
+				_, resp.Index, err = q.proposeLocked(c)
 			}
 		}
-		b.mu.Unlock()
+		q.mu.Unlock()
 	}
 	if err != nil {
 		resp.Err, resp.Msg = sentinelName(err), err.Error()
@@ -599,16 +599,16 @@ func (b *Broker) handleForward(body []byte) ([]byte, error) {
 // make partitions usable publish after their effects, so a reader never
 // finds a partition led here without its log; the rest publish first, so
 // no published image names a log that is being removed.
-func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish func()) {
-	b.effMu.Lock()
-	defer b.effMu.Unlock()
+func (r *partitionReplicas) onApply(index uint64, c Command, prev, next *image, publish func()) {
+	r.effMu.Lock()
+	defer r.effMu.Unlock()
 	opens := c.Type == CmdCreateTopic || c.Type == CmdCreatePartitions
 	if opens {
 		defer publish() // after the logs are open (deferred calls run before the unlock)
 	} else {
 		publish()
 	}
-	if !b.ready.Load() {
+	if !r.ready.Load() {
 		return
 	}
 	switch c.Type {
@@ -618,14 +618,14 @@ func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish fun
 			first = int32(len(t.Partitions))
 		}
 		if t, ok := next.topics[c.Topic]; ok {
-			if err := b.openLogs(t, first); err != nil {
-				b.logger.Error("could not open a partition log of a new topic", "topic", c.Topic, "err", err)
+			if err := r.openLogs(t, first); err != nil {
+				r.logger.Error("could not open a partition log of a new topic", "topic", c.Topic, "err", err)
 			}
 		}
 	case CmdDeleteTopic:
 		if pd, ok := next.pending[c.TopicID]; ok {
-			if err := b.deleteLogs(pd); err != nil {
-				b.logger.Error("could not remove a deleted topic's logs; retried at the next start", "topic", pd.Name, "err", err)
+			if err := r.deleteLogs(pd); err != nil {
+				r.logger.Error("could not remove a deleted topic's logs; retried at the next start", "topic", pd.Name, "err", err)
 			}
 		}
 	case CmdReassign:
@@ -635,35 +635,37 @@ func (b *Broker) onApply(index uint64, c Command, prev, next *image, publish fun
 			}
 			if ok {
 				// A broker that joins opens the log and an empty group.
-				if err := b.openLogs(t, 0); err != nil {
-					b.logger.Error("could not open a partition log for a reassignment", "topic", t.Name, "err", err)
+				if err := r.openLogs(t, 0); err != nil {
+					r.logger.Error("could not open a partition log for a reassignment", "topic", t.Name, "err", err)
 				}
 			}
 		}
 	case CmdReassignDone:
 		if t, ok := next.byID[c.Reassign.TopicID]; ok {
-			b.dropNonMember(t, c.Reassign.Partition)
+			r.dropNonMember(t, c.Reassign.Partition)
 		}
 	case CmdSetTopicConfigs:
 		if t, ok := next.topics[c.Topic]; ok {
-			b.applyTopicConfigs(t)
+			r.applyTopicConfigs(t)
 		}
 	case CmdSetBrokerConfigs:
-		b.applyBrokerConfigs(c, next)
+		r.applyBrokerConfigs(c, next)
 	case 0: // a snapshot was restored
-		b.reconcileLocked(next)
+		r.reconcileLocked(next)
 	}
 }
 
 // openLogs opens the local logs of t's partitions from first on.
-func (b *Broker) openLogs(t *TopicInfo, first int32) error { return b.openLogsChecked(t, first, false) }
+func (r *partitionReplicas) openLogs(t *TopicInfo, first int32) error {
+	return r.openLogsChecked(t, first, false)
+}
 
 // openLogsChecked is openLogs; with recheck, a partition the published
 // image no longer places here (moved away or deleted since t was read) is
 // skipped. Effects leave recheck off: a command that opens partitions
 // publishes its image after them.
-func (b *Broker) openLogsChecked(t *TopicInfo, first int32, recheck bool) error {
-	cfg, err := retention.LogConfig(t.Configs, b.brokerProps())
+func (r *partitionReplicas) openLogsChecked(t *TopicInfo, first int32, recheck bool) error {
+	cfg, err := retention.LogConfig(t.Configs, r.meta.brokerProps())
 	if err != nil {
 		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
 	}
@@ -680,7 +682,7 @@ func (b *Broker) openLogsChecked(t *TopicInfo, first int32, recheck bool) error 
 		sem      = make(chan struct{}, openLogsParallel)
 	)
 	for _, p := range t.Partitions[first:] {
-		if !containsNode(p.members(), b.cfg.NodeID) {
+		if !containsNode(p.members(), r.cfg.NodeID) {
 			continue
 		}
 		sem <- struct{}{}
@@ -688,7 +690,7 @@ func (b *Broker) openLogsChecked(t *TopicInfo, first int32, recheck bool) error 
 		go func(part int32) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := b.openLog(t, part, cfg, recheck); err != nil {
+			if err := r.openLog(t, part, cfg, recheck); err != nil {
 				mu.Lock()
 				if firstErr == nil {
 					firstErr = err
@@ -706,34 +708,34 @@ const openLogsParallel = 8
 
 // openLog opens one partition's log and starts its raft group, under the
 // partition's guard (partition_guard.go).
-func (b *Broker) openLog(t *TopicInfo, part int32, cfg log.Config, recheck bool) error {
+func (r *partitionReplicas) openLog(t *TopicInfo, part int32, cfg log.Config, recheck bool) error {
 	tp := log.TopicPartition{Topic: t.Name, Partition: part}
-	g := b.guards.of(tp)
+	g := r.guards.of(tp)
 	g.Lock()
 	defer g.Unlock()
-	if recheck && !b.stillLocal(t.ID, part) {
-		b.logger.Debug("partition left this broker before start opened it", "partition", tp.String())
+	if recheck && !r.stillLocal(t.ID, part) {
+		r.logger.Debug("partition left this broker before start opened it", "partition", tp.String())
 		return nil
 	}
-	if err := b.dropStrayDir(tp, t.ID); err != nil {
+	if err := r.dropStrayDir(tp, t.ID); err != nil {
 		return err
 	}
-	lp, err := b.logs.Open(tp, cfg)
+	lp, err := r.logs.Open(tp, cfg)
 	if err != nil {
 		return fmt.Errorf("replication: open %s-%d: %w", t.Name, part, err)
 	}
-	b.adoptDir(lp, t.ID)
-	if h := b.testHookOpening; h != nil {
+	r.adoptDir(lp, t.ID)
+	if h := r.testHookOpening; h != nil {
 		h(tp)
 	}
-	if err := b.openGroup(t, lp); err != nil {
+	if err := r.openGroup(t, lp); err != nil {
 		return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, part, err)
 	}
 	return nil
 }
 
 // deleteLogs removes this broker's logs of a deleted topic.
-func (b *Broker) deleteLogs(pd pendingDelete) error {
+func (r *partitionReplicas) deleteLogs(pd pendingDelete) error {
 	// Stop the groups side by side first: each shutdown waits for its
 	// raft's goroutines, on the FSM goroutine that every later metadata
 	// command waits for (issue 15: a 33-partition deletion held a
@@ -745,16 +747,16 @@ func (b *Broker) deleteLogs(pd pendingDelete) error {
 		wg.Add(1)
 		go func(tp log.TopicPartition) {
 			defer func() { <-sem; wg.Done() }()
-			g := b.guards.of(tp)
+			g := r.guards.of(tp)
 			g.Lock()
 			defer g.Unlock()
-			b.closeGroup(tp)
+			r.closeGroup(tp)
 		}(log.TopicPartition{Topic: pd.Name, Partition: p})
 	}
 	wg.Wait()
 	for p := int32(0); p < pd.Partitions; p++ {
 		tp := log.TopicPartition{Topic: pd.Name, Partition: p}
-		if err := b.deleteGuarded(tp); err != nil {
+		if err := r.deleteGuarded(tp); err != nil {
 			return fmt.Errorf("replication: delete %s-%d: %w", pd.Name, p, err)
 		}
 	}
@@ -763,25 +765,25 @@ func (b *Broker) deleteLogs(pd pendingDelete) error {
 
 // deleteGuarded closes tp's group (if one runs) and deletes its log (if
 // there is one), under tp's guard, so no open of tp interleaves.
-func (b *Broker) deleteGuarded(tp log.TopicPartition) error {
-	g := b.guards.of(tp)
+func (r *partitionReplicas) deleteGuarded(tp log.TopicPartition) error {
+	g := r.guards.of(tp)
 	g.Lock()
 	defer g.Unlock()
-	if !b.hasLog(tp) {
+	if !r.hasLog(tp) {
 		return nil
 	}
-	b.closeGroup(tp)
-	return b.logs.Delete(tp)
+	r.closeGroup(tp)
+	return r.logs.Delete(tp)
 }
 
-func (b *Broker) applyTopicConfigs(t *TopicInfo) {
-	cfg, err := retention.LogConfig(t.Configs, b.brokerProps())
+func (r *partitionReplicas) applyTopicConfigs(t *TopicInfo) {
+	cfg, err := retention.LogConfig(t.Configs, r.meta.brokerProps())
 	if err != nil {
-		b.logger.Error("topic configs do not apply", "topic", t.Name, "err", err)
+		r.logger.Error("topic configs do not apply", "topic", t.Name, "err", err)
 		return
 	}
 	for _, p := range t.Partitions {
-		if lp := b.logs.Get(log.TopicPartition{Topic: t.Name, Partition: p.Partition}); lp != nil {
+		if lp := r.logs.Get(log.TopicPartition{Topic: t.Name, Partition: p.Partition}); lp != nil {
 			lp.SetConfig(cfg)
 		}
 	}
@@ -789,56 +791,56 @@ func (b *Broker) applyTopicConfigs(t *TopicInfo) {
 
 // reconcileLocked makes the local disk follow img: deleted topics' logs
 // removed, every local partition open. effMu must be held.
-func (b *Broker) reconcileLocked(img *image) {
+func (r *partitionReplicas) reconcileLocked(img *image) {
 	for _, pd := range img.pending {
-		if err := b.deleteLogs(pd); err != nil {
-			b.logger.Error("could not remove a deleted topic's logs", "topic", pd.Name, "err", err)
+		if err := r.deleteLogs(pd); err != nil {
+			r.logger.Error("could not remove a deleted topic's logs", "topic", pd.Name, "err", err)
 		}
 	}
 	for _, name := range img.names {
-		if err := b.openLogs(img.topics[name], 0); err != nil {
-			b.logger.Error("could not open a partition log", "topic", name, "err", err)
+		if err := r.openLogs(img.topics[name], 0); err != nil {
+			r.logger.Error("could not open a partition log", "topic", name, "err", err)
 		}
 	}
 }
 
 // migrateMetadataLog carries the commands of a foundation-era
 // metadata.log into a fresh metadata group (single voter only), once.
-func (b *Broker) migrateMetadataLog() error {
-	path := filepath.Join(b.cfg.DataDir, metadataLogName)
-	if _, err := b.cfg.FS.Stat(path); err != nil {
+func (q *metadataQuorum) migrateMetadataLog() error {
+	path := filepath.Join(q.cfg.DataDir, metadataLogName)
+	if _, err := q.cfg.FS.Stat(path); err != nil {
 		return nil
 	}
-	mlog, cmds, err := openMetadataLog(b.cfg.FS, b.cfg.DataDir, b.logger)
+	mlog, cmds, err := openMetadataLog(q.cfg.FS, q.cfg.DataDir, q.logger)
 	if err != nil {
 		return err
 	}
 	mlog.Close()
-	if b.fresh && len(cmds) > 0 {
-		if b.raft.State() != raft.Leader {
+	if q.fresh && len(cmds) > 0 {
+		if q.raft.State() != raft.Leader {
 			return fmt.Errorf("replication: %s from a single-node broker cannot join a multi-voter quorum", metadataLogName)
 		}
 		for i, c := range cmds {
-			if _, err := b.commitLocked(c); err != nil && !errors.Is(err, errRejected) {
+			if _, err := q.commitLocked(c); err != nil && !errors.Is(err, errRejected) {
 				return fmt.Errorf("replication: migrate %s command %d: %w", metadataLogName, i, err)
 			}
 		}
-		b.logger.Info("metadata.log migrated into the metadata raft log", "commands", len(cmds))
+		q.logger.Info("metadata.log migrated into the metadata raft log", "commands", len(cmds))
 	}
-	if err := b.cfg.FS.Rename(path, path+".migrated"); err != nil {
+	if err := q.cfg.FS.Rename(path, path+".migrated"); err != nil {
 		return fmt.Errorf("%w: rename %s: %v", ErrMetadataStorage, path, err)
 	}
-	return raftstore.SyncDir(b.cfg.FS, b.cfg.DataDir)
+	return raftstore.SyncDir(q.cfg.FS, q.cfg.DataDir)
 }
 
 // MetadataLeader is the node this broker follows as the metadata group's
 // leader (the active controller, controller-only or not), -1 when
 // unknown. ControllerID is what clients are told instead.
-func (b *Broker) MetadataLeader() int32 {
-	if b.raft == nil {
+func (q *metadataQuorum) MetadataLeader() int32 {
+	if q.raft == nil {
 		return -1
 	}
-	_, id := b.raft.LeaderWithID()
+	_, id := q.raft.LeaderWithID()
 	if id == "" {
 		return -1
 	}
@@ -847,13 +849,13 @@ func (b *Broker) MetadataLeader() int32 {
 
 // ControllerID is the metadata group's current leader as clients are told
 // (reachableController), -1 when unknown.
-func (b *Broker) ControllerID() int32 {
-	if b.raft == nil {
+func (q *metadataQuorum) ControllerID() int32 {
+	if q.raft == nil {
 		return -1
 	}
-	_, id := b.raft.LeaderWithID()
+	_, id := q.raft.LeaderWithID()
 	if id == "" {
 		return -1
 	}
-	return b.reachableController(parseServerID(id))
+	return q.reachableController(parseServerID(id))
 }

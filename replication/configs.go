@@ -30,19 +30,19 @@ type ConfigSynonym struct {
 
 // TopicConfig returns every config of a topic with its value and source, for
 // DescribeConfigs.
-func (b *Broker) TopicConfig(name string) ([]ConfigEntry, error) {
-	t, ok := b.img.Load().topics[name]
+func (q *metadataQuorum) TopicConfig(name string) ([]ConfigEntry, error) {
+	t, ok := q.img.Load().topics[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, name)
 	}
-	return b.TopicConfigWith(t.Configs)
+	return q.TopicConfigWith(t.Configs)
 }
 
 // TopicConfigWith is TopicConfig for a topic with these overrides that need
 // not exist (CreateTopics' validate-only answer lists the configs the
 // topic would have).
-func (b *Broker) TopicConfigWith(overrides map[string]string) ([]ConfigEntry, error) {
-	entries, err := retention.DescribeTopicLayers(overrides, b.brokerLayers(b.img.Load(), true))
+func (q *metadataQuorum) TopicConfigWith(overrides map[string]string) ([]ConfigEntry, error) {
+	entries, err := retention.DescribeTopicLayers(overrides, q.brokerLayers(q.img.Load(), true))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -85,8 +85,8 @@ var staticOnlySettings = []string{"listeners", "advertised.listeners", "controll
 // topic configs and the cleaner's settings with their dynamic and static
 // layers (the dynamic ones writable), and any other setting given
 // explicitly (read-only).
-func (b *Broker) BrokerConfigEntries() []ConfigEntry {
-	c := b.cfg
+func (q *metadataQuorum) BrokerConfigEntries() []ConfigEntry {
+	c := q.cfg
 	own := ownSettings(c)
 	seen := map[string]bool{}
 	var out []ConfigEntry
@@ -102,7 +102,7 @@ func (b *Broker) BrokerConfigEntries() []ConfigEntry {
 		e.Synonyms = []ConfigSynonym{{Name: o.name, Value: e.Value, Source: e.Source}}
 		out = append(out, e)
 	}
-	for _, e := range retention.DescribeBrokerLayers(b.brokerLayers(b.img.Load(), true)) {
+	for _, e := range retention.DescribeBrokerLayers(q.brokerLayers(q.img.Load(), true)) {
 		seen[e.Name] = true
 		out = append(out, fromRetentionEntry(e))
 	}
@@ -125,11 +125,11 @@ func (b *Broker) BrokerConfigEntries() []ConfigEntry {
 // BrokerDefaultConfigEntries returns the cluster-wide dynamic broker
 // configs for DescribeConfigs on BROKER "": as Kafka, only those set, each
 // with its synonyms below the per-broker level.
-func (b *Broker) BrokerDefaultConfigEntries() []ConfigEntry {
-	img := b.img.Load()
+func (q *metadataQuorum) BrokerDefaultConfigEntries() []ConfigEntry {
+	img := q.img.Load()
 	set := img.brokerConfigs[""]
 	var out []ConfigEntry
-	for _, e := range retention.DescribeBrokerLayers(b.brokerLayers(img, false)) {
+	for _, e := range retention.DescribeBrokerLayers(q.brokerLayers(img, false)) {
 		if _, ok := set[e.Name]; ok {
 			out = append(out, fromRetentionEntry(e))
 		}

@@ -24,26 +24,26 @@ var ErrNoControllerHandler = errors.New("replication: the controller has no hand
 
 // HandleControllerRequests registers fn to answer requests named name
 // when this broker is the controller.
-func (b *Broker) HandleControllerRequests(name string, fn func(payload []byte) ([]byte, error)) {
-	b.extMu.Lock()
-	defer b.extMu.Unlock()
-	if b.ext == nil {
-		b.ext = map[string]func([]byte) ([]byte, error){}
+func (q *metadataQuorum) HandleControllerRequests(name string, fn func(payload []byte) ([]byte, error)) {
+	q.extMu.Lock()
+	defer q.extMu.Unlock()
+	if q.ext == nil {
+		q.ext = map[string]func([]byte) ([]byte, error){}
 	}
-	b.ext[name] = fn
+	q.ext[name] = fn
 }
 
-func (b *Broker) extHandler(name string) func([]byte) ([]byte, error) {
-	b.extMu.Lock()
-	defer b.extMu.Unlock()
-	return b.ext[name]
+func (q *metadataQuorum) extHandler(name string) func([]byte) ([]byte, error) {
+	q.extMu.Lock()
+	defer q.extMu.Unlock()
+	return q.ext[name]
 }
 
 // AskController sends payload to the controller's handler named name and
 // returns its answer. Payloads and answers are JSON.
-func (b *Broker) AskController(ctx context.Context, name string, payload []byte) ([]byte, error) {
-	if b.raft.State() == raft.Leader {
-		fn := b.extHandler(name)
+func (q *metadataQuorum) AskController(ctx context.Context, name string, payload []byte) ([]byte, error) {
+	if q.raft.State() == raft.Leader {
+		fn := q.extHandler(name)
 		if fn == nil {
 			return nil, fmt.Errorf("%w: %s", ErrNoControllerHandler, name)
 		}
@@ -53,7 +53,7 @@ func (b *Broker) AskController(ctx context.Context, name string, payload []byte)
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	resp, err := b.forward(forwardRequest{Ext: name, Payload: payload}, timeout)
+	resp, err := q.forward(forwardRequest{Ext: name, Payload: payload}, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -68,15 +68,15 @@ func (b *Broker) AskController(ctx context.Context, name string, payload []byte)
 // AskBroker sends payload to the handler named name on broker node
 // (a metadata voter or a broker-only node), controller or not, and
 // returns its answer.
-func (b *Broker) AskBroker(ctx context.Context, node int32, name string, payload []byte) ([]byte, error) {
-	if node == b.cfg.NodeID {
-		fn := b.extHandler(name)
+func (q *metadataQuorum) AskBroker(ctx context.Context, node int32, name string, payload []byte) ([]byte, error) {
+	if node == q.cfg.NodeID {
+		fn := q.extHandler(name)
 		if fn == nil {
 			return nil, fmt.Errorf("%w: %s", ErrNoControllerHandler, name)
 		}
 		return fn(payload)
 	}
-	addr, err := b.peerAddr(node) // a voter's, or a broker-only node's registered one
+	addr, err := q.peerAddr(node) // a voter's, or a broker-only node's registered one
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (b *Broker) AskBroker(ctx context.Context, node int32, name string, payload
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.mux.Forward(addr, req, timeout)
+	out, err := q.mux.Forward(addr, req, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: %w", node, err)
 	}
@@ -107,14 +107,14 @@ func (b *Broker) AskBroker(ctx context.Context, node int32, name string, payload
 
 // handleExt answers a forwarded Ext request: on the controller, or on
 // any broker with any (AskBroker).
-func (b *Broker) handleExt(name string, payload []byte, any bool) forwardResponse {
+func (q *metadataQuorum) handleExt(name string, payload []byte, any bool) forwardResponse {
 	var resp forwardResponse
-	if !any && b.raft.State() != raft.Leader {
+	if !any && q.raft.State() != raft.Leader {
 		err := fmt.Errorf("%w: leadership moved", ErrNotController)
 		resp.Err, resp.Msg = sentinelName(err), err.Error()
 		return resp
 	}
-	fn := b.extHandler(name)
+	fn := q.extHandler(name)
 	if fn == nil {
 		resp.Msg = ErrNoControllerHandler.Error() + ": " + name
 		return resp
@@ -133,4 +133,4 @@ func (b *Broker) handleExt(name string, payload []byte, any bool) forwardRespons
 }
 
 // DeleteTopicEnabled is delete.topic.enable.
-func (b *Broker) DeleteTopicEnabled() bool { return b.cfg.DeleteTopicEnable }
+func (q *metadataQuorum) DeleteTopicEnabled() bool { return q.cfg.DeleteTopicEnable }

@@ -24,11 +24,11 @@ var ErrPolicyViolation = errors.New("replication: policy violation")
 //
 // The new log start is an entry of the partition's Raft group, so it
 // reaches every replica.
-func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+func (r *partitionReplicas) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, err
 	}
-	lp, err := b.Partition(topic, partition)
+	lp, err := r.Partition(topic, partition)
 	if err != nil {
 		return -1, err
 	}
@@ -44,7 +44,7 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 	}
 	// Through the partition's group, so every replica moves its log start
 	// (partitionFSM.applyDeleteRecords) in log order.
-	g := b.group(lp.TopicPartition())
+	g := r.group(lp.TopicPartition())
 	if g == nil {
 		return -1, fmt.Errorf("%w: %s-%d has no raft group", log.ErrStorage, topic, partition)
 	}
@@ -52,14 +52,14 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 	if err := waitFutureOr(f, g.stopped); err != nil {
 		return -1, raftErr(g, err)
 	}
-	r, ok := f.Response().(partitionResult)
+	pr, ok := f.Response().(partitionResult)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s-%d: unexpected raft response %T", log.ErrStorage, topic, partition, f.Response())
 	}
-	if r.err != nil {
-		return -1, r.err
+	if pr.err != nil {
+		return -1, pr.err
 	}
-	start := r.res.LogStartOffset
+	start := pr.res.LogStartOffset
 	// Followers apply the entry when they learn it is committed, with the
 	// leader's next AppendEntries -- on an idle partition only after
 	// CommitTimeout (6-12 s, raftconf/config.go). A barrier is such an entry
@@ -70,10 +70,10 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, partition int3
 	// once a snapshot covers them (log/removal.go); followers remove
 	// theirs at their cleaner's next check.
 	if err := g.snapshotNow(); err != nil {
-		b.logger.Warn("snapshot after DeleteRecords failed; segments go at the next retention check", "topic", topic, "partition", partition, "err", err)
+		r.logger.Warn("snapshot after DeleteRecords failed; segments go at the next retention check", "topic", topic, "partition", partition, "err", err)
 	} else if err := lp.RemoveBelowLogStart(); err != nil {
-		b.logger.Warn("removing segments below the new log start failed", "topic", topic, "partition", partition, "err", err)
+		r.logger.Warn("removing segments below the new log start failed", "topic", topic, "partition", partition, "err", err)
 	}
-	b.logger.Info("records deleted", "topic", topic, "partition", partition, "log_start", start)
+	r.logger.Info("records deleted", "topic", topic, "partition", partition, "log_start", start)
 	return start, nil
 }

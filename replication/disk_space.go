@@ -69,12 +69,12 @@ type diskState struct {
 
 // diskLoop measures the data directory's usable space until the broker
 // stops; off when MinFreeBytes is 0.
-func (b *Broker) diskLoop() {
-	b.disk.free.Store(-1)
-	if b.cfg.MinFreeBytes <= 0 {
+func (r *partitionReplicas) diskLoop() {
+	r.disk.free.Store(-1)
+	if r.cfg.MinFreeBytes <= 0 {
 		return
 	}
-	free := b.cfg.FreeSpace
+	free := r.cfg.FreeSpace
 	if free == nil {
 		free = statfsUsable
 	}
@@ -82,17 +82,17 @@ func (b *Broker) diskLoop() {
 	defer t.Stop()
 	failing := false
 	for {
-		n, err := free(b.cfg.DataDir)
+		n, err := free(r.cfg.DataDir)
 		switch {
 		case err != nil && !failing:
 			failing = true
-			b.logger.Warn("cannot measure the log directory's free space; strata.log.dir.min.free.bytes not enforced until it can", "dir", b.cfg.DataDir, "err", err)
+			r.logger.Warn("cannot measure the log directory's free space; strata.log.dir.min.free.bytes not enforced until it can", "dir", r.cfg.DataDir, "err", err)
 		case err == nil:
 			failing = false
-			b.noteFree(n)
+			r.noteFree(n)
 		}
 		select {
-		case <-b.stop:
+		case <-r.stop:
 			return
 		case <-t.C:
 		}
@@ -101,32 +101,32 @@ func (b *Broker) diskLoop() {
 
 // noteFree records a measurement: the state changes and, while full, the
 // leadership moves.
-func (b *Broker) noteFree(n int64) {
-	b.disk.free.Store(n)
-	min := b.cfg.MinFreeBytes
-	switch full := b.disk.full.Load(); {
+func (r *partitionReplicas) noteFree(n int64) {
+	r.disk.free.Store(n)
+	min := r.cfg.MinFreeBytes
+	switch full := r.disk.full.Load(); {
 	case !full && n < min:
-		b.disk.full.Store(true)
-		b.logger.Error("log directory below its free-space threshold: produce answers KAFKA_STORAGE_ERROR and leaderships move to other replicas until space returns",
-			"dir", b.cfg.DataDir, "usable_bytes", n, "strata.log.dir.min.free.bytes", min, "resume_at_bytes", diskResumeAt(min))
+		r.disk.full.Store(true)
+		r.logger.Error("log directory below its free-space threshold: produce answers KAFKA_STORAGE_ERROR and leaderships move to other replicas until space returns",
+			"dir", r.cfg.DataDir, "usable_bytes", n, "strata.log.dir.min.free.bytes", min, "resume_at_bytes", diskResumeAt(min))
 	case full && n >= diskResumeAt(min):
-		b.disk.full.Store(false)
-		b.logger.Info("log directory has free space again: produce resumes", "dir", b.cfg.DataDir, "usable_bytes", n,
+		r.disk.full.Store(false)
+		r.logger.Info("log directory has free space again: produce resumes", "dir", r.cfg.DataDir, "usable_bytes", n,
 			"strata.log.dir.min.free.bytes", min)
 	}
-	if b.disk.full.Load() {
-		b.moveOffFullDisk()
+	if r.disk.full.Load() {
+		r.moveOffFullDisk()
 	}
 }
 
 // diskErr is the error of a write refused because the data directory is
 // below its free-space threshold; nil otherwise.
-func (b *Broker) diskErr() error {
-	if !b.disk.full.Load() {
+func (r *partitionReplicas) diskErr() error {
+	if !r.disk.full.Load() {
 		return nil
 	}
 	return fmt.Errorf("%w: log directory %s has %d usable bytes, below strata.log.dir.min.free.bytes=%d; writes resume at %d",
-		log.ErrStorage, b.cfg.DataDir, b.disk.free.Load(), b.cfg.MinFreeBytes, diskResumeAt(b.cfg.MinFreeBytes))
+		log.ErrStorage, r.cfg.DataDir, r.disk.free.Load(), r.cfg.MinFreeBytes, diskResumeAt(r.cfg.MinFreeBytes))
 }
 
 // controllerDiskErr refuses a metadata change that creates partitions
@@ -139,52 +139,52 @@ func (b *Broker) diskErr() error {
 // answers NOT_CONTROLLER (the client retries at the new controller); a
 // lone controller answers UNKNOWN_SERVER_ERROR (ErrMetadataStorage) with
 // the reason. KAFKA_STORAGE_ERROR is not among CreateTopics' errors.
-func (b *Broker) controllerDiskErr() error {
-	r := b.raft
-	if !b.disk.full.Load() || r == nil || r.State() != raft.Leader {
+func (q *metadataQuorum) controllerDiskErr() error {
+	r := q.raft
+	if !q.disk.full.Load() || r == nil || r.State() != raft.Leader {
 		return nil
 	}
 	if metadataVoters(r) > 1 {
 		go func() {
 			if err := r.LeadershipTransfer().Error(); err == nil {
-				b.logger.Info("controller moved off a full log directory")
+				q.logger.Info("controller moved off a full log directory")
 			}
 		}()
 		return fmt.Errorf("%w: this controller's log directory is below strata.log.dir.min.free.bytes; the controller moves to another voter", ErrNotController)
 	}
 	return fmt.Errorf("%w: the controller's log directory %s has %d usable bytes, below strata.log.dir.min.free.bytes=%d",
-		ErrMetadataStorage, b.cfg.DataDir, b.disk.free.Load(), b.cfg.MinFreeBytes)
+		ErrMetadataStorage, q.cfg.DataDir, q.disk.free.Load(), q.cfg.MinFreeBytes)
 }
 
 // LogDirError is the data directory's state for DescribeLogDirs: an
 // error wrapping log.ErrStorage while it is below its free-space
 // threshold, nil otherwise.
-func (b *Broker) LogDirError() error { return b.diskErr() }
+func (r *partitionReplicas) LogDirError() error { return r.diskErr() }
 
 // moveOffFullDisk hands this broker's leaderships (partitions with
 // another live voter, and the controller) to other replicas, in the
 // background, at most once per diskMoveInterval.
-func (b *Broker) moveOffFullDisk() {
-	if !b.ready.Load() || b.closed.Load() {
+func (r *partitionReplicas) moveOffFullDisk() {
+	if !r.ready.Load() || r.closed.Load() {
 		return
 	}
 	now := time.Now().UnixNano()
-	if now-b.disk.lastMove.Load() < int64(diskMoveInterval) || !b.disk.moving.CompareAndSwap(false, true) {
+	if now-r.disk.lastMove.Load() < int64(diskMoveInterval) || !r.disk.moving.CompareAndSwap(false, true) {
 		return
 	}
-	b.disk.lastMove.Store(now)
+	r.disk.lastMove.Store(now)
 	go func() {
-		defer b.disk.moving.Store(false)
-		if r := b.raft; r != nil && r.State() == raft.Leader && metadataVoters(r) > 1 {
-			if err := r.LeadershipTransfer().Error(); err != nil {
-				b.logger.Warn("cannot move the controller off a full log directory", "err", err)
+		defer r.disk.moving.Store(false)
+		if mr := r.meta.raft; mr != nil && mr.State() == raft.Leader && metadataVoters(mr) > 1 {
+			if err := mr.LeadershipTransfer().Error(); err != nil {
+				r.logger.Warn("cannot move the controller off a full log directory", "err", err)
 			} else {
-				b.logger.Info("controller moved off a full log directory")
+				r.logger.Info("controller moved off a full log directory")
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), transferTimeout)
 		defer cancel()
-		b.handOffLeaderships(ctx, "log directory below its free-space threshold")
+		r.handOffLeaderships(ctx, "log directory below its free-space threshold")
 	}()
 }
 
@@ -206,12 +206,12 @@ func metadataVoters(r *raft.Raft) int {
 // openRaftStable opens a raft group's stable store in dir, wired to
 // OnStorageFatal: a term that cannot be saved stops the broker cleanly
 // instead of raft's panic.
-func (b *Broker) openRaftStable(dir, group string) (*raftstore.StableFile, error) {
-	s, err := raftstore.OpenStableFile(b.cfg.FS, dir)
+func (n *node) openRaftStable(dir, group string) (*raftstore.StableFile, error) {
+	s, err := raftstore.OpenStableFile(n.cfg.FS, dir)
 	if err != nil {
 		return nil, err
 	}
-	if fatal := b.cfg.OnStorageFatal; fatal != nil {
+	if fatal := n.cfg.OnStorageFatal; fatal != nil {
 		s.SetOnFatal(func(err error) { fatal(fmt.Errorf("raft group %s: %w", group, err)) })
 	}
 	return s, nil

@@ -40,17 +40,17 @@ var (
 // not in the ISR). Unclean elections are raft's own business: a
 // partition without a leader elects one as soon as a majority of its
 // replicas are up, and never from a replica that lacks committed data.
-func (b *Broker) ElectLeader(ctx context.Context, topic string, partition int32, typ ElectionType) error {
+func (r *partitionReplicas) ElectLeader(ctx context.Context, topic string, partition int32, typ ElectionType) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if b.closed.Load() {
+	if r.closed.Load() {
 		return ErrShuttingDown
 	}
 	if typ != ElectPreferred && typ != ElectUnclean {
 		return fmt.Errorf("%w %d", ErrInvalidElectionType, typ)
 	}
-	t, ok := b.img.Load().topics[topic]
+	t, ok := r.meta.img.Load().topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s-%d", ErrUnknownTopicOrPartition, topic, partition)
 	}
@@ -63,7 +63,7 @@ func (b *Broker) ElectLeader(ctx context.Context, topic string, partition int32,
 		if !containsNode(pi.ISR, pi.Replicas[0]) {
 			return fmt.Errorf("%w: %s-%d: preferred replica %d is not in the ISR %v", ErrPreferredLeaderNotAvailable, topic, partition, pi.Replicas[0], pi.ISR)
 		}
-		return b.transfer(ctx, t, partition, pi.Replicas[0])
+		return r.transfer(ctx, t, partition, pi.Replicas[0])
 	default:
 		if pi.Leader >= 0 {
 			return fmt.Errorf("%w: %s-%d has leader %d", ErrElectionNotNeeded, topic, partition, pi.Leader)

@@ -56,32 +56,32 @@ func (im *image) setFeatures(levels map[string]int16) error {
 // copy; features never set are absent) and their epoch: 0 when none was
 // ever set, else a number that grows with every change (Kafka's
 // FinalizedFeaturesEpoch is the metadata offset of the change).
-func (b *Broker) FinalizedFeatures() (map[string]int16, int64) {
-	img := b.img.Load()
+func (q *metadataQuorum) FinalizedFeatures() (map[string]int16, int64) {
+	img := q.img.Load()
 	return maps.Clone(img.features), img.featuresEpoch
 }
 
 // FeatureLevel returns a feature's level set through SetFeatures, and
 // whether one was set.
-func (b *Broker) FeatureLevel(name string) (int16, bool) {
-	lvl, ok := b.img.Load().features[name]
+func (q *metadataQuorum) FeatureLevel(name string) (int16, bool) {
+	lvl, ok := q.img.Load().features[name]
 	return lvl, ok
 }
 
 // SetFeatures commits finalized feature levels to the metadata quorum.
 // The caller has checked them against the supported ranges and the
 // upgrade types (UpdateFeatures); levels must not be negative.
-func (b *Broker) SetFeatures(ctx context.Context, levels map[string]int16) error {
+func (q *metadataQuorum) SetFeatures(ctx context.Context, levels map[string]int16) error {
 	if len(levels) == 0 || len(levels) > maxFeatures {
 		return fmt.Errorf("replication: %d feature levels, want 1 to %d", len(levels), maxFeatures)
 	}
-	if err := b.lockWriter(ctx); err != nil {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	if _, err := b.commitLocked(Command{Type: CmdSetFeatures, Features: maps.Clone(levels)}); err != nil {
+	defer q.mu.Unlock()
+	if _, err := q.commitLocked(Command{Type: CmdSetFeatures, Features: maps.Clone(levels)}); err != nil {
 		return err
 	}
-	b.logger.Info("finalized feature levels set", "levels", levels)
+	q.logger.Info("finalized feature levels set", "levels", levels)
 	return nil
 }

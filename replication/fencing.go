@@ -31,9 +31,9 @@ const fenceCheckInterval = time.Second
 
 // fenceLoop runs the check while this broker is the controller; it ends
 // when the broker stops. fenceDone closes when it returns.
-func (b *Broker) fenceLoop() {
-	defer close(b.fenceDone)
-	timeout := b.cfg.BrokerSessionTimeout
+func (q *metadataQuorum) fenceLoop() {
+	defer close(q.fenceDone)
+	timeout := q.cfg.BrokerSessionTimeout
 	if timeout <= 0 {
 		return
 	}
@@ -42,50 +42,50 @@ func (b *Broker) fenceLoop() {
 	var leaderSince time.Time
 	for {
 		select {
-		case <-b.stop:
+		case <-q.stop:
 			return
 		case <-tick.C:
 		}
-		if b.raft == nil || b.raft.State() != raft.Leader {
+		if q.raft == nil || q.raft.State() != raft.Leader {
 			leaderSince = time.Time{}
 			continue
 		}
 		if leaderSince.IsZero() {
 			leaderSince = time.Now()
 		}
-		if b.closed.Load() || !b.ready.Load() || time.Since(leaderSince) < timeout {
+		if q.closed.Load() || !q.ready.Load() || time.Since(leaderSince) < timeout {
 			continue
 		}
-		b.fenceOnce(timeout)
+		q.fenceOnce(timeout)
 	}
 }
 
 // fenceOnce fences the registered brokers not heard from within timeout
 // and unfences the fenced ones heard from again.
-func (b *Broker) fenceOnce(timeout time.Duration) {
-	for _, bi := range b.Brokers() {
-		if bi.NodeID == b.cfg.NodeID {
+func (q *metadataQuorum) fenceOnce(timeout time.Duration) {
+	for _, bi := range q.Brokers() {
+		if bi.NodeID == q.cfg.NodeID {
 			continue
 		}
-		addr, err := b.peerAddr(bi.NodeID)
+		addr, err := q.peerAddr(bi.NodeID)
 		if err != nil {
 			continue // no replication address known: nothing to hear from
 		}
-		heard := b.mux.PeerHeardWithin(addr, timeout)
+		heard := q.mux.PeerHeardWithin(addr, timeout)
 		if heard != bi.Fenced {
 			continue // fenced and silent, or unfenced and heard
 		}
 		next := bi
 		next.Fenced = !heard
-		if err := b.registerAs(next); err != nil {
-			b.logger.Warn("broker fencing: could not record the change", "node_id", bi.NodeID, "fenced", next.Fenced, "err", err)
+		if err := q.registerAs(next); err != nil {
+			q.logger.Warn("broker fencing: could not record the change", "node_id", bi.NodeID, "fenced", next.Fenced, "err", err)
 			continue
 		}
 		if next.Fenced {
-			b.logger.Warn("broker fenced: not heard from within broker.session.timeout.ms; left out of Metadata until it is heard from again",
+			q.logger.Warn("broker fenced: not heard from within broker.session.timeout.ms; left out of Metadata until it is heard from again",
 				"node_id", bi.NodeID, "session_timeout", timeout)
 		} else {
-			b.logger.Info("broker unfenced: heard from again", "node_id", bi.NodeID)
+			q.logger.Info("broker unfenced: heard from again", "node_id", bi.NodeID)
 		}
 	}
 }
@@ -93,14 +93,14 @@ func (b *Broker) fenceOnce(timeout time.Duration) {
 // registerAs commits bi as bi.NodeID's registration, if the image still
 // holds the registration it was derived from but for Fenced (a broker
 // that re-registered meanwhile wins).
-func (b *Broker) registerAs(bi BrokerInfo) error {
+func (q *metadataQuorum) registerAs(bi BrokerInfo) error {
 	ctx, cancel := context.WithTimeout(context.Background(), metadataApplyTimeout)
 	defer cancel()
-	if err := b.lockWriter(ctx); err != nil {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	cur, ok := b.img.Load().brokers[bi.NodeID]
+	defer q.mu.Unlock()
+	cur, ok := q.img.Load().brokers[bi.NodeID]
 	if !ok {
 		return nil // unregistered meanwhile
 	}
@@ -109,6 +109,6 @@ func (b *Broker) registerAs(bi BrokerInfo) error {
 	if was != bi || cur.Fenced == bi.Fenced {
 		return nil
 	}
-	_, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &bi})
+	_, err := q.commitLocked(Command{Type: CmdRegisterBroker, Broker: &bi})
 	return err
 }

@@ -83,21 +83,21 @@ func (im *image) setGroupConfigs(group string, set map[string]string) error {
 // GroupConfigs returns a copy of a group's config overrides (empty when
 // none): what IncrementalAlterConfigs starts from and DescribeConfigs
 // reports as GROUP_CONFIG.
-func (b *Broker) GroupConfigs(group string) map[string]string {
-	return copyConfigs(b.img.Load().groupConfigs[group])
+func (q *metadataQuorum) GroupConfigs(group string) map[string]string {
+	return copyConfigs(q.img.Load().groupConfigs[group])
 }
 
 // GroupConfigsView returns a group's config overrides without a copy, for
 // a lookup per request (nil when none). The map is shared by every reader
 // and immutable: never modify it.
-func (b *Broker) GroupConfigsView(group string) map[string]string {
-	return b.img.Load().groupConfigs[group]
+func (q *metadataQuorum) GroupConfigsView(group string) map[string]string {
+	return q.img.Load().groupConfigs[group]
 }
 
 // GroupsWithConfigs returns the IDs of the groups that have config
 // overrides, sorted (ListConfigResources on GROUP, as Kafka lists them).
-func (b *Broker) GroupsWithConfigs() []string {
-	m := b.img.Load().groupConfigs
+func (q *metadataQuorum) GroupsWithConfigs() []string {
+	m := q.img.Load().groupConfigs
 	out := make([]string, 0, len(m))
 	for g := range m {
 		out = append(out, g)
@@ -111,20 +111,20 @@ func (b *Broker) GroupsWithConfigs() []string {
 // The caller has validated names and values (internal/groupconfig); here
 // only the group name (ErrInvalidGroupResource) and sizes
 // (ErrInvalidConfig) are checked. validateOnly checks without committing.
-func (b *Broker) SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error {
+func (q *metadataQuorum) SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error {
 	if err := checkGroupConfigs(group, configs); err != nil {
 		return err
 	}
 	if validateOnly {
 		return nil
 	}
-	if err := b.lockWriter(ctx); err != nil {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	if _, err := b.commitLocked(Command{Type: CmdSetGroupConfigs, ConfigResource: group, Configs: copyConfigs(configs)}); err != nil {
+	defer q.mu.Unlock()
+	if _, err := q.commitLocked(Command{Type: CmdSetGroupConfigs, ConfigResource: group, Configs: copyConfigs(configs)}); err != nil {
 		return err
 	}
-	b.logger.Info("group configs set", "group", group, "configs", len(configs))
+	q.logger.Info("group configs set", "group", group, "configs", len(configs))
 	return nil
 }

@@ -7,13 +7,13 @@ import "github.com/strata-io/strata/log"
 // image or has no open log here. Unlike Partition it does not require
 // leadership: it serves reports about what is on this broker's disk
 // (DescribeLogDirs), never reads or writes that need the leader.
-func (b *Broker) LocalLog(topic string, partition int32) *log.Partition {
-	if b.closed.Load() {
+func (r *partitionReplicas) LocalLog(topic string, partition int32) *log.Partition {
+	if r.closed.Load() {
 		return nil
 	}
-	t, ok := b.img.Load().topics[topic]
+	t, ok := r.meta.img.Load().topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
 		return nil
 	}
-	return b.logs.Get(log.TopicPartition{Topic: topic, Partition: partition})
+	return r.logs.Get(log.TopicPartition{Topic: topic, Partition: partition})
 }

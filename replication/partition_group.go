@@ -88,16 +88,16 @@ func partitionGroupID(topicID [16]byte, partition int32) string {
 
 // peerAddr is the replication address of a broker: its metadata voter
 // address (every broker is a voter), or this broker's own Mux address.
-func (b *Broker) peerAddr(node int32) (raft.ServerAddress, error) {
-	if node == b.cfg.NodeID {
-		return b.mux.Addr(), nil
+func (q *metadataQuorum) peerAddr(node int32) (raft.ServerAddress, error) {
+	if node == q.cfg.NodeID {
+		return q.mux.Addr(), nil
 	}
-	for _, v := range b.cfg.Voters {
+	for _, v := range q.cfg.Voters {
 		if v.NodeID == node {
 			return raft.ServerAddress(v.Addr), nil
 		}
 	}
-	if a := b.registeredReplAddr(node); a != "" { // a broker-only node (roles.go)
+	if a := q.registeredReplAddr(node); a != "" { // a broker-only node (roles.go)
 		return raft.ServerAddress(a), nil
 	}
 	return "", fmt.Errorf("%w: broker %d has no replication address (not in controller.quorum.voters)", ErrInvalidReplicaAssignment, node)
@@ -107,11 +107,11 @@ func (b *Broker) peerAddr(node int32) (raft.ServerAddress, error) {
 // partition's replicas. The first replica (the preferred leader) starts an
 // election at once, so a new partition has a leader in milliseconds and
 // leadership lands where the assignment spread it.
-func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
+func (r *partitionReplicas) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	tp := lp.TopicPartition()
-	b.groupsMu.Lock()
-	_, running := b.groups[tp]
-	b.groupsMu.Unlock()
+	r.groupsMu.Lock()
+	_, running := r.groups[tp]
+	r.groupsMu.Unlock()
 	if running {
 		return nil
 	}
@@ -122,31 +122,31 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	// A broker that joins the partition (a reassignment's target) starts
 	// an empty group: the leader adds it to the configuration and fills
 	// its log; it must not bootstrap a configuration of its own.
-	joining := !containsNode(replicas, b.cfg.NodeID)
+	joining := !containsNode(replicas, r.cfg.NodeID)
 	servers := make([]raft.Server, 0, len(replicas))
 	for _, n := range replicas {
-		addr, err := b.peerAddr(n)
+		addr, err := r.meta.peerAddr(n)
 		if err != nil {
 			return err
 		}
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(n), Address: addr})
 	}
-	single := len(replicas) == 1 && replicas[0] == b.cfg.NodeID
-	preferred := len(replicas) > 0 && replicas[0] == b.cfg.NodeID && !joining
-	fsys := b.cfg.FS
+	single := len(replicas) == 1 && replicas[0] == r.cfg.NodeID
+	preferred := len(replicas) > 0 && replicas[0] == r.cfg.NodeID && !joining
+	fsys := r.cfg.FS
 	dir := filepath.Join(lp.Dir(), partitionRaftDir)
 	if err := fsys.MkdirAll(dir); err != nil {
 		return fmt.Errorf("%w: create %s: %v", log.ErrStorage, dir, err)
 	}
-	stable, err := b.openRaftStable(dir, tp.String())
+	stable, err := r.openRaftStable(dir, tp.String())
 	if err != nil {
 		return err
 	}
-	snaps, err := openPartitionSnapshots(fsys, filepath.Join(dir, "snapshots"), lp, stable, b.logger)
+	snaps, err := openPartitionSnapshots(fsys, filepath.Join(dir, "snapshots"), lp, stable, r.logger)
 	if err != nil {
 		return err
 	}
-	if err := finishInterruptedInstall(stable, snaps, lp, b.logger); err != nil {
+	if err := finishInterruptedInstall(stable, snaps, lp, r.logger); err != nil {
 		return err
 	}
 	anchor, anchorOffset, fresh, err := groupAnchor(stable, snaps, lp)
@@ -165,7 +165,7 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	// Batches from the anchor on are raft's log: retention and compaction
 	// leave them in place until a snapshot covers them (log/removal.go).
 	lp.SetRemovalLimit(anchorOffset)
-	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, single, b.logger)
+	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, single, r.logger)
 	if err != nil {
 		return err
 	}
@@ -175,19 +175,19 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 		}
 	}()
 	snaps.store = store
-	snaps.onInstall = func(index uint64) { go b.restartAfterInstall(tp, index) }
-	trans, err := b.mux.Group(partitionGroupID(t.ID, tp.Partition))
+	snaps.onInstall = func(index uint64) { go r.restartAfterInstall(tp, index) }
+	trans, err := r.mux.Group(partitionGroupID(t.ID, tp.Partition))
 	if err != nil {
 		return err
 	}
-	timing := b.partitionTiming
+	timing := r.partitionTiming
 	if single {
 		timing = singleVoterPartitionTiming
 	}
-	conf := raftconf.New(serverID(b.cfg.NodeID), timing, b.cfg.Logger.With("partition", tp.String()))
+	conf := raftconf.New(serverID(r.cfg.NodeID), timing, r.cfg.Logger.With("partition", tp.String()))
 	// A topic creation elects a leader for each of its partitions: those
 	// normal elections log at DEBUG (the metadata group's at INFO).
-	conf.Logger = raftconf.NewLogger(b.cfg.Logger.With("partition", tp.String(), "component", "raft", "raft_id", string(serverID(b.cfg.NodeID))), slog.LevelDebug)
+	conf.Logger = raftconf.NewLogger(r.cfg.Logger.With("partition", tp.String(), "component", "raft", "raft_id", string(serverID(r.cfg.NodeID))), slog.LevelDebug)
 	if preferred {
 		// Started a hair longer so that lowering it below (ReloadConfig)
 		// wakes the follower loop, which finds no leader contact and
@@ -215,43 +215,43 @@ func (b *Broker) openGroup(t *TopicInfo, lp *log.Partition) (err error) {
 	}
 	var started atomic.Pointer[raft.Raft]
 	trans.SetJoinGate(func() uint64 {
-		if r := started.Load(); r != nil {
-			return r.LastIndex()
+		if rf := started.Load(); rf != nil {
+			return rf.LastIndex()
 		}
 		return 0
-	}, joinValue, func(v uint64) error { return stable.SetUint64([]byte(joinUntilKey), v) }, b.logger.With("partition", tp.String()))
+	}, joinValue, func(v uint64) error { return stable.SetUint64([]byte(joinUntilKey), v) }, r.logger.With("partition", tp.String()))
 	if !existing && !joining {
 		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			trans.Close()
 			return fmt.Errorf("replication: bootstrap %s: %w", tp, err)
 		}
 	}
-	r, err := raft.NewRaft(conf, fsm, store, stable, snaps, trans)
+	rf, err := raft.NewRaft(conf, fsm, store, stable, snaps, trans)
 	if err != nil {
 		trans.Close()
 		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
-	started.Store(r)
-	trans.SetCatchUp(r)
-	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: r, store: store, trans: trans, voters: replicas, timing: timing, single: single, share: share, failed: map[raft.ServerID]bool{},
+	started.Store(rf)
+	trans.SetCatchUp(rf)
+	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: rf, store: store, trans: trans, voters: replicas, timing: timing, single: single, share: share, failed: map[raft.ServerID]bool{},
 		stopped: make(chan struct{})}
-	b.groupsMu.Lock()
-	b.groups[tp] = g
-	b.byRaft[r] = g
-	b.groupsMu.Unlock()
-	r.RegisterObserver(raft.NewObserver(b.obsCh, true, observationFilter))
+	r.groupsMu.Lock()
+	r.groups[tp] = g
+	r.byRaft[rf] = g
+	r.groupsMu.Unlock()
+	rf.RegisterObserver(raft.NewObserver(r.obsCh, true, observationFilter))
 	lp.SetSnapshotHook(g.snapshotNow)
-	if r.State() == raft.Leader {
-		b.queueReport(g) // elected before the observer was registered
+	if rf.State() == raft.Leader {
+		r.queueReport(g) // elected before the observer was registered
 	}
 	if preferred {
-		if err := r.ReloadConfig(raft.ReloadableConfig{
+		if err := rf.ReloadConfig(raft.ReloadableConfig{
 			TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
 			HeartbeatTimeout: timing.Heartbeat, ElectionTimeout: conf.ElectionTimeout,
 		}); err != nil {
-			b.logger.Warn("partition raft: could not start the first election early", "partition", tp.String(), "err", err)
+			r.logger.Warn("partition raft: could not start the first election early", "partition", tp.String(), "err", err)
 		}
-		g.fitTiming(b.logger) // elected already: the reload above set a follower's timing
+		g.fitTiming(r.logger) // elected already: the reload above set a follower's timing
 	}
 	return nil
 }
@@ -335,65 +335,65 @@ func raftErr(g *partitionGroup, err error) error {
 // installing the snapshot at index (applied it and answered the leader):
 // restarting before that fails the install, the leader sends it again, and
 // the replica never catches up.
-func (b *Broker) restartAfterInstall(tp log.TopicPartition, index uint64) {
-	g := b.group(tp)
+func (r *partitionReplicas) restartAfterInstall(tp log.TopicPartition, index uint64) {
+	g := r.group(tp)
 	if g == nil {
 		return
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for g.raft.AppliedIndex() < index && time.Now().Before(deadline) {
-		if b.closed.Load() || g.raft.State() == raft.Shutdown {
+		if r.closed.Load() || g.raft.State() == raft.Shutdown {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	// The answer to the leader follows right after the apply.
 	time.Sleep(100 * time.Millisecond)
-	if b.group(tp) != g {
+	if r.group(tp) != g {
 		return // restarted or closed meanwhile
 	}
-	b.restartGroup(tp)
+	r.restartGroup(tp)
 }
 
 // restartGroup stops and reopens tp's group, so raft re-reads a log store
 // that a snapshot install cut below what raft believed it held.
-func (b *Broker) restartGroup(tp log.TopicPartition) {
-	b.effMu.Lock()
-	defer b.effMu.Unlock()
-	if b.closed.Load() {
+func (r *partitionReplicas) restartGroup(tp log.TopicPartition) {
+	r.effMu.Lock()
+	defer r.effMu.Unlock()
+	if r.closed.Load() {
 		return
 	}
-	g := b.guards.of(tp)
+	g := r.guards.of(tp)
 	g.Lock()
 	defer g.Unlock()
-	b.closeGroup(tp)
-	t, ok := b.img.Load().topics[tp.Topic]
-	lp := b.logs.Get(tp)
+	r.closeGroup(tp)
+	t, ok := r.meta.img.Load().topics[tp.Topic]
+	lp := r.logs.Get(tp)
 	if !ok || lp == nil {
 		return
 	}
-	if err := b.openGroup(t, lp); err != nil {
-		b.logger.Error("partition raft group did not restart after a snapshot install", "partition", tp.String(), "err", err)
+	if err := r.openGroup(t, lp); err != nil {
+		r.logger.Error("partition raft group did not restart after a snapshot install", "partition", tp.String(), "err", err)
 		return
 	}
-	b.logger.Info("partition raft group restarted after a snapshot install", "partition", tp.String())
+	r.logger.Info("partition raft group restarted after a snapshot install", "partition", tp.String())
 }
 
 // closeGroup stops tp's group (before its log is closed or deleted).
-func (b *Broker) closeGroup(tp log.TopicPartition) {
-	b.groupsMu.Lock()
-	g := b.groups[tp]
-	delete(b.groups, tp)
+func (r *partitionReplicas) closeGroup(tp log.TopicPartition) {
+	r.groupsMu.Lock()
+	g := r.groups[tp]
+	delete(r.groups, tp)
 	if g != nil {
-		delete(b.byRaft, g.raft)
+		delete(r.byRaft, g.raft)
 	}
-	b.groupsMu.Unlock()
+	r.groupsMu.Unlock()
 	if g != nil {
-		g.shutdown(b)
+		g.shutdown(r)
 	}
 }
 
-func (g *partitionGroup) shutdown(b *Broker) {
+func (g *partitionGroup) shutdown(r *partitionReplicas) {
 	g.lp.SetSnapshotHook(nil)
 	// The transport first: raft's Shutdown waits for its goroutines, and
 	// one waiting on an RPC (a vote, an append, to a peer that deleted the
@@ -401,13 +401,13 @@ func (g *partitionGroup) shutdown(b *Broker) {
 	// timeout; with the transport closed the RPC ends at once.
 	g.trans.Close()
 	if err := g.raft.Shutdown().Error(); err != nil {
-		b.logger.Warn("partition raft shutdown", "partition", g.tp.String(), "err", err)
+		r.logger.Warn("partition raft shutdown", "partition", g.tp.String(), "err", err)
 	}
 	if g.stopped != nil {
 		close(g.stopped) // after raft's goroutines are done: nothing reads an entry's data any more
 	}
 	if err := g.store.Close(); err != nil {
-		b.logger.Warn("partition raft store close", "partition", g.tp.String(), "err", err)
+		r.logger.Warn("partition raft store close", "partition", g.tp.String(), "err", err)
 	}
 }
 
@@ -415,12 +415,12 @@ func (g *partitionGroup) shutdown(b *Broker) {
 // at a time: each shutdown waits for its raft's goroutines and closes its
 // raft files, and one group after another added up (a group whose raft
 // waits on an RPC to a silent peer held every group behind it).
-func (b *Broker) closeGroups() {
-	b.groupsMu.Lock()
-	gs := b.groups
-	b.groups = map[log.TopicPartition]*partitionGroup{}
-	b.byRaft = map[*raft.Raft]*partitionGroup{}
-	b.groupsMu.Unlock()
+func (r *partitionReplicas) closeGroups() {
+	r.groupsMu.Lock()
+	gs := r.groups
+	r.groups = map[log.TopicPartition]*partitionGroup{}
+	r.byRaft = map[*raft.Raft]*partitionGroup{}
+	r.groupsMu.Unlock()
 	sem := make(chan struct{}, closeGroupsParallel)
 	var wg sync.WaitGroup
 	for _, g := range gs {
@@ -428,7 +428,7 @@ func (b *Broker) closeGroups() {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			g.shutdown(b)
+			g.shutdown(r)
 		}()
 	}
 	wg.Wait()
@@ -437,16 +437,16 @@ func (b *Broker) closeGroups() {
 // closeGroupsParallel bounds the partition groups shutting down at once.
 const closeGroupsParallel = 32
 
-func (b *Broker) group(tp log.TopicPartition) *partitionGroup {
-	b.groupsMu.RLock()
-	defer b.groupsMu.RUnlock()
-	return b.groups[tp]
+func (r *partitionReplicas) group(tp log.TopicPartition) *partitionGroup {
+	r.groupsMu.RLock()
+	defer r.groupsMu.RUnlock()
+	return r.groups[tp]
 }
 
-func (b *Broker) groupOf(r *raft.Raft) *partitionGroup {
-	b.groupsMu.RLock()
-	defer b.groupsMu.RUnlock()
-	return b.byRaft[r]
+func (r *partitionReplicas) groupOf(rf *raft.Raft) *partitionGroup {
+	r.groupsMu.RLock()
+	defer r.groupsMu.RUnlock()
+	return r.byRaft[rf]
 }
 
 // awaitLeader returns nil on the group's leader; on a group that has no

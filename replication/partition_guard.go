@@ -47,10 +47,10 @@ func (g *partitionGuards) of(tp log.TopicPartition) *sync.Mutex {
 // part of topic id on this broker (as a replica or a reassignment's
 // target): start's open re-checks it under the guard, since the image it
 // iterates may be older than an effect that removed the partition.
-func (b *Broker) stillLocal(id [16]byte, part int32) bool {
-	t, ok := b.img.Load().byID[id]
+func (r *partitionReplicas) stillLocal(id [16]byte, part int32) bool {
+	t, ok := r.meta.img.Load().byID[id]
 	if !ok || part < 0 || int(part) >= len(t.Partitions) {
 		return false
 	}
-	return containsNode(t.Partitions[part].members(), b.cfg.NodeID)
+	return containsNode(t.Partitions[part].members(), r.cfg.NodeID)
 }

@@ -112,24 +112,24 @@ func equalNodes(a, b []int32) bool {
 
 // observe is the one goroutine that turns the groups' raft observations
 // into leader reports; it ends when the broker closes.
-func (b *Broker) observe() {
-	defer close(b.observerDone)
+func (r *partitionReplicas) observe() {
+	defer close(r.observerDone)
 	for {
 		select {
-		case <-b.stop:
+		case <-r.stop:
 			return
-		case o := <-b.obsCh:
-			g := b.groupOf(o.Raft)
+		case o := <-r.obsCh:
+			g := r.groupOf(o.Raft)
 			if g == nil {
 				continue
 			}
 			switch d := o.Data.(type) {
 			case raft.RaftState:
-				g.fitTiming(b.logger)
+				g.fitTiming(r.logger)
 				if d == raft.Leader {
 					// Leader moves are what clients see (NOT_LEADER_OR_FOLLOWER,
 					// a metadata refresh): one line each, as Kafka logs them.
-					b.logger.Info("partition leader elected here", "partition", g.tp.String(), "leader_epoch", o.Raft.CurrentTerm())
+					r.logger.Info("partition leader elected here", "partition", g.tp.String(), "leader_epoch", o.Raft.CurrentTerm())
 				}
 			case raft.FailedHeartbeatObservation:
 				g.setFailed(d.PeerID, true)
@@ -140,19 +140,19 @@ func (b *Broker) observe() {
 				g.trans.Poke()
 			}
 			if o.Raft.State() == raft.Leader {
-				b.queueReport(g)
+				r.queueReport(g)
 			}
 		}
 	}
 }
 
 // queueReport asks the reporter to (re)send g's leadership.
-func (b *Broker) queueReport(g *partitionGroup) {
-	b.reportMu.Lock()
-	b.reports[g.tp] = g
-	b.reportMu.Unlock()
+func (r *partitionReplicas) queueReport(g *partitionGroup) {
+	r.reportMu.Lock()
+	r.reports[g.tp] = g
+	r.reportMu.Unlock()
 	select {
-	case b.reportWake <- struct{}{}:
+	case r.reportWake <- struct{}{}:
 	default:
 	}
 }
@@ -163,56 +163,56 @@ func (b *Broker) queueReport(g *partitionGroup) {
 // loop. Every leaderSweepInterval it also sweeps the groups it leads
 // against the image (sweepLeaders), so a leadership whose report was lost
 // anyway is reported again rather than never.
-func (b *Broker) reportLeaders() {
-	defer close(b.reporterDone)
+func (r *partitionReplicas) reportLeaders() {
+	defer close(r.reporterDone)
 	sweep := time.NewTicker(leaderSweepInterval)
 	defer sweep.Stop()
 	var suspects map[log.TopicPartition]uint64
 	for {
 		select {
-		case <-b.stop:
+		case <-r.stop:
 			return
-		case <-b.reportWake:
+		case <-r.reportWake:
 		case <-sweep.C:
-			suspects = b.sweepLeaders(suspects)
+			suspects = r.sweepLeaders(suspects)
 		}
 		for {
-			b.reportMu.Lock()
-			batch := make([]*partitionGroup, 0, len(b.reports))
-			for tp, g := range b.reports {
+			r.reportMu.Lock()
+			batch := make([]*partitionGroup, 0, len(r.reports))
+			for tp, g := range r.reports {
 				if len(batch) == maxLeadersPerCommand {
 					break
 				}
 				batch = append(batch, g)
-				delete(b.reports, tp)
+				delete(r.reports, tp)
 			}
-			b.reportMu.Unlock()
+			r.reportMu.Unlock()
 			if len(batch) == 0 {
 				break
 			}
 			var rs []LeaderReport
 			for _, g := range batch {
-				if r, ok := g.report(b); ok {
-					rs = append(rs, r)
+				if rep, ok := g.report(r); ok {
+					rs = append(rs, rep)
 				}
 			}
 			if len(rs) == 0 {
 				continue
 			}
-			if err := b.commitReports(rs); err != nil {
+			if err := r.commitReports(rs); err != nil {
 				// ErrShuttingDown here is usually the controller's, not
 				// ours: a report forwarded to a controller that stops
 				// comes back "shutting down" (its proposal may or may not
 				// commit). The next controller takes it.
-				if b.stopping() {
+				if r.stopping() {
 					return
 				}
-				b.logger.Warn("partition leaders not recorded in the metadata yet; retrying", "partitions", len(rs), "err", err)
+				r.logger.Warn("partition leaders not recorded in the metadata yet; retrying", "partitions", len(rs), "err", err)
 				for _, g := range batch {
-					b.queueReportQuiet(g)
+					r.queueReportQuiet(g)
 				}
 				select {
-				case <-b.stop:
+				case <-r.stop:
 					return
 				case <-time.After(leaderReportRetry):
 				}
@@ -222,12 +222,12 @@ func (b *Broker) reportLeaders() {
 }
 
 // stopping reports whether this broker is closing.
-func (b *Broker) stopping() bool {
-	if b.closed.Load() {
+func (r *partitionReplicas) stopping() bool {
+	if r.closed.Load() {
 		return true
 	}
 	select {
-	case <-b.stop:
+	case <-r.stop:
 		return true
 	default:
 		return false
@@ -244,12 +244,12 @@ func (b *Broker) stopping() bool {
 // work is a few atomic loads per group led and a map lookup; the ISR is
 // not compared (a change of it is reported on raft's heartbeat
 // observations).
-func (b *Broker) sweepLeaders(prev map[log.TopicPartition]uint64) map[log.TopicPartition]uint64 {
-	img := b.img.Load()
+func (r *partitionReplicas) sweepLeaders(prev map[log.TopicPartition]uint64) map[log.TopicPartition]uint64 {
+	img := r.meta.img.Load()
 	var missing map[log.TopicPartition]uint64
 	var again []*partitionGroup
-	b.groupsMu.RLock()
-	for tp, g := range b.groups {
+	r.groupsMu.RLock()
+	for tp, g := range r.groups {
 		if g.raft.State() != raft.Leader {
 			continue
 		}
@@ -260,10 +260,10 @@ func (b *Broker) sweepLeaders(prev map[log.TopicPartition]uint64) map[log.TopicP
 		}
 		cur := t.Partitions[tp.Partition]
 		if int64(cur.LeaderEpoch) > int64(term) ||
-			(cur.Leader == b.cfg.NodeID && int64(cur.LeaderEpoch) == int64(term)) {
+			(cur.Leader == r.cfg.NodeID && int64(cur.LeaderEpoch) == int64(term)) {
 			continue // recorded (or a later leader is: this one steps down)
 		}
-		if !containsNode(cur.members(), b.cfg.NodeID) {
+		if !containsNode(cur.members(), r.cfg.NodeID) {
 			continue // no longer a replica: applyLeaders would skip the report
 		}
 		if missing == nil {
@@ -274,29 +274,29 @@ func (b *Broker) sweepLeaders(prev map[log.TopicPartition]uint64) map[log.TopicP
 			again = append(again, g)
 		}
 	}
-	b.groupsMu.RUnlock()
+	r.groupsMu.RUnlock()
 	if len(again) > 0 {
 		g := again[0]
-		b.logger.Warn("partition leaders elected here are still not in the metadata; reporting them again",
+		r.logger.Warn("partition leaders elected here are still not in the metadata; reporting them again",
 			"partitions", len(again), "partition", g.tp.String(), "leader_epoch", missing[g.tp])
 		for _, g := range again {
-			b.queueReportQuiet(g)
+			r.queueReportQuiet(g)
 		}
 	}
 	return missing
 }
 
-func (b *Broker) queueReportQuiet(g *partitionGroup) {
-	b.reportMu.Lock()
-	if _, ok := b.reports[g.tp]; !ok {
-		b.reports[g.tp] = g
+func (r *partitionReplicas) queueReportQuiet(g *partitionGroup) {
+	r.reportMu.Lock()
+	if _, ok := r.reports[g.tp]; !ok {
+		r.reports[g.tp] = g
 	}
-	b.reportMu.Unlock()
+	r.reportMu.Unlock()
 }
 
 // report is g's leadership as this broker, its leader, sees it; false when
 // this broker does not lead g (any more) or the image already says so.
-func (g *partitionGroup) report(b *Broker) (LeaderReport, bool) {
+func (g *partitionGroup) report(r *partitionReplicas) (LeaderReport, bool) {
 	if g.raft.State() != raft.Leader {
 		return LeaderReport{}, false
 	}
@@ -304,46 +304,46 @@ func (g *partitionGroup) report(b *Broker) (LeaderReport, bool) {
 	if term > 1<<31-1 {
 		return LeaderReport{}, false
 	}
-	r := LeaderReport{TopicID: g.topicID, Partition: g.tp.Partition, Leader: b.cfg.NodeID, Epoch: int32(term), ISR: g.isr(b.cfg.NodeID)}
-	if t, ok := b.img.Load().byID[g.topicID]; ok && int(r.Partition) < len(t.Partitions) {
-		cur := t.Partitions[r.Partition]
-		if cur.Leader == r.Leader && cur.LeaderEpoch == r.Epoch && equalNodes(cur.ISR, r.ISR) {
+	rep := LeaderReport{TopicID: g.topicID, Partition: g.tp.Partition, Leader: r.cfg.NodeID, Epoch: int32(term), ISR: g.isr(r.cfg.NodeID)}
+	if t, ok := r.meta.img.Load().byID[g.topicID]; ok && int(rep.Partition) < len(t.Partitions) {
+		cur := t.Partitions[rep.Partition]
+		if cur.Leader == rep.Leader && cur.LeaderEpoch == rep.Epoch && equalNodes(cur.ISR, rep.ISR) {
 			return LeaderReport{}, false
 		}
 	}
-	return r, true
+	return rep, true
 }
 
 // commitReports has the controller record rs. It does not take the writer
 // lock: reports are idempotent and ordered by epoch (applyLeaders), and a
 // writer holding the lock may be waiting for them (CreateTopic).
-func (b *Broker) commitReports(rs []LeaderReport) error {
-	return b.commitUnlocked(Command{Type: CmdPartitionLeaders, Leaders: rs})
+func (r *partitionReplicas) commitReports(rs []LeaderReport) error {
+	return r.meta.commitUnlocked(Command{Type: CmdPartitionLeaders, Leaders: rs})
 }
 
 // commitUnlocked has the controller commit c without this broker's writer
 // lock: for commands that are idempotent and validated by Apply alone
 // (leader reports, reassignment completion).
-func (b *Broker) commitUnlocked(c Command) error {
-	if err := b.rlog.Err(); err != nil {
+func (q *metadataQuorum) commitUnlocked(c Command) error {
+	if err := q.rlog.Err(); err != nil {
 		return err
 	}
-	if b.raft.State() == raft.Leader {
-		_, _, err := b.proposeLocked(c)
+	if q.raft.State() == raft.Leader {
+		_, _, err := q.proposeLocked(c)
 		return err
 	}
-	_, err := b.forwardToController(c)
+	_, err := q.forwardToController(c)
 	return err
 }
 
 // waitLeaders waits (bounded) until every partition of topic from first
 // on has a leader its group elected (epoch above 0, the epoch a partition
 // is created with).
-func (b *Broker) waitLeaders(ctx context.Context, topic string, first int32) {
+func (q *metadataQuorum) waitLeaders(ctx context.Context, topic string, first int32) {
 	ctx, cancel := context.WithTimeout(ctx, createLeaderWait)
 	defer cancel()
 	for {
-		t, ok := b.img.Load().topics[topic]
+		t, ok := q.img.Load().topics[topic]
 		if !ok {
 			return
 		}
@@ -359,7 +359,7 @@ func (b *Broker) waitLeaders(ctx context.Context, topic string, first int32) {
 		}
 		select {
 		case <-ctx.Done():
-			b.logger.Warn("new partitions have no elected leader yet", "topic", topic)
+			q.logger.Warn("new partitions have no elected leader yet", "topic", topic)
 			return
 		case <-time.After(5 * time.Millisecond):
 		}

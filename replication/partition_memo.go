@@ -121,23 +121,23 @@ func (m *batchMemo) clearLocked(e *memoEntry) {
 
 // sweepMemos empties the memos of idle partitions every memoMaxAge until
 // the broker stops.
-func (b *Broker) sweepMemos() {
-	defer close(b.memoDone)
+func (r *partitionReplicas) sweepMemos() {
+	defer close(r.memoDone)
 	t := time.NewTicker(memoMaxAge)
 	defer t.Stop()
 	var stores []*partitionStore
 	for {
 		select {
-		case <-b.stop:
+		case <-r.stop:
 			return
 		case <-t.C:
 		}
 		stores = stores[:0]
-		b.groupsMu.RLock()
-		for _, g := range b.groups {
+		r.groupsMu.RLock()
+		for _, g := range r.groups {
 			stores = append(stores, g.store)
 		}
-		b.groupsMu.RUnlock()
+		r.groupsMu.RUnlock()
 		cutoff := time.Now().Add(-memoMaxAge).UnixNano()
 		for _, s := range stores {
 			s.memo.sweep(cutoff)

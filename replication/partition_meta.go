@@ -80,29 +80,29 @@ func writePartitionTopicID(fsys segment.FS, dir string, id [16]byte) error {
 // than id (a topic of the same name deleted while this broker was down).
 // The partition must not have a running group. It reports whether the
 // directory is (now) absent or ours.
-func (b *Broker) dropStrayDir(tp log.TopicPartition, id [16]byte) error {
-	lp := b.logs.Get(tp)
-	if lp == nil || b.group(tp) != nil {
+func (r *partitionReplicas) dropStrayDir(tp log.TopicPartition, id [16]byte) error {
+	lp := r.logs.Get(tp)
+	if lp == nil || r.group(tp) != nil {
 		return nil
 	}
-	got, ok := readPartitionTopicID(b.cfg.FS, lp.Dir())
+	got, ok := readPartitionTopicID(r.cfg.FS, lp.Dir())
 	if !ok || got == id {
 		return nil
 	}
-	b.logger.Warn("partition directory belongs to an earlier topic of the same name (deleted while this broker was away); deleting it",
+	r.logger.Warn("partition directory belongs to an earlier topic of the same name (deleted while this broker was away); deleting it",
 		"partition", tp.String(), "dir_topic_id", kafkaUUID(got), "topic_id", kafkaUUID(id))
-	if err := b.logs.Delete(tp); err != nil {
+	if err := r.logs.Delete(tp); err != nil {
 		return fmt.Errorf("replication: delete stray %s: %w", tp, err)
 	}
 	return nil
 }
 
 // adoptDir writes lp's partition.metadata when it has none.
-func (b *Broker) adoptDir(lp *log.Partition, id [16]byte) {
-	if got, ok := readPartitionTopicID(b.cfg.FS, lp.Dir()); ok && got == id {
+func (r *partitionReplicas) adoptDir(lp *log.Partition, id [16]byte) {
+	if got, ok := readPartitionTopicID(r.cfg.FS, lp.Dir()); ok && got == id {
 		return
 	}
-	if err := writePartitionTopicID(b.cfg.FS, lp.Dir(), id); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		b.logger.Warn("could not write partition.metadata", "partition", lp.TopicPartition().String(), "err", err)
+	if err := writePartitionTopicID(r.cfg.FS, lp.Dir(), id); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.logger.Warn("could not write partition.metadata", "partition", lp.TopicPartition().String(), "err", err)
 	}
 }

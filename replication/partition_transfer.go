@@ -36,15 +36,15 @@ type transferRequest struct {
 }
 
 // transferLocal hands tp's leadership, led here, to node.
-func (b *Broker) transferLocal(tp log.TopicPartition, node int32) error {
-	g := b.group(tp)
+func (r *partitionReplicas) transferLocal(tp log.TopicPartition, node int32) error {
+	g := r.group(tp)
 	if g == nil {
 		return fmt.Errorf("%w: %s is not hosted here", ErrNotLeader, tp)
 	}
 	if g.raft.State() != raft.Leader {
 		return fmt.Errorf("%w: %s", ErrNotLeader, tp)
 	}
-	addr, err := b.peerAddr(node)
+	addr, err := r.meta.peerAddr(node)
 	if err != nil {
 		return err
 	}
@@ -56,16 +56,16 @@ func (b *Broker) transferLocal(tp log.TopicPartition, node int32) error {
 
 // transfer moves topic-partition's leadership to node, through whichever
 // broker leads it now.
-func (b *Broker) transfer(ctx context.Context, t *TopicInfo, partition int32, node int32) error {
+func (r *partitionReplicas) transfer(ctx context.Context, t *TopicInfo, partition int32, node int32) error {
 	pi := t.Partitions[partition]
 	tp := log.TopicPartition{Topic: t.Name, Partition: partition}
-	if pi.Leader == b.cfg.NodeID {
-		return b.transferLocal(tp, node)
+	if pi.Leader == r.cfg.NodeID {
+		return r.transferLocal(tp, node)
 	}
 	if pi.Leader < 0 {
 		return fmt.Errorf("%w: %s has no leader", ErrPreferredLeaderNotAvailable, tp)
 	}
-	addr, err := b.peerAddr(pi.Leader)
+	addr, err := r.meta.peerAddr(pi.Leader)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (b *Broker) transfer(ctx context.Context, t *TopicInfo, partition int32, no
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	out, err := b.mux.Forward(addr, body, timeout)
+	out, err := r.mux.Forward(addr, body, timeout)
 	if err != nil {
 		return fmt.Errorf("%w: %s: leader %d: %v", ErrPreferredLeaderNotAvailable, tp, pi.Leader, err)
 	}
@@ -92,14 +92,14 @@ func (b *Broker) transfer(ctx context.Context, t *TopicInfo, partition int32, no
 }
 
 // handleTransfer runs a forwarded transferRequest.
-func (b *Broker) handleTransfer(req *transferRequest) forwardResponse {
+func (r *partitionReplicas) handleTransfer(req *transferRequest) forwardResponse {
 	var resp forwardResponse
-	t, ok := b.img.Load().byID[req.TopicID]
+	t, ok := r.meta.img.Load().byID[req.TopicID]
 	var err error
 	if !ok || req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
 		err = fmt.Errorf("%w: topic id %x partition %d", ErrUnknownTopicOrPartition, req.TopicID, req.Partition)
 	} else {
-		err = b.transferLocal(log.TopicPartition{Topic: t.Name, Partition: req.Partition}, req.To)
+		err = r.transferLocal(log.TopicPartition{Topic: t.Name, Partition: req.Partition}, req.To)
 	}
 	if err != nil {
 		resp.Err, resp.Msg = sentinelName(err), err.Error()
@@ -121,16 +121,16 @@ func (b *Broker) handleTransfer(req *transferRequest) forwardResponse {
 // stopped answering, and the transfer would then hold the group (refusing
 // produces) for an election timeout and fail. A group with no live
 // voter but this one is not handed over: it cannot elect anyone anyway.
-func (b *Broker) handOffLeaderships(ctx context.Context, reason string) {
-	b.groupsMu.RLock()
+func (r *partitionReplicas) handOffLeaderships(ctx context.Context, reason string) {
+	r.groupsMu.RLock()
 	var led []*partitionGroup
-	for _, g := range b.groups {
+	for _, g := range r.groups {
 		if len(g.voters) > 1 && g.raft.State() == raft.Leader {
 			led = append(led, g)
 		}
 	}
-	b.groupsMu.RUnlock()
-	if len(led) == 0 || b.mux == nil {
+	r.groupsMu.RUnlock()
+	if len(led) == 0 || r.mux == nil {
 		return
 	}
 	start := time.Now()
@@ -143,7 +143,7 @@ func (b *Broker) handOffLeaderships(ctx context.Context, reason string) {
 	started := 0
 dispatch:
 	for i, g := range led {
-		target, addr, ok := b.liveTransferTarget(g, i)
+		target, addr, ok := r.liveTransferTarget(g, i)
 		if !ok {
 			stranded++
 			continue
@@ -176,23 +176,23 @@ dispatch:
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	b.logger.Info("partition leaderships handed off", "reason", reason, "led", len(led), "started", started, "moved", moved,
+	r.logger.Info("partition leaderships handed off", "reason", reason, "led", len(led), "started", started, "moved", moved,
 		"no_live_replica", stranded, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // liveTransferTarget picks the voter of g, other than this broker, to hand
 // g's leadership to: the i-th (modulo) of those whose broker was heard
 // from within handoffFresh, else within repeatLiveness.
-func (b *Broker) liveTransferTarget(g *partitionGroup, i int) (raft.ServerID, raft.ServerAddress, bool) {
+func (r *partitionReplicas) liveTransferTarget(g *partitionGroup, i int) (raft.ServerID, raft.ServerAddress, bool) {
 	f := g.raft.GetConfiguration()
 	if f.Error() != nil {
 		return "", "", false
 	}
-	self := serverID(b.cfg.NodeID)
+	self := serverID(r.cfg.NodeID)
 	for _, within := range []time.Duration{handoffFresh, transport.RepeatLiveness} {
 		var live []raft.Server
 		for _, srv := range f.Configuration().Servers {
-			if srv.Suffrage == raft.Voter && srv.ID != self && b.mux.PeerHeardWithin(srv.Address, within) {
+			if srv.Suffrage == raft.Voter && srv.ID != self && r.mux.PeerHeardWithin(srv.Address, within) {
 				live = append(live, srv)
 			}
 		}

@@ -24,7 +24,7 @@ func refused(format string, args ...any) error {
 // unfences brokers, and a command in flight when the controller moved is
 // forwarded to the next one). Anything else is refused before the
 // handler sees it: answered with an error and logged (handleForward).
-func (b *Broker) checkForward(peer string, body []byte) error {
+func (q *metadataQuorum) checkForward(peer string, body []byte) error {
 	if peer == "" {
 		return nil
 	}
@@ -39,7 +39,7 @@ func (b *Broker) checkForward(peer string, body []byte) error {
 	if c.Type != CmdRegisterBroker || c.Broker == nil || strconv.Itoa(int(c.Broker.NodeID)) == peer {
 		return nil
 	}
-	if img := b.img.Load(); img != nil {
+	if img := q.img.Load(); img != nil {
 		if cur, ok := img.brokers[c.Broker.NodeID]; ok {
 			cur.Fenced = c.Broker.Fenced
 			if cur == *c.Broker {
@@ -54,13 +54,13 @@ func (b *Broker) checkForward(peer string, body []byte) error {
 // controller.quorum.voters (every broker is a voter; partition groups
 // dial the voters' addresses, peerAddr): with mTLS a server at a voter's
 // address must present that voter's certificate.
-func (b *Broker) expectPeer(addr string) (string, bool) {
-	for _, v := range b.cfg.Voters {
+func (q *metadataQuorum) expectPeer(addr string) (string, bool) {
+	for _, v := range q.cfg.Voters {
 		if v.Addr == addr {
 			return strconv.Itoa(int(v.NodeID)), true
 		}
 	}
-	if img := b.img.Load(); img != nil && addr != "" {
+	if img := q.img.Load(); img != nil && addr != "" {
 		for id, bi := range img.brokers { // broker-only nodes (roles.go)
 			if bi.ReplicationAddr == addr {
 				return strconv.Itoa(int(id)), true

@@ -11,7 +11,7 @@ import (
 // TestCheckForward: a forwarded registration of another node is refused
 // unless it changes only that node's Fenced flag.
 func TestCheckForward(t *testing.T) {
-	b := &Broker{}
+	b := &metadataQuorum{}
 	img := &image{brokers: map[int32]BrokerInfo{2: {NodeID: 2, Host: "h2", Port: 9092}}}
 	b.img.Store(img)
 	fwd := func(bi BrokerInfo) []byte {

@@ -59,18 +59,18 @@ const quorumAskTimeout = 2 * time.Second
 // Quorum returns the metadata quorum's state, from the controller
 // (forwarded to it when this broker is not). ErrNotController when there
 // is none or it cannot be reached.
-func (b *Broker) Quorum(ctx context.Context) (QuorumState, error) {
-	if b.closed.Load() {
+func (q *metadataQuorum) Quorum(ctx context.Context) (QuorumState, error) {
+	if q.closed.Load() {
 		return QuorumState{}, ErrShuttingDown
 	}
-	if b.raft.State() == raft.Leader {
-		return b.quorumLocal(ctx)
+	if q.raft.State() == raft.Leader {
+		return q.quorumLocal(ctx)
 	}
 	timeout := 2 * quorumAskTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	resp, err := b.forward(forwardRequest{Quorum: quorumDescribe}, timeout)
+	resp, err := q.forward(forwardRequest{Quorum: quorumDescribe}, timeout)
 	if err != nil {
 		return QuorumState{}, err
 	}
@@ -87,20 +87,20 @@ const (
 )
 
 // handleQuorum answers a forwarded quorum request.
-func (b *Broker) handleQuorum(kind string) forwardResponse {
+func (q *metadataQuorum) handleQuorum(kind string) forwardResponse {
 	var resp forwardResponse
 	switch kind {
 	case quorumSelf:
-		resp.Index = b.raft.LastIndex()
+		resp.Index = q.raft.LastIndex()
 	case quorumDescribe:
-		if b.raft.State() != raft.Leader {
+		if q.raft.State() != raft.Leader {
 			err := fmt.Errorf("%w: not the metadata leader", ErrNotController)
 			resp.Err, resp.Msg = sentinelName(err), err.Error()
 			break
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*quorumAskTimeout)
 		defer cancel()
-		qs, err := b.quorumLocal(ctx)
+		qs, err := q.quorumLocal(ctx)
 		if err != nil {
 			resp.Err, resp.Msg = sentinelName(err), err.Error()
 			break
@@ -114,15 +114,15 @@ func (b *Broker) handleQuorum(kind string) forwardResponse {
 }
 
 // quorumLocal builds the QuorumState on the controller.
-func (b *Broker) quorumLocal(ctx context.Context) (QuorumState, error) {
-	f := b.raft.GetConfiguration()
+func (q *metadataQuorum) quorumLocal(ctx context.Context) (QuorumState, error) {
+	f := q.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return QuorumState{}, fmt.Errorf("%w: %v", ErrNotController, err)
 	}
-	term, _ := strconv.ParseUint(b.raft.Stats()["term"], 10, 32)
-	commit := b.raft.CommitIndex()
-	qs := QuorumState{LeaderID: b.cfg.NodeID, LeaderEpoch: int32(term), HighWatermark: int64(commit)}
-	self := serverID(b.cfg.NodeID)
+	term, _ := strconv.ParseUint(q.raft.Stats()["term"], 10, 32)
+	commit := q.raft.CommitIndex()
+	qs := QuorumState{LeaderID: q.cfg.NodeID, LeaderEpoch: int32(term), HighWatermark: int64(commit)}
+	self := serverID(q.cfg.NodeID)
 	servers := f.Configuration().Servers
 	replicas := make([]QuorumReplica, len(servers))
 	var wg sync.WaitGroup
@@ -132,16 +132,16 @@ func (b *Broker) quorumLocal(ctx context.Context) (QuorumState, error) {
 		r.LogEndOffset, r.LastFetch, r.LastCaughtUp = -1, -1, -1
 		if srv.ID == self {
 			now := time.Now().UnixMilli()
-			r.LogEndOffset, r.LastFetch, r.LastCaughtUp = int64(b.raft.LastIndex()), now, now
+			r.LogEndOffset, r.LastFetch, r.LastCaughtUp = int64(q.raft.LastIndex()), now, now
 			continue
 		}
-		if at := b.mux.PeerHeardAt(srv.Address); !at.IsZero() {
+		if at := q.mux.PeerHeardAt(srv.Address); !at.IsZero() {
 			r.LastFetch = at.UnixMilli()
 		}
 		wg.Add(1)
 		go func(addr raft.ServerAddress) {
 			defer wg.Done()
-			last, err := b.askQuorumSelf(ctx, addr)
+			last, err := q.askQuorumSelf(ctx, addr)
 			if err != nil {
 				return
 			}
@@ -166,7 +166,7 @@ func (b *Broker) quorumLocal(ctx context.Context) (QuorumState, error) {
 }
 
 // askQuorumSelf asks the member at addr for its raft log's last index.
-func (b *Broker) askQuorumSelf(ctx context.Context, addr raft.ServerAddress) (uint64, error) {
+func (q *metadataQuorum) askQuorumSelf(ctx context.Context, addr raft.ServerAddress) (uint64, error) {
 	timeout := quorumAskTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
@@ -175,7 +175,7 @@ func (b *Broker) askQuorumSelf(ctx context.Context, addr raft.ServerAddress) (ui
 	if err != nil {
 		return 0, err
 	}
-	out, err := b.mux.Forward(addr, body, timeout)
+	out, err := q.mux.Forward(addr, body, timeout)
 	if err != nil {
 		return 0, err
 	}

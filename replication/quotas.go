@@ -44,17 +44,17 @@ func (im *image) restoreQuotas(list []quota.Change) error {
 
 // ClientQuotas returns the current quota configs (immutable; nil when
 // there are none).
-func (b *Broker) ClientQuotas() *quota.Set { return b.img.Load().quotas }
+func (q *metadataQuorum) ClientQuotas() *quota.Set { return q.img.Load().quotas }
 
 // AlterClientQuotas commits changes through the metadata quorum.
-func (b *Broker) AlterClientQuotas(ctx context.Context, changes []quota.Change) error {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) AlterClientQuotas(ctx context.Context, changes []quota.Change) error {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	if _, err := b.commitLocked(Command{Type: CmdClientQuotas, Quotas: changes}); err != nil {
+	defer q.mu.Unlock()
+	if _, err := q.commitLocked(Command{Type: CmdClientQuotas, Quotas: changes}); err != nil {
 		return err
 	}
-	b.logger.Info("client quotas changed", "entities", len(changes))
+	q.logger.Info("client quotas changed", "entities", len(changes))
 	return nil
 }

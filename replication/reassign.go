@@ -114,12 +114,12 @@ func (p PartitionInfo) members() []int32 {
 // cancels its ongoing reassignment (replicas nil). It returns once the
 // target is recorded; the move itself runs in the background
 // (ListPartitionReassignments shows it until it is done).
-func (b *Broker) AlterPartitionReassignment(ctx context.Context, topic string, partition int32, replicas []int32) error {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) AlterPartitionReassignment(ctx context.Context, topic string, partition int32, replicas []int32) error {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	t, ok := b.img.Load().topics[topic]
+	defer q.mu.Unlock()
+	t, ok := q.img.Load().topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s-%d", ErrUnknownTopicOrPartition, topic, partition)
 	}
@@ -129,7 +129,7 @@ func (b *Broker) AlterPartitionReassignment(ctx context.Context, topic string, p
 	if replicas != nil {
 		// Replicas the move adds count against max.broker.partitions from
 		// the start (they are created at once); a cancel only removes.
-		img := b.img.Load()
+		img := q.img.Load()
 		members := t.Partitions[partition].members()
 		added := map[int32]int64{}
 		for _, n := range replicas {
@@ -137,11 +137,11 @@ func (b *Broker) AlterPartitionReassignment(ctx context.Context, topic string, p
 				added[n]++
 			}
 		}
-		if err := checkPartitionLimits(img, b.brokerPropsOf(img), 0, added); err != nil {
+		if err := checkPartitionLimits(img, q.brokerPropsOf(img), 0, added); err != nil {
 			return err
 		}
 	}
-	_, err := b.commitLocked(Command{Type: CmdReassign, Reassign: &ReassignChange{TopicID: t.ID, Partition: partition, Target: replicas}})
+	_, err := q.commitLocked(Command{Type: CmdReassign, Reassign: &ReassignChange{TopicID: t.ID, Partition: partition, Target: replicas}})
 	if err != nil && errors.Is(err, errRejected) {
 		if errors.Is(err, ErrNoReassignmentInProgress) || replicas == nil {
 			return fmt.Errorf("%w: %s-%d", ErrNoReassignmentInProgress, topic, partition)
@@ -149,7 +149,7 @@ func (b *Broker) AlterPartitionReassignment(ctx context.Context, topic string, p
 		return fmt.Errorf("%w: %v", ErrInvalidReplicaAssignment, err)
 	}
 	if err == nil {
-		b.logger.Info("partition reassignment recorded", "topic", topic, "partition", partition, "target", replicas)
+		q.logger.Info("partition reassignment recorded", "topic", topic, "partition", partition, "target", replicas)
 	}
 	return err
 }
@@ -164,8 +164,8 @@ type Reassignment struct {
 }
 
 // Reassignments lists the ongoing reassignments, by topic and partition.
-func (b *Broker) Reassignments() []Reassignment {
-	img := b.img.Load()
+func (q *metadataQuorum) Reassignments() []Reassignment {
+	img := q.img.Load()
 	var out []Reassignment
 	for _, name := range img.names {
 		for _, p := range img.topics[name].Partitions {
@@ -191,29 +191,29 @@ func (b *Broker) Reassignments() []Reassignment {
 
 // reassignLoop drives the reassignments of partitions led here until the
 // broker closes.
-func (b *Broker) reassignLoop() {
-	defer close(b.reassignDone)
+func (r *partitionReplicas) reassignLoop() {
+	defer close(r.reassignDone)
 	t := time.NewTicker(reassignTick)
 	defer t.Stop()
 	for {
 		select {
-		case <-b.stop:
+		case <-r.stop:
 			return
 		case <-t.C:
 		}
-		img := b.img.Load()
+		img := r.meta.img.Load()
 		for _, name := range img.names {
 			ti := img.topics[name]
 			for _, p := range ti.Partitions {
 				if p.Target == nil {
 					continue
 				}
-				g := b.group(log.TopicPartition{Topic: name, Partition: p.Partition})
+				g := r.group(log.TopicPartition{Topic: name, Partition: p.Partition})
 				if g == nil || g.raft.State() != raft.Leader {
 					continue
 				}
-				if err := b.reassignStep(ti, p, g); err != nil && !b.closed.Load() {
-					b.logger.Warn("partition reassignment step failed; retried", "topic", name, "partition", p.Partition, "err", err)
+				if err := r.reassignStep(ti, p, g); err != nil && !r.closed.Load() {
+					r.logger.Warn("partition reassignment step failed; retried", "topic", name, "partition", p.Partition, "err", err)
 				}
 			}
 		}
@@ -229,7 +229,7 @@ func (b *Broker) reassignLoop() {
 // log, so losing one of them then does not stop the partition, and the
 // joining replica's vote is never needed (it holds its votes back until
 // caught up anyway: transport/join_gate.go).
-func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) error {
+func (r *partitionReplicas) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) error {
 	cf := g.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		return err
@@ -248,25 +248,25 @@ func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) 
 		if in && su == raft.Voter {
 			continue
 		}
-		addr, err := b.peerAddr(n)
+		addr, err := r.meta.peerAddr(n)
 		if err != nil {
 			return err
 		}
 		if !in {
-			b.logger.Info("reassignment: adding a replica (a non-voter until it catches up)", "topic", t.Name, "partition", p.Partition, "broker", n)
+			r.logger.Info("reassignment: adding a replica (a non-voter until it catches up)", "topic", t.Name, "partition", p.Partition, "broker", n)
 			return g.raft.AddNonvoter(serverID(n), addr, 0, configChangeTimeout).Error()
 		}
 		if !g.caughtUp(n, addr) {
 			return nil // the next tick looks again
 		}
-		b.logger.Info("reassignment: the new replica caught up; it votes", "topic", t.Name, "partition", p.Partition, "broker", n)
+		r.logger.Info("reassignment: the new replica caught up; it votes", "topic", t.Name, "partition", p.Partition, "broker", n)
 		if err := g.raft.AddVoter(serverID(n), addr, 0, configChangeTimeout).Error(); err != nil {
 			return err
 		}
 		// The ISR counts voters (partitionGroup.isr): report it now, or
 		// the metadata would keep the replica out of sync until some
 		// other change made this leader report again.
-		b.queueReport(g)
+		r.queueReport(g)
 		return nil
 	}
 	for _, s := range cf.Configuration().Servers {
@@ -274,21 +274,21 @@ func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) 
 		if containsNode(p.Target, n) {
 			continue
 		}
-		if n == b.cfg.NodeID {
+		if n == r.cfg.NodeID {
 			// Leaving: a target replica takes over and finishes.
 			to := p.Target[0]
-			addr, err := b.peerAddr(to)
+			addr, err := r.meta.peerAddr(to)
 			if err != nil {
 				return err
 			}
-			b.logger.Info("reassignment: leader leaves; handing over", "topic", t.Name, "partition", p.Partition, "to", to)
+			r.logger.Info("reassignment: leader leaves; handing over", "topic", t.Name, "partition", p.Partition, "to", to)
 			return g.raft.LeadershipTransferToServer(serverID(to), addr).Error()
 		}
-		b.logger.Info("reassignment: removing a replica", "topic", t.Name, "partition", p.Partition, "broker", n)
+		r.logger.Info("reassignment: removing a replica", "topic", t.Name, "partition", p.Partition, "broker", n)
 		if err := g.raft.RemoveServer(serverID(n), 0, configChangeTimeout).Error(); err != nil {
 			return err
 		}
-		b.queueReport(g)
+		r.queueReport(g)
 		return nil
 	}
 	// The configuration equals the target; it may still be uncommitted (a
@@ -304,8 +304,8 @@ func (b *Broker) reassignStep(t *TopicInfo, p PartitionInfo, g *partitionGroup) 
 		return errors.New("configuration or leadership changed while committing the reassignment")
 	}
 	sort.Slice(voters, func(i, j int) bool { return voters[i] < voters[j] })
-	b.logger.Info("reassignment done", "topic", t.Name, "partition", p.Partition, "replicas", p.Target)
-	return b.commitUnlocked(Command{Type: CmdReassignDone, Reassign: &ReassignChange{TopicID: t.ID, Partition: p.Partition, Target: p.Target}})
+	r.logger.Info("reassignment done", "topic", t.Name, "partition", p.Partition, "replicas", p.Target)
+	return r.meta.commitUnlocked(Command{Type: CmdReassignDone, Reassign: &ReassignChange{TopicID: t.ID, Partition: p.Partition, Target: p.Target}})
 }
 
 // caughtUp reports whether replica n (at addr), a non-voter of g, has
@@ -351,20 +351,20 @@ func sameVoters(c raft.Configuration, voters []int32) bool {
 // tail (docs/RELIABILITY.md, seed 11). Its state waits for the
 // reassignment's end (CmdReassignDone: the voters are then exactly the
 // replicas), or for the next start after it.
-func (b *Broker) dropNonMember(t *TopicInfo, partition int32) {
+func (r *partitionReplicas) dropNonMember(t *TopicInfo, partition int32) {
 	if partition < 0 || int(partition) >= len(t.Partitions) {
 		return
 	}
-	if p := t.Partitions[partition]; p.Target != nil || containsNode(p.members(), b.cfg.NodeID) {
+	if p := t.Partitions[partition]; p.Target != nil || containsNode(p.members(), r.cfg.NodeID) {
 		return
 	}
 	tp := log.TopicPartition{Topic: t.Name, Partition: partition}
-	if !b.hasLog(tp) {
+	if !r.hasLog(tp) {
 		return
 	}
-	if err := b.deleteGuarded(tp); err != nil {
-		b.logger.Error("could not delete the log of a partition moved away", "partition", tp.String(), "err", err)
+	if err := r.deleteGuarded(tp); err != nil {
+		r.logger.Error("could not delete the log of a partition moved away", "partition", tp.String(), "err", err)
 		return
 	}
-	b.logger.Info("partition moved away; its log is deleted", "partition", tp.String())
+	r.logger.Info("partition moved away; its log is deleted", "partition", tp.String())
 }

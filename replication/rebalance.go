@@ -109,9 +109,9 @@ func imbalancedPartitions(img *image, pct int, live func(int32) bool) (moves []r
 // rebalanceLoop runs the check every interval while this broker is the
 // controller; it ends when the broker stops. Started by NewBroker;
 // rebalanceDone closes when it returns.
-func (b *Broker) rebalanceLoop() {
-	defer close(b.rebalanceDone)
-	rc := b.cfg.LeaderRebalance
+func (r *partitionReplicas) rebalanceLoop() {
+	defer close(r.rebalanceDone)
+	rc := r.cfg.LeaderRebalance
 	if !rc.Enable {
 		return
 	}
@@ -123,28 +123,28 @@ func (b *Broker) rebalanceLoop() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-b.stop:
+		case <-r.stop:
 			return
 		case <-tick.C:
 		}
-		if b.closed.Load() || !b.ready.Load() || b.raft == nil || b.raft.State() != raft.Leader {
+		if r.closed.Load() || !r.ready.Load() || r.meta.raft == nil || r.meta.raft.State() != raft.Leader {
 			continue
 		}
-		b.rebalanceOnce(rc.ImbalancePercent, every)
+		r.rebalanceOnce(rc.ImbalancePercent, every)
 	}
 }
 
 // rebalanceOnce runs one check: the moves imbalancedPartitions finds, at
 // most rebalanceParallel at once, all within bound.
-func (b *Broker) rebalanceOnce(pct int, bound time.Duration) {
+func (r *partitionReplicas) rebalanceOnce(pct int, bound time.Duration) {
 	live := func(n int32) bool {
-		if n == b.cfg.NodeID {
+		if n == r.cfg.NodeID {
 			return true
 		}
-		addr, err := b.peerAddr(n)
-		return err == nil && b.mux != nil && b.mux.PeerHeardWithin(addr, transport.RepeatLiveness)
+		addr, err := r.meta.peerAddr(n)
+		return err == nil && r.mux != nil && r.mux.PeerHeardWithin(addr, transport.RepeatLiveness)
 	}
-	moves, imbalance := imbalancedPartitions(b.img.Load(), pct, live)
+	moves, imbalance := imbalancedPartitions(r.meta.img.Load(), pct, live)
 	if len(moves) == 0 {
 		return
 	}
@@ -152,7 +152,7 @@ func (b *Broker) rebalanceOnce(pct int, bound time.Duration) {
 	defer cancel()
 	go func() {
 		select {
-		case <-b.stop:
+		case <-r.stop:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -175,12 +175,12 @@ func (b *Broker) rebalanceOnce(pct int, bound time.Duration) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if b.closed.Load() {
+			if r.closed.Load() {
 				return // stopping: handOffLeaderships moves leaderships away
 			}
 			// Read the partition again: the image may have moved on since
 			// the check (a leader change, a reassignment).
-			t := b.img.Load().byID[m.t.ID]
+			t := r.meta.img.Load().byID[m.t.ID]
 			if t == nil || int(m.partition) >= len(t.Partitions) {
 				return
 			}
@@ -188,7 +188,7 @@ func (b *Broker) rebalanceOnce(pct int, bound time.Duration) {
 			if pi.Leader == m.to || pi.Leader < 0 || len(pi.Replicas) == 0 || pi.Replicas[0] != m.to {
 				return
 			}
-			err := b.transfer(ctx, t, m.partition, m.to)
+			err := r.transfer(ctx, t, m.partition, m.to)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -207,5 +207,5 @@ func (b *Broker) rebalanceOnce(pct int, bound time.Duration) {
 	if firstErr != nil {
 		args = append(args, "first_error", firstErr.Error())
 	}
-	b.logger.Info("leader rebalance: preferred replicas given their leadership back", args...)
+	r.logger.Info("leader rebalance: preferred replicas given their leadership back", args...)
 }

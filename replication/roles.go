@@ -46,8 +46,8 @@ type joinRequest struct {
 }
 
 // isVoter reports whether node is named in controller.quorum.voters.
-func (b *Broker) isVoter(node int32) bool {
-	for _, v := range b.cfg.Voters {
+func (q *metadataQuorum) isVoter(node int32) bool {
+	for _, v := range q.cfg.Voters {
 		if v.NodeID == node {
 			return true
 		}
@@ -56,19 +56,19 @@ func (b *Broker) isVoter(node int32) bool {
 }
 
 // selfInfo is this broker's registration.
-func (b *Broker) selfInfo() BrokerInfo {
-	bi := BrokerInfo{NodeID: b.cfg.NodeID, Host: b.cfg.AdvertisedHost, Port: b.cfg.AdvertisedPort, Rack: b.cfg.Rack, Endpoints: b.cfg.AdvertisedEndpoints}
-	if b.cfg.BrokerOnly {
-		bi.ReplicationAddr = string(b.mux.Addr())
+func (q *metadataQuorum) selfInfo() BrokerInfo {
+	bi := BrokerInfo{NodeID: q.cfg.NodeID, Host: q.cfg.AdvertisedHost, Port: q.cfg.AdvertisedPort, Rack: q.cfg.Rack, Endpoints: q.cfg.AdvertisedEndpoints}
+	if q.cfg.BrokerOnly {
+		bi.ReplicationAddr = string(q.mux.Addr())
 	}
-	bi.ReplicaCapacity = ReplicaCapacity(b.cfg.OpenFileLimit)
+	bi.ReplicaCapacity = ReplicaCapacity(q.cfg.OpenFileLimit)
 	return bi
 }
 
 // registeredReplAddr is the replication address a broker-only node
 // registered; "" when none.
-func (b *Broker) registeredReplAddr(node int32) string {
-	if img := b.img.Load(); img != nil {
+func (q *metadataQuorum) registeredReplAddr(node int32) string {
+	if img := q.img.Load(); img != nil {
 		return img.brokers[node].ReplicationAddr
 	}
 	return ""
@@ -82,8 +82,8 @@ func (b *Broker) registeredReplAddr(node int32) string {
 // only its claim, so admitting nodes the metadata does not know is the
 // operator's explicit choice (with mutual TLS the certificate admits
 // them). Loopback is not enough: any local process could claim a node.
-func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
-	err := b.admitPeer(id)
+func (q *metadataQuorum) admitPeerFrom(id string, remote net.Addr) error {
+	err := q.admitPeer(id)
 	if err == nil || !errors.Is(err, transport.ErrRefused) {
 		return err
 	}
@@ -91,7 +91,7 @@ func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
 	if node < 0 || serverID(node) != raft.ServerID(id) {
 		return err
 	}
-	if r := b.raft; r != nil {
+	if r := q.raft; r != nil {
 		if f := r.GetConfiguration(); f.Error() == nil {
 			for _, s := range f.Configuration().Servers {
 				if s.ID == serverID(node) {
@@ -100,10 +100,10 @@ func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
 			}
 		}
 	}
-	if !b.isVoter(b.cfg.NodeID) {
+	if !q.isVoter(q.cfg.NodeID) {
 		return err // only controllers take joins
 	}
-	if b.cfg.JoinOffLoopback {
+	if q.cfg.JoinOffLoopback {
 		return nil
 	}
 	return fmt.Errorf("%w (a node joining over plaintext is admitted only with replication.plaintext.allow.nonloopback=true on the controllers, or use mutual TLS)", err)
@@ -111,14 +111,14 @@ func (b *Broker) admitPeerFrom(id string, remote net.Addr) error {
 
 // joinQuorum asks the voters, one after another, to add this broker-only
 // node to the metadata group; nil once the controller has (or had).
-func (b *Broker) joinQuorum(timeout time.Duration) error {
-	body, err := json.Marshal(forwardRequest{Join: &joinRequest{Node: b.cfg.NodeID, Addr: string(b.mux.Addr())}})
+func (q *metadataQuorum) joinQuorum(timeout time.Duration) error {
+	body, err := json.Marshal(forwardRequest{Join: &joinRequest{Node: q.cfg.NodeID, Addr: string(q.mux.Addr())}})
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, v := range b.cfg.Voters {
-		out, err := b.mux.Forward(raft.ServerAddress(v.Addr), body, timeout)
+	for _, v := range q.cfg.Voters {
+		out, err := q.mux.Forward(raft.ServerAddress(v.Addr), body, timeout)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("voter %d: %v", v.NodeID, err))
 			continue
@@ -138,19 +138,19 @@ func (b *Broker) joinQuorum(timeout time.Duration) error {
 }
 
 // handleJoin adds a broker-only node as a non-voter (on the controller).
-func (b *Broker) handleJoin(j *joinRequest) forwardResponse {
+func (q *metadataQuorum) handleJoin(j *joinRequest) forwardResponse {
 	var resp forwardResponse
 	err := func() error {
-		if b.raft.State() != raft.Leader {
+		if q.raft.State() != raft.Leader {
 			return fmt.Errorf("%w: not the metadata leader", ErrNotController)
 		}
-		if b.isVoter(j.Node) {
+		if q.isVoter(j.Node) {
 			return fmt.Errorf("%w: node %d is a voter of controller.quorum.voters, not a broker-only node", errRejected, j.Node)
 		}
 		if _, _, err := net.SplitHostPort(j.Addr); err != nil {
 			return fmt.Errorf("%w: node %d's replication address %q is not host:port", errRejected, j.Node, j.Addr)
 		}
-		f := b.raft.GetConfiguration()
+		f := q.raft.GetConfiguration()
 		if err := f.Error(); err != nil {
 			return fmt.Errorf("%w: %v", ErrNotController, err)
 		}
@@ -159,10 +159,10 @@ func (b *Broker) handleJoin(j *joinRequest) forwardResponse {
 				return nil // joined before (a restart)
 			}
 		}
-		if err := b.waitFuture(b.raft.AddNonvoter(serverID(j.Node), raft.ServerAddress(j.Addr), 0, metadataApplyTimeout)); err != nil {
+		if err := q.waitFuture(q.raft.AddNonvoter(serverID(j.Node), raft.ServerAddress(j.Addr), 0, metadataApplyTimeout)); err != nil {
 			return fmt.Errorf("%w: add node %d: %v", ErrNotController, j.Node, err)
 		}
-		b.logger.Info("broker-only node joined the metadata group as a non-voter", "node_id", j.Node, "addr", j.Addr)
+		q.logger.Info("broker-only node joined the metadata group as a non-voter", "node_id", j.Node, "addr", j.Addr)
 		return nil
 	}()
 	if err != nil {
@@ -185,16 +185,16 @@ func checkJoin(peer string, j *joinRequest) error {
 // (a controller-only leader, which clients cannot reach) this broker,
 // which forwards what a client sends its controller, as Kafka's brokers
 // name a broker of theirs in KRaft mode.
-func (b *Broker) reachableController(leader int32) int32 {
-	img := b.img.Load()
+func (q *metadataQuorum) reachableController(leader int32) int32 {
+	img := q.img.Load()
 	if img == nil {
 		return leader
 	}
 	if _, ok := img.brokers[leader]; ok {
 		return leader
 	}
-	if _, ok := img.brokers[b.cfg.NodeID]; ok {
-		return b.cfg.NodeID
+	if _, ok := img.brokers[q.cfg.NodeID]; ok {
+		return q.cfg.NodeID
 	}
 	return leader
 }

@@ -15,16 +15,14 @@ import (
 // joins; a name that is not a node ID is refused.
 func TestAdmitJoiner(t *testing.T) {
 	voters := []Voter{{NodeID: 1, Addr: "127.0.0.1:9093"}, {NodeID: 2, Addr: "127.0.0.1:9094"}}
-	broker := func(node int32, offLoopback bool) *Broker {
-		b := &Broker{cfg: BrokerConfig{NodeID: node, Voters: voters, BrokerOnly: node > 2, JoinOffLoopback: offLoopback}}
-		b.img.Store(newImage())
-		return b
+	broker := func(id int32, offLoopback bool) *metadataQuorum {
+		return newMetadataQuorum(&node{cfg: BrokerConfig{NodeID: id, Voters: voters, BrokerOnly: id > 2, JoinOffLoopback: offLoopback}}, "")
 	}
 	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
 	loop6 := &net.TCPAddr{IP: net.IPv6loopback, Port: 40000}
 	far := &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 40000}
 	for _, c := range []struct {
-		b      *Broker
+		b      *metadataQuorum
 		id     string
 		remote net.Addr
 		ok     bool

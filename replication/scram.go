@@ -111,8 +111,8 @@ func (im *image) restoreScram(list []ScramChange) error {
 }
 
 // ScramCredential returns user's credential for mech.
-func (b *Broker) ScramCredential(user, mech string) (auth.ScramCredential, bool) {
-	c, ok := b.img.Load().scram[scramKey{user, mech}]
+func (q *metadataQuorum) ScramCredential(user, mech string) (auth.ScramCredential, bool) {
+	c, ok := q.img.Load().scram[scramKey{user, mech}]
 	return c, ok
 }
 
@@ -125,8 +125,8 @@ type ScramUser struct {
 
 // ScramUsers lists the users with credentials, sorted; only the named
 // ones when names is not empty (missing names are left out).
-func (b *Broker) ScramUsers(names []string) []ScramUser {
-	img := b.img.Load()
+func (q *metadataQuorum) ScramUsers(names []string) []ScramUser {
+	img := q.img.Load()
 	by := map[string]int{}
 	want := map[string]bool{}
 	for _, n := range names {
@@ -160,14 +160,14 @@ func (b *Broker) ScramUsers(names []string) []ScramUser {
 }
 
 // AlterScramCredentials commits changes through the metadata quorum.
-func (b *Broker) AlterScramCredentials(ctx context.Context, changes []ScramChange) error {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) AlterScramCredentials(ctx context.Context, changes []ScramChange) error {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	if _, err := b.commitLocked(Command{Type: CmdScramCredentials, Scram: changes}); err != nil {
+	defer q.mu.Unlock()
+	if _, err := q.commitLocked(Command{Type: CmdScramCredentials, Scram: changes}); err != nil {
 		return err
 	}
-	b.logger.Info("SCRAM credentials changed", "changes", len(changes))
+	q.logger.Info("SCRAM credentials changed", "changes", len(changes))
 	return nil
 }

@@ -37,8 +37,8 @@ var shareEntriesApplied, shareEntriesFenced, shareEntriesRefused atomic.Int64
 // when the group restarts (after a snapshot install): call again rather
 // than keep it. ErrUnknownTopicOrPartition for an unknown partition,
 // ErrNotLeader (naming the leader) when this broker has no replica of it.
-func (b *Broker) ShareRegistry(topic string, partition int32) (*sharepart.Registry, error) {
-	g, err := b.shareGroup(topic, partition)
+func (r *partitionReplicas) ShareRegistry(topic string, partition int32) (*sharepart.Registry, error) {
+	g, err := r.shareGroup(topic, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -57,8 +57,8 @@ func (b *Broker) ShareRegistry(topic string, partition int32) (*sharepart.Regist
 // ErrNotLeader (naming the leader when one is known) on any other replica
 // and while no leader is elected; ErrUnknownTopicOrPartition for an
 // unknown partition.
-func (b *Broker) ShareLeader(ctx context.Context, topic string, partition int32) (*sharepart.Registry, int32, error) {
-	g, err := b.shareGroup(topic, partition)
+func (r *partitionReplicas) ShareLeader(ctx context.Context, topic string, partition int32) (*sharepart.Registry, int32, error) {
+	g, err := r.shareGroup(topic, partition)
 	if err != nil {
 		return nil, -1, err
 	}
@@ -94,8 +94,8 @@ func (b *Broker) ShareLeader(ctx context.Context, topic string, partition int32)
 // registry's sharepart.ErrCorrupt for a delta that does not decode, or
 // ctx's error: then, as after ErrShuttingDown, the delta may still be
 // committed later. ShareApply does not fence: ShareApplyAt does.
-func (b *Broker) ShareApply(ctx context.Context, topic string, partition int32, delta []byte) error {
-	return b.shareApply(ctx, topic, partition, noShareFence, delta)
+func (r *partitionReplicas) ShareApply(ctx context.Context, topic string, partition int32, delta []byte) error {
+	return r.shareApply(ctx, topic, partition, noShareFence, delta)
 }
 
 // ShareApplyAt is ShareApply for a delta computed at leaderEpoch (from
@@ -103,18 +103,18 @@ func (b *Broker) ShareApply(ctx context.Context, topic string, partition int32, 
 // epoch, on every replica alike. A leader that lost its leadership and won
 // it again after computing the delta (others may have changed the state
 // meanwhile) gets ErrNotLeader, and no replica applies the delta.
-func (b *Broker) ShareApplyAt(ctx context.Context, topic string, partition int32, leaderEpoch int32, delta []byte) error {
+func (r *partitionReplicas) ShareApplyAt(ctx context.Context, topic string, partition int32, leaderEpoch int32, delta []byte) error {
 	if leaderEpoch < 0 {
 		return fmt.Errorf("%w: %s-%d: leader epoch %d", ErrNotLeader, topic, partition, leaderEpoch)
 	}
-	return b.shareApply(ctx, topic, partition, leaderEpoch, delta)
+	return r.shareApply(ctx, topic, partition, leaderEpoch, delta)
 }
 
-func (b *Broker) shareApply(ctx context.Context, topic string, partition int32, epoch int32, delta []byte) error {
+func (r *partitionReplicas) shareApply(ctx context.Context, topic string, partition int32, epoch int32, delta []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g, err := b.shareGroup(topic, partition)
+	g, err := r.shareGroup(topic, partition)
 	if err != nil {
 		return err
 	}
@@ -134,11 +134,11 @@ func (b *Broker) shareApply(ctx context.Context, topic string, partition int32, 
 		}
 		return raftErr(g, err)
 	}
-	r, ok := f.Response().(partitionResult)
+	pr, ok := f.Response().(partitionResult)
 	if !ok {
 		return fmt.Errorf("%w: %s: unexpected raft response %T", log.ErrStorage, g.tp, f.Response())
 	}
-	return r.err
+	return pr.err
 }
 
 // applyShareState applies an extShareState entry stored at term.
@@ -175,15 +175,15 @@ func (f *partitionFSM) shareSnapshot() []byte {
 }
 
 // shareGroup finds the local group of a partition.
-func (b *Broker) shareGroup(topic string, partition int32) (*partitionGroup, error) {
-	if b.closed.Load() {
+func (r *partitionReplicas) shareGroup(topic string, partition int32) (*partitionGroup, error) {
+	if r.closed.Load() {
 		return nil, ErrShuttingDown
 	}
-	t, ok := b.img.Load().topics[topic]
+	t, ok := r.meta.img.Load().topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
 		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownTopicOrPartition, topic, partition)
 	}
-	g := b.group(log.TopicPartition{Topic: topic, Partition: partition})
+	g := r.group(log.TopicPartition{Topic: topic, Partition: partition})
 	if g == nil {
 		return nil, fmt.Errorf("%w: %s-%d has no replica here; led by %d", ErrNotLeader, topic, partition, t.Partitions[partition].Leader)
 	}

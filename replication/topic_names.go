@@ -5,7 +5,7 @@ package replication
 // command, so callers can cache what they derive from the names -- a
 // group's regex subscriptions -- until it moves). The slice is shared with
 // the metadata image: never modify it.
-func (b *Broker) TopicNames() ([]string, int64) {
-	img := b.img.Load()
+func (q *metadataQuorum) TopicNames() ([]string, int64) {
+	img := q.img.Load()
 	return img.names, img.applied
 }

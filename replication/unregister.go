@@ -48,18 +48,18 @@ func (im *image) applyUnregister(bi *BrokerInfo) error {
 
 // UnregisterBroker removes node's registration (through the controller).
 // ErrBrokerNotRegistered when it has none.
-func (b *Broker) UnregisterBroker(ctx context.Context, node int32) error {
-	if err := b.lockWriter(ctx); err != nil {
+func (q *metadataQuorum) UnregisterBroker(ctx context.Context, node int32) error {
+	if err := q.lockWriter(ctx); err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
-	if _, ok := b.img.Load().brokers[node]; !ok {
+	defer q.mu.Unlock()
+	if _, ok := q.img.Load().brokers[node]; !ok {
 		return fmt.Errorf("%w: %d", ErrBrokerNotRegistered, node)
 	}
-	_, err := b.commitLocked(Command{Type: CmdUnregisterBroker, Broker: &BrokerInfo{NodeID: node}})
+	_, err := q.commitLocked(Command{Type: CmdUnregisterBroker, Broker: &BrokerInfo{NodeID: node}})
 	if err != nil {
 		return err
 	}
-	b.logger.Info("broker unregistered", "node_id", node)
+	q.logger.Info("broker unregistered", "node_id", node)
 	return nil
 }

@@ -12,8 +12,8 @@ import "context"
 // elected.
 // ErrNotLeader when this broker does not lead; ErrUnknownTopicOrPartition
 // for an unknown partition; ctx's error when it ends first.
-func (b *Broker) VerifyLeader(ctx context.Context, topic string, partition int32) error {
-	g, err := b.shareGroup(topic, partition)
+func (r *partitionReplicas) VerifyLeader(ctx context.Context, topic string, partition int32) error {
+	g, err := r.shareGroup(topic, partition)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ func (f blockedFuture) Error() error { <-f.block; return nil }
 
 // A proposal whose future raft never answers ends when the broker closes.
 func TestWaitFutureEndsAtClose(t *testing.T) {
-	b := &Broker{stop: make(chan struct{})}
+	b := &metadataQuorum{node: &node{stop: make(chan struct{})}}
 	f := blockedFuture{block: make(chan struct{})}
 	defer close(f.block)
 	time.AfterFunc(50*time.Millisecond, func() { close(b.stop) })
@@ -31,7 +31,7 @@ func TestWaitFutureEndsAtClose(t *testing.T) {
 		t.Fatal("waitFuture waited past Close")
 	}
 	// An answered future is returned as is.
-	b2 := &Broker{stop: make(chan struct{})}
+	b2 := &metadataQuorum{node: &node{stop: make(chan struct{})}}
 	ok := blockedFuture{block: make(chan struct{})}
 	close(ok.block)
 	if err := b2.waitFuture(ok); err != nil {
