@@ -53,7 +53,7 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	live := make(map[int32]bool)
 	for _, bi := range b.Brokers() {
 		if bi.Fenced {
-			continue // its replicas are reported offline (replication/fencing.go)
+			continue // its replicas are reported offline (replication/metadata_fencing.go)
 		}
 		live[bi.NodeID] = true
 		mb := kmsg.NewMetadataResponseBroker()

@@ -19,7 +19,7 @@ import (
 //     principal Type:name, a host): a bad one is INVALID_REQUEST, the
 //     others are created.
 //   - The valid ones commit together through the metadata quorum
-//     (replication/acls.go), so every broker enforces them; creating an
+//     (replication/metadata_acls.go), so every broker enforces them; creating an
 //     existing binding succeeds and changes nothing.
 //   - Needs ALTER on the cluster (acl_rules.go). With ACLs off
 //     SECURITY_DISABLED, as Kafka.

@@ -15,7 +15,7 @@ import (
 // Behaviour:
 //   - Each filter (ANY and MATCH as in Kafka) selects bindings; the
 //     bindings of all valid filters are removed in one metadata command
-//     (replication/acls.go) and each filter's result lists what it
+//     (replication/metadata_acls.go) and each filter's result lists what it
 //     matched. A filter with an UNKNOWN field is INVALID_REQUEST.
 //   - Needs ALTER on the cluster (acl_rules.go). With ACLs off
 //     SECURITY_DISABLED, as Kafka.

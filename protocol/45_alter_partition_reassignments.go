@@ -16,7 +16,7 @@ import (
 //     ongoing reassignment is cancelled (Replicas null;
 //     NO_REASSIGNMENT_IN_PROGRESS when there is none). The answer comes
 //     once the target is recorded in the replicated metadata; the move
-//     runs in the background (replication/reassign.go: the partition's
+//     runs in the background (replication/partition_reassign.go: the partition's
 //     Raft group adds the new replicas, which catch up from the leader's
 //     segments, then removes the old ones) and ListPartitionReassignments
 //     shows it until it is done.

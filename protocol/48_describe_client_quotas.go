@@ -15,7 +15,7 @@ import (
 // DescribeClientQuotas: v0-1 (KIP-546)
 //
 // Behaviour:
-//   - Answers from the replicated client quotas (replication/quotas.go),
+//   - Answers from the replicated client quotas (replication/metadata_quotas.go),
 //     so every broker answers alike, with Kafka's matching
 //     (ClientQuotasImage.describe): each filter component names an entity
 //     type (user, client-id, ip) and matches an exact name (0), the

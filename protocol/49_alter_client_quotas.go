@@ -20,7 +20,7 @@ import (
 //     request_percentage, controller_mutation_rate, and for ip entities
 //     connection_creation_rate (KIP-612, enforced when a connection is
 //     accepted). The changes of every valid entry commit
-//     together through the metadata quorum (replication/quotas.go) and
+//     together through the metadata quorum (replication/metadata_quotas.go) and
 //     take effect on every broker as it applies them.
 //   - Per entry, as Kafka's ClientQuotaControlManager: an empty entity, a
 //     type twice, an unknown type, an empty name, a combination other

@@ -13,7 +13,7 @@ import (
 //
 // Behaviour:
 //   - Lists the users with SCRAM credentials in the replicated metadata
-//     (replication/scram.go), each with its mechanisms and iteration
+//     (replication/metadata_scram.go), each with its mechanisms and iteration
 //     counts (never a salt or key); a null or empty user list lists
 //     every user.
 //   - A named user without credentials is RESOURCE_NOT_FOUND; a name

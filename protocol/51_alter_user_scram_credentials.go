@@ -15,7 +15,7 @@ import (
 // Behaviour:
 //   - Upsertions carry the salted password (the client salts it, KIP-554);
 //     the broker derives SCRAM's stored and server keys from it and
-//     commits them through the metadata quorum (replication/scram.go): the
+//     commits them through the metadata quorum (replication/metadata_scram.go): the
 //     password and the salted password are never stored.
 //   - Per user, as Kafka: an unknown mechanism is
 //     UNSUPPORTED_SASL_MECHANISM; an empty user name, empty salt or

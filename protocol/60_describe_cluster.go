@@ -16,7 +16,7 @@ import (
 //     controllers are asked on the controller listener); anything else gets
 //     UNSUPPORTED_ENDPOINT_TYPE.
 //   - Brokers the controller fenced (not heard from for
-//     broker.session.timeout.ms; replication/fencing.go) are left out, or,
+//     broker.session.timeout.ms; replication/metadata_fencing.go) are left out, or,
 //     with IncludeFencedBrokers (v2+), listed with IsFenced true.
 //   - Cluster authorized operations, when asked for: those the principal
 //     may perform (acl_rules.go; every one with ACLs off).

@@ -19,7 +19,7 @@ import (
 // principal may not touch out of the request and adds them back to the
 // response with Kafka's error (TOPIC_AUTHORIZATION_FAILED and so on), or
 // hides what the principal may not describe from the response. The
-// bindings are the replicated metadata's (replication/acls.go), so every
+// bindings are the replicated metadata's (replication/metadata_acls.go), so every
 // broker decides alike.
 
 // authorizer returns the authorizer, nil when ACLs are off.

@@ -17,7 +17,7 @@ import (
 
 // Client quotas, enforced as Kafka's quota managers do (internal/quota
 // has the model; the configs are the replicated metadata's,
-// replication/quotas.go, set by AlterClientQuotas):
+// replication/metadata_quotas.go, set by AlterClientQuotas):
 //
 //   - producer_byte_rate: a Produce request's size is charged when it is
 //     read (the reader goroutine), so the connection is muted before the

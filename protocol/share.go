@@ -22,7 +22,7 @@ import (
 // The share-partition leader (KIP-932): this broker's side of ShareFetch
 // and ShareAcknowledge for the partitions it leads. The state itself is
 // package sharepart's, replicated through each partition's Raft group
-// (replication/share_state.go); here are the decisions' inputs (the log's
+// (replication/partition_share_state.go); here are the decisions' inputs (the log's
 // batches, the time, the group's settings), one lock per share partition
 // held from a decision until its delta is applied, and the wake-ups of
 // long polls when records become available again.

@@ -9,7 +9,7 @@ import (
 
 // Share groups' settings as the share-partition leader and the share APIs
 // use them: a group's configs (IncrementalAlterConfigs on GROUP resources,
-// kept in the replicated metadata: replication/group_configs.go) over the
+// kept in the replicated metadata: replication/metadata_group_configs.go) over the
 // broker's group.share.* settings (Config.GroupConfig), resolved per
 // request; and the share.version feature that turns share groups on and
 // off (UpdateFeatures, 57_update_features.go).

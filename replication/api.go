@@ -15,7 +15,7 @@ import (
 // This file is the contract protocol codes against: the Broker's
 // configuration, its errors (each mapped to a Kafka code in
 // protocol/errors.go) and the types its methods take and return. Behind
-// it, the metadata is a Raft group (broker_raft.go) and every partition a
+// it, the metadata is a Raft group (metadata_raft.go) and every partition a
 // Raft group of its replicas whose LogStore is the partition's segments
 // (partition_group.go); a single-broker cluster is the one-voter case of
 // both (doc.go).
@@ -39,7 +39,7 @@ var (
 type BrokerInfo struct {
 	NodeID int32
 	// Fenced is set by the controller when it has not heard from the
-	// broker for broker.session.timeout.ms (fencing.go): Metadata leaves
+	// broker for broker.session.timeout.ms (metadata_fencing.go): Metadata leaves
 	// it out until it is heard from again.
 	Fenced bool `json:",omitempty"`
 	Host   string
@@ -51,12 +51,12 @@ type BrokerInfo struct {
 	// broker's address on NAME. A string keeps BrokerInfo comparable.
 	Endpoints string `json:",omitempty"`
 	// ReplicationAddr is the replication listener of a broker that is not
-	// a metadata voter (process.roles=broker; roles.go): peers dial it for
+	// a metadata voter (process.roles=broker; metadata_roles.go): peers dial it for
 	// partition groups. "" for a voter, whose address is its
 	// controller.quorum.voters entry.
 	ReplicationAddr string `json:",omitempty"`
 	// ReplicaCapacity is how many partition replicas the broker's
-	// open-file limit allows (OpenFileLimit, partition_limits.go); 0 =
+	// open-file limit allows (OpenFileLimit, metadata_partition_limits.go); 0 =
 	// unknown. The partition limits use it beside max.broker.partitions.
 	ReplicaCapacity int64 `json:",omitempty"`
 }
@@ -108,7 +108,7 @@ type BrokerConfig struct {
 	// MinFreeBytes is strata.log.dir.min.free.bytes: while the file
 	// system holding DataDir has fewer usable bytes, produce is refused
 	// with KAFKA_STORAGE_ERROR and leaderships move to other replicas
-	// (disk_space.go). 0 = no check.
+	// (partition_disk_space.go). 0 = no check.
 	MinFreeBytes int64
 	// FreeSpace returns the usable bytes of the file system holding dir;
 	// nil = statfs (tests and the fault injection pass their own).
@@ -135,7 +135,7 @@ type BrokerConfig struct {
 	Voters []Voter
 	// BrokerOnly is process.roles=broker: this node is not among Voters;
 	// it follows the metadata group as a Raft non-voter, added by the
-	// controller when it asks to join (roles.go), and registers its
+	// controller when it asks to join (metadata_roles.go), and registers its
 	// replication address (BrokerInfo.ReplicationAddr). It never becomes
 	// the controller.
 	BrokerOnly bool
@@ -177,10 +177,10 @@ type BrokerConfig struct {
 	// a leader and for this broker to catch up (default 2 minutes).
 	StartTimeout time.Duration
 	// LeaderRebalance gives leaderships back to preferred replicas
-	// (auto.leader.rebalance.enable; rebalance.go). Off when zero.
+	// (auto.leader.rebalance.enable; partition_rebalance.go). Off when zero.
 	LeaderRebalance LeaderRebalanceConfig
 	// BrokerSessionTimeout is broker.session.timeout.ms: the controller
-	// fences a broker it has not heard from for this long (fencing.go).
+	// fences a broker it has not heard from for this long (metadata_fencing.go).
 	// 0 = no fencing.
 	BrokerSessionTimeout time.Duration
 }

@@ -18,7 +18,7 @@ import (
 // proposes them and every broker applies them in log order
 // (metadata_raft_fsm.go); a foundation-era metadata.log (metadata_log.go)
 // goes through the same Apply once, when it is migrated into a new group
-// (migrateMetadataLog, broker_raft.go).
+// (migrateMetadataLog, metadata_raft.go).
 
 // errRejected marks a command that Apply refused; the image is unchanged.
 // The controller applies a command to its image before it proposes it, so
@@ -44,7 +44,7 @@ const (
 	// other commands in flight.
 	CmdPartitionLeaders CommandType = 20
 	// CmdReassign starts (or cancels) a partition reassignment;
-	// CmdReassignDone finishes it (reassign.go).
+	// CmdReassignDone finishes it (metadata_reassign.go).
 	CmdReassign     CommandType = 21
 	CmdReassignDone CommandType = 22
 )
@@ -123,13 +123,13 @@ type Command struct {
 	// Reassign, ReassignDone.
 	Reassign *ReassignChange `json:"reassign,omitempty"`
 
-	// ScramCredentials (scram.go).
+	// ScramCredentials (metadata_scram.go).
 	Scram []ScramChange `json:"scram,omitempty"`
 
-	// ACLs (acls.go).
+	// ACLs (metadata_acls.go).
 	ACLs *ACLChange `json:"acls,omitempty"`
 
-	// ClientQuotas (quotas.go).
+	// ClientQuotas (metadata_quotas.go).
 	Quotas []quota.Change `json:"quotas,omitempty"`
 }
 
@@ -159,20 +159,20 @@ type image struct {
 	// partitions is the number of partitions of all topics in topics.
 	partitions int
 	// brokerConfigs are the dynamic broker configs by BROKER resource
-	// ("" = cluster default, else a node ID); broker_configs.go.
+	// ("" = cluster default, else a node ID); metadata_broker_configs.go.
 	brokerConfigs map[string]map[string]string
 	// groupConfigs are the group config overrides by group ID; each
-	// group's map is immutable once stored (group_configs.go).
+	// group's map is immutable once stored (metadata_group_configs.go).
 	groupConfigs map[string]map[string]string
 	// features are the finalized feature levels set by UpdateFeatures and
-	// featuresEpoch the applied count of the last change (features.go).
+	// featuresEpoch the applied count of the last change (metadata_features.go).
 	features      map[string]int16
 	featuresEpoch int64
-	// scram are the SCRAM credentials by user and mechanism (scram.go).
+	// scram are the SCRAM credentials by user and mechanism (metadata_scram.go).
 	scram map[scramKey]auth.ScramCredential
-	// acls are the ACL bindings (acls.go); nil when there are none.
+	// acls are the ACL bindings (metadata_acls.go); nil when there are none.
 	acls *acl.Set
-	// quotas are the client quota configs (quotas.go); nil when there
+	// quotas are the client quota configs (metadata_quotas.go); nil when there
 	// are none.
 	quotas *quota.Set
 }

@@ -11,10 +11,10 @@ import (
 )
 
 // metadataQuorum is the replicated metadata of the cluster as this broker
-// sees it: the metadata Raft group (broker_raft.go), the image it applies
+// sees it: the metadata Raft group (metadata_raft.go), the image it applies
 // commands to (metadata_fsm.go), the single writer that validates and
 // proposes commands, and the requests it serves as controller
-// (controller_ext.go, roles.go, quorum.go, fencing.go) -- topics,
+// (metadata_controller_ext.go, metadata_roles.go, metadata_describe_quorum.go, metadata_fencing.go) -- topics,
 // configs, ACLs, SCRAM credentials, quotas, features, registrations.
 //
 // Readers (Topics, Topic, ...) load the current image through an atomic
@@ -33,11 +33,11 @@ type metadataQuorum struct {
 	// command that produced it is durable in the metadata log.
 	img atomic.Pointer[image]
 
-	mu      writerLock // this broker's single metadata writer (validate + propose); writer_lock.go
+	mu      writerLock // this broker's single metadata writer (validate + propose); metadata_writer_lock.go
 	pidNext int64      // next producer ID of the reserved block; protected by mu
 	pidEnd  int64      // end (exclusive) of the reserved block; protected by mu. Invariant: pidNext <= pidEnd
 
-	// The metadata Raft group (broker_raft.go); set by openRaft, then
+	// The metadata Raft group (metadata_raft.go); set by openRaft, then
 	// read-only.
 	raft  *raft.Raft
 	rlog  *raftstore.LogFile
@@ -47,15 +47,15 @@ type metadataQuorum struct {
 	// local carries out applied commands on this broker's partitions.
 	local replicaEffects
 
-	// fenceDone closes when fenceLoop (fencing.go) ends.
+	// fenceDone closes when fenceLoop (metadata_fencing.go) ends.
 	fenceDone chan struct{}
-	// announce wakes announceCommits (broker_raft.go) after a proposal
+	// announce wakes announceCommits (metadata_raft.go) after a proposal
 	// committed here; announceDone closes when it ends.
 	announce     chan struct{}
 	announceDone chan struct{}
 
 	// Handlers of requests to the controller by name
-	// (controller_ext.go); protected by extMu.
+	// (metadata_controller_ext.go); protected by extMu.
 	extMu sync.Mutex
 	ext   map[string]func([]byte) ([]byte, error)
 }

@@ -179,11 +179,11 @@ type imageJSON struct {
 	GroupConfigs  map[string]map[string]string `json:"groupConfigs,omitempty"`
 	Features      map[string]int16             `json:"features,omitempty"`
 	FeaturesEpoch int64                        `json:"featuresEpoch,omitempty"`
-	// Scram are the SCRAM credentials (scram.go).
+	// Scram are the SCRAM credentials (metadata_scram.go).
 	Scram []ScramChange `json:"scram,omitempty"`
-	// ACLs are the ACL bindings (acls.go), sorted.
+	// ACLs are the ACL bindings (metadata_acls.go), sorted.
 	ACLs []acl.Binding `json:"acls,omitempty"`
-	// Quotas are the client quota configs (quotas.go), sorted.
+	// Quotas are the client quota configs (metadata_quotas.go), sorted.
 	Quotas []quota.Change `json:"quotas,omitempty"`
 }
 

@@ -65,7 +65,7 @@ type partitionGroup struct {
 	timing  raftconf.Timing
 	single  bool // this broker is the only voter
 	// share is the partition's share state, applied by the FSM
-	// (share_state.go); shareReady is the term in which, as leader, a
+	// (partition_share_state.go); shareReady is the term in which, as leader, a
 	// barrier made it hold every entry of earlier terms.
 	share      *sharepart.Registry
 	shareReady atomic.Uint64
@@ -84,23 +84,6 @@ type partitionGroup struct {
 
 func partitionGroupID(topicID [16]byte, partition int32) string {
 	return "p/" + hex.EncodeToString(topicID[:]) + "/" + strconv.Itoa(int(partition))
-}
-
-// peerAddr is the replication address of a broker: its metadata voter
-// address (every broker is a voter), or this broker's own Mux address.
-func (q *metadataQuorum) peerAddr(node int32) (raft.ServerAddress, error) {
-	if node == q.cfg.NodeID {
-		return q.mux.Addr(), nil
-	}
-	for _, v := range q.cfg.Voters {
-		if v.NodeID == node {
-			return raft.ServerAddress(v.Addr), nil
-		}
-	}
-	if a := q.registeredReplAddr(node); a != "" { // a broker-only node (roles.go)
-		return raft.ServerAddress(a), nil
-	}
-	return "", fmt.Errorf("%w: broker %d has no replication address (not in controller.quorum.voters)", ErrInvalidReplicaAssignment, node)
 }
 
 // openGroup starts the partition group of lp (already open) among the

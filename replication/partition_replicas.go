@@ -12,9 +12,9 @@ import (
 // partitionReplicas are the partitions this broker hosts: their logs (in
 // the log manager) and Raft groups (partition_group.go), the local
 // effects of applied metadata commands (onApply), leader reports
-// (partition_leaders.go), reassignment steps (reassign.go), leadership
+// (partition_leaders.go), reassignment steps (partition_reassign.go), leadership
 // transfers and rebalance, share-group state, and the data directory's
-// free space (disk_space.go).
+// free space (partition_disk_space.go).
 //
 // It reads the metadata through meta's image and proposes through meta
 // (leader reports, reassignment steps); it never writes the image.
@@ -52,7 +52,7 @@ type partitionReplicas struct {
 	memoDone     chan struct{}
 	reporterDone chan struct{}
 	reassignDone chan struct{}
-	// rebalanceDone closes when rebalanceLoop (rebalance.go) ends.
+	// rebalanceDone closes when rebalanceLoop (partition_rebalance.go) ends.
 	rebalanceDone chan struct{}
 }
 

@@ -40,7 +40,7 @@ import (
 // empty, so raft fetches everything again. The position a snapshot stores
 // locally is the same header with kind 0 and no batches.
 //
-// The partition's share state (share_state.go) is the one thing a
+// The partition's share state (partition_share_state.go) is the one thing a
 // snapshot holds beyond the position: when the registry is not empty, the
 // header's kind is 2 (local) or 3 (transfer) and a share section follows
 // the header, before any batch:

@@ -44,7 +44,7 @@ const (
 	// extShareState marks a share-state entry (side log): its data is the
 	// leader epoch the leader computed it at (4 bytes, big endian; -1: not
 	// fenced) then a sharepart delta, which every replica's FSM applies to
-	// the partition's share registry (share_state.go).
+	// the partition's share registry (partition_share_state.go).
 	extShareState = 4
 
 	sideLogName = "raft-side.log"
@@ -516,7 +516,7 @@ type partitionResult struct {
 // batch returns the refusal.
 type partitionFSM struct {
 	store *partitionStore
-	// share is the partition's share state (share_state.go): changed by
+	// share is the partition's share state (partition_share_state.go): changed by
 	// extShareState entries, carried by the group's snapshots.
 	share *sharepart.Registry
 }

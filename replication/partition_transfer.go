@@ -109,7 +109,7 @@ func (r *partitionReplicas) handleTransfer(req *transferRequest) forwardResponse
 
 // handOffLeaderships moves every leadership of a group with other voters
 // away from this broker (controlled shutdown; a full log directory,
-// disk_space.go), so producers find a new leader in a metadata refresh
+// partition_disk_space.go), so producers find a new leader in a metadata refresh
 // instead of an election timeout. It is
 // bounded by shutdownHandoffTimeout and by ctx's deadline, whichever
 // comes first: transfers still running then are left to finish or fail

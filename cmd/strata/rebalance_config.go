@@ -8,11 +8,11 @@ import (
 )
 
 // rebalanceSettings are what the controller does for the brokers:
-// Kafka's automatic preferred-leader election (replication/rebalance.go:
+// Kafka's automatic preferred-leader election (replication/partition_rebalance.go:
 // the controller gives leaderships back to the preferred replica, the
 // first of a partition's replicas, once a broker's share of preferred
 // partitions led elsewhere passes the percentage, checked every
-// interval) and broker fencing (replication/fencing.go).
+// interval) and broker fencing (replication/metadata_fencing.go).
 var rebalanceSettings = []setting{
 	{"auto.leader.rebalance.enable", "true", "The controller moves partition leadership back to each partition's preferred replica (the first of its replicas) when that broker is in the ISR and too many of its partitions are led elsewhere, e.g. after a restart."},
 	{"leader.imbalance.check.interval.seconds", "300", "How often the controller checks leader balance. 1..86400."},
@@ -23,7 +23,7 @@ var rebalanceSettings = []setting{
 // rebalanceConfig is the parsed form of rebalanceSettings.
 type rebalanceConfig struct {
 	replication.LeaderRebalanceConfig
-	// SessionTimeout is broker.session.timeout.ms (replication/fencing.go).
+	// SessionTimeout is broker.session.timeout.ms (replication/metadata_fencing.go).
 	SessionTimeout time.Duration
 }
 

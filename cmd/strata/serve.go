@@ -265,7 +265,7 @@ func replicationConfig(cfg *Config, dataDir string, repLn net.Listener, faults *
 
 // warnOpenFileLimit logs when the open-file limit allows fewer partition
 // replicas than max.broker.partitions: CreateTopics beyond it is refused
-// (replication/partition_limits.go), and the operator should know why.
+// (replication/metadata_partition_limits.go), and the operator should know why.
 func warnOpenFileLimit(bc replication.BrokerConfig, logger *slog.Logger) {
 	perBroker, _ := retention.PartitionLimits(bc.BrokerProps)
 	if c := replication.ReplicaCapacity(bc.OpenFileLimit); c > 0 && c < perBroker {

@@ -13,7 +13,7 @@ import (
 )
 
 // serveController runs a controller-only node (process.roles=controller;
-// replication/roles.go): a voter of the metadata quorum with its
+// replication/metadata_roles.go): a voter of the metadata quorum with its
 // replication listener and the monitoring listener, no Kafka listener,
 // no registration as a broker (so no partitions, and no place in
 // Metadata's broker list). ready, when set, is sent the replication

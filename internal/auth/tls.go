@@ -2,7 +2,7 @@
 // configurations built from Kafka's ssl.* settings, and the server side of
 // the SASL mechanisms PLAIN and SCRAM-SHA-256/512. It knows nothing of the
 // Kafka protocol's framing (protocol/sasl.go drives it) nor of where SCRAM
-// credentials are stored (the replicated metadata, replication/scram.go).
+// credentials are stored (the replicated metadata, replication/metadata_scram.go).
 package auth
 
 import (

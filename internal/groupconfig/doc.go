@@ -18,7 +18,7 @@
 //     values (Effective), cheap enough for every ShareFetch.
 //
 // Where the overrides live is not this package's business: replication
-// keeps them in the replicated metadata (replication/group_configs.go),
+// keeps them in the replicated metadata (replication/metadata_group_configs.go),
 // protocol validates and describes them (44, 33, 32) and resolves them for
 // the share-partition leader (protocol/share_config.go); the group
 // coordinator resolves membership values (session timeout, heartbeat

@@ -9,7 +9,7 @@
 // consumer_byte_rate, request_percentage and controller_mutation_rate for
 // user and client-ID entities, connection_creation_rate for IP entities.
 // A Set (immutable) holds every entity's configs; it is what the metadata
-// log replicates (replication/quotas.go).
+// log replicates (replication/metadata_quotas.go).
 //
 // Precedence. For a request from user U with client ID C, the quota of one
 // config is taken from the first of these entities that sets it, as

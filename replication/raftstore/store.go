@@ -75,7 +75,7 @@ type LogFile struct {
 	// disk instead of failing: hashicorp/raft steps a leader down when
 	// its log cannot be written, and a single voter would then elect
 	// itself and fail again, over and over, leaving the broker without a
-	// controller (replication/disk_space.go). Topped up to reserve when less than
+	// controller (replication/partition_disk_space.go). Topped up to reserve when less than
 	// half is left; a top-up that meets ENOSPC keeps what remains.
 	reserve int64
 	// onDemand (a sparse log) keeps no file open between operations:

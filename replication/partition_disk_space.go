@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
-	"github.com/strata-io/strata/replication/raftstore"
 )
 
 // A full disk (strata.log.dir.min.free.bytes, BrokerConfig.MinFreeBytes).
@@ -129,33 +128,6 @@ func (r *partitionReplicas) diskErr() error {
 		log.ErrStorage, r.cfg.DataDir, r.disk.free.Load(), r.cfg.MinFreeBytes, diskResumeAt(r.cfg.MinFreeBytes))
 }
 
-// controllerDiskErr refuses a metadata change that creates partitions
-// (CreateTopics, CreatePartitions) while this broker is the controller
-// and its data directory is below its free-space threshold. Kafka's
-// controller answers a metadata log it cannot write with
-// UNKNOWN_SERVER_ERROR and the failure's message, and resigns
-// (QuorumController: an unexpected fault renounces leadership): here a
-// controller with other voters hands its leadership over at once and
-// answers NOT_CONTROLLER (the client retries at the new controller); a
-// lone controller answers UNKNOWN_SERVER_ERROR (ErrMetadataStorage) with
-// the reason. KAFKA_STORAGE_ERROR is not among CreateTopics' errors.
-func (q *metadataQuorum) controllerDiskErr() error {
-	r := q.raft
-	if !q.disk.full.Load() || r == nil || r.State() != raft.Leader {
-		return nil
-	}
-	if metadataVoters(r) > 1 {
-		go func() {
-			if err := r.LeadershipTransfer().Error(); err == nil {
-				q.logger.Info("controller moved off a full log directory")
-			}
-		}()
-		return fmt.Errorf("%w: this controller's log directory is below strata.log.dir.min.free.bytes; the controller moves to another voter", ErrNotController)
-	}
-	return fmt.Errorf("%w: the controller's log directory %s has %d usable bytes, below strata.log.dir.min.free.bytes=%d",
-		ErrMetadataStorage, q.cfg.DataDir, q.disk.free.Load(), q.cfg.MinFreeBytes)
-}
-
 // LogDirError is the data directory's state for DescribeLogDirs: an
 // error wrapping log.ErrStorage while it is below its free-space
 // threshold, nil otherwise.
@@ -201,20 +173,6 @@ func metadataVoters(r *raft.Raft) int {
 		}
 	}
 	return n
-}
-
-// openRaftStable opens a raft group's stable store in dir, wired to
-// OnStorageFatal: a term that cannot be saved stops the broker cleanly
-// instead of raft's panic.
-func (n *node) openRaftStable(dir, group string) (*raftstore.StableFile, error) {
-	s, err := raftstore.OpenStableFile(n.cfg.FS, dir)
-	if err != nil {
-		return nil, err
-	}
-	if fatal := n.cfg.OnStorageFatal; fatal != nil {
-		s.SetOnFatal(func(err error) { fatal(fmt.Errorf("raft group %s: %w", group, err)) })
-	}
-	return s, nil
 }
 
 // UsableBytes returns the bytes of the file system holding dir that an

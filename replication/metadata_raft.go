@@ -7,20 +7,19 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
-	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication/raftconf"
 	"github.com/strata-io/strata/replication/raftstore"
 	"github.com/strata-io/strata/replication/transport"
-	"github.com/strata-io/strata/retention"
 )
 
 // The broker's metadata Raft group (doc.go, "Raft design"): setup,
-// proposing commands, and the local effects of applied commands.
+// catching up, proposing commands and forwarding them to the controller.
+// What an applied command does on this broker's disk is the replicas'
+// (partition_effects.go).
 
 const (
 	metadataGroupID      = "__metadata"
@@ -127,7 +126,7 @@ func (q *metadataQuorum) openRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	if !existing && !cfg.BrokerOnly { // a broker-only node is added by the controller (roles.go)
+	if !existing && !cfg.BrokerOnly { // a broker-only node is added by the controller (metadata_roles.go)
 		if err := raft.BootstrapCluster(conf, rlog, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			return fmt.Errorf("replication: bootstrap metadata quorum: %w", err)
 		}
@@ -197,7 +196,7 @@ func (q *metadataQuorum) waitCaughtUp() error {
 	joined := !q.cfg.BrokerOnly
 	for time.Now().Before(deadline) {
 		if !joined && time.Now().After(nextAsk) {
-			// A broker-only node asks the controller to add it (roles.go).
+			// A broker-only node asks the controller to add it (metadata_roles.go).
 			if askErr = q.joinQuorum(min(time.Until(deadline), metadataApplyTimeout)); askErr == nil {
 				joined = true
 			} else {
@@ -462,17 +461,17 @@ type forwardRequest struct {
 	// ReadIndex, when set, asks for the controller's read index
 	// (readIndex) instead.
 	ReadIndex bool `json:"readIndex,omitempty"`
-	// Quorum, when set, asks about the metadata quorum (quorum.go).
+	// Quorum, when set, asks about the metadata quorum (metadata_describe_quorum.go).
 	Quorum string `json:"quorum,omitempty"`
 	// Ext, when set, is a request for the handler registered under that
-	// name (controller_ext.go), Payload its body.
+	// name (metadata_controller_ext.go), Payload its body.
 	Ext     string          `json:"ext,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// ExtAny: the Ext request is for this broker, controller or not
 	// (AskBroker).
 	ExtAny bool `json:"extAny,omitempty"`
 	// Join, when set, asks the controller to add a broker-only node to
-	// the metadata group as a non-voter (roles.go).
+	// the metadata group as a non-voter (metadata_roles.go).
 	Join *joinRequest `json:"join,omitempty"`
 }
 
@@ -484,7 +483,7 @@ type forwardResponse struct {
 	// Applied is a read index's answer: the commands the controller's
 	// image has applied (image.applied).
 	Applied int64 `json:"applied,omitempty"`
-	// Quorum answers a quorumDescribe request (quorum.go).
+	// Quorum answers a quorumDescribe request (metadata_describe_quorum.go).
 	Quorum *QuorumState `json:"quorum,omitempty"`
 	// Payload answers an Ext request.
 	Payload json.RawMessage `json:"payload,omitempty"`
@@ -587,223 +586,6 @@ func (q *metadataQuorum) handleForward(body []byte) ([]byte, error) {
 	return json.Marshal(resp)
 }
 
-// onApply carries out an applied command's local effects on this broker
-// (raft's FSM goroutine; every broker, the proposer included). While the
-// broker starts, effects wait: replaying old commands one by one could
-// delete the directory of a later topic of the same name; start()
-// reconciles the disk with the final image instead.
-//
-// publish makes next the broker's image. Under effMu, so start's
-// reconcile (which sets ready, then takes effMu and reads the image) sees
-// either this command's image or this command's effects. Commands that
-// make partitions usable publish after their effects, so a reader never
-// finds a partition led here without its log; the rest publish first, so
-// no published image names a log that is being removed.
-func (r *partitionReplicas) onApply(index uint64, c Command, prev, next *image, publish func()) {
-	r.effMu.Lock()
-	defer r.effMu.Unlock()
-	opens := c.Type == CmdCreateTopic || c.Type == CmdCreatePartitions
-	if opens {
-		defer publish() // after the logs are open (deferred calls run before the unlock)
-	} else {
-		publish()
-	}
-	if !r.ready.Load() {
-		return
-	}
-	switch c.Type {
-	case CmdCreateTopic, CmdCreatePartitions:
-		first := int32(0)
-		if t, ok := prev.topics[c.Topic]; ok && c.Type == CmdCreatePartitions {
-			first = int32(len(t.Partitions))
-		}
-		if t, ok := next.topics[c.Topic]; ok {
-			if err := r.openLogs(t, first); err != nil {
-				r.logger.Error("could not open a partition log of a new topic", "topic", c.Topic, "err", err)
-			}
-		}
-	case CmdDeleteTopic:
-		if pd, ok := next.pending[c.TopicID]; ok {
-			if err := r.deleteLogs(pd); err != nil {
-				r.logger.Error("could not remove a deleted topic's logs; retried at the next start", "topic", pd.Name, "err", err)
-			}
-		}
-	case CmdReassign:
-		if t, ok := next.topics[c.Topic]; ok || c.Reassign != nil {
-			if !ok {
-				t, ok = next.byID[c.Reassign.TopicID]
-			}
-			if ok {
-				// A broker that joins opens the log and an empty group.
-				if err := r.openLogs(t, 0); err != nil {
-					r.logger.Error("could not open a partition log for a reassignment", "topic", t.Name, "err", err)
-				}
-			}
-		}
-	case CmdReassignDone:
-		if t, ok := next.byID[c.Reassign.TopicID]; ok {
-			r.dropNonMember(t, c.Reassign.Partition)
-		}
-	case CmdSetTopicConfigs:
-		if t, ok := next.topics[c.Topic]; ok {
-			r.applyTopicConfigs(t)
-		}
-	case CmdSetBrokerConfigs:
-		r.applyBrokerConfigs(c, next)
-	case 0: // a snapshot was restored
-		r.reconcileLocked(next)
-	}
-}
-
-// openLogs opens the local logs of t's partitions from first on.
-func (r *partitionReplicas) openLogs(t *TopicInfo, first int32) error {
-	return r.openLogsChecked(t, first, false)
-}
-
-// openLogsChecked is openLogs; with recheck, a partition the published
-// image no longer places here (moved away or deleted since t was read) is
-// skipped. Effects leave recheck off: a command that opens partitions
-// publishes its image after them.
-func (r *partitionReplicas) openLogsChecked(t *TopicInfo, first int32, recheck bool) error {
-	cfg, err := retention.LogConfig(t.Configs, r.meta.brokerProps())
-	if err != nil {
-		return fmt.Errorf("%w: topic %s: %w", ErrInvalidConfig, t.Name, err)
-	}
-	// The partitions open side by side (log.Manager.Open creates distinct
-	// partitions concurrently): each is a handful of files created and
-	// fsync'd and a raft group bootstrapped, and this runs on the FSM
-	// goroutine, so every later metadata command -- a CreateTopics, a
-	// leader report -- waits for it (issue 15: a burst of 300 partitions
-	// held CreateTopics back for seconds).
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		sem      = make(chan struct{}, openLogsParallel)
-	)
-	for _, p := range t.Partitions[first:] {
-		if !containsNode(p.members(), r.cfg.NodeID) {
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(part int32) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := r.openLog(t, part, cfg, recheck); err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}(p.Partition)
-	}
-	wg.Wait()
-	return firstErr
-}
-
-// openLogsParallel bounds the partitions openLogs opens at once.
-const openLogsParallel = 8
-
-// openLog opens one partition's log and starts its raft group, under the
-// partition's guard (partition_guard.go).
-func (r *partitionReplicas) openLog(t *TopicInfo, part int32, cfg log.Config, recheck bool) error {
-	tp := log.TopicPartition{Topic: t.Name, Partition: part}
-	g := r.guards.of(tp)
-	g.Lock()
-	defer g.Unlock()
-	if recheck && !r.stillLocal(t.ID, part) {
-		r.logger.Debug("partition left this broker before start opened it", "partition", tp.String())
-		return nil
-	}
-	if err := r.dropStrayDir(tp, t.ID); err != nil {
-		return err
-	}
-	lp, err := r.logs.Open(tp, cfg)
-	if err != nil {
-		return fmt.Errorf("replication: open %s-%d: %w", t.Name, part, err)
-	}
-	r.adoptDir(lp, t.ID)
-	if h := r.testHookOpening; h != nil {
-		h(tp)
-	}
-	if err := r.openGroup(t, lp); err != nil {
-		return fmt.Errorf("replication: raft group of %s-%d: %w", t.Name, part, err)
-	}
-	return nil
-}
-
-// deleteLogs removes this broker's logs of a deleted topic.
-func (r *partitionReplicas) deleteLogs(pd pendingDelete) error {
-	// Stop the groups side by side first: each shutdown waits for its
-	// raft's goroutines, on the FSM goroutine that every later metadata
-	// command waits for (issue 15: a 33-partition deletion held a
-	// broker's metadata 39 s behind, one group after another).
-	sem := make(chan struct{}, closeGroupsParallel)
-	var wg sync.WaitGroup
-	for p := int32(0); p < pd.Partitions; p++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(tp log.TopicPartition) {
-			defer func() { <-sem; wg.Done() }()
-			g := r.guards.of(tp)
-			g.Lock()
-			defer g.Unlock()
-			r.closeGroup(tp)
-		}(log.TopicPartition{Topic: pd.Name, Partition: p})
-	}
-	wg.Wait()
-	for p := int32(0); p < pd.Partitions; p++ {
-		tp := log.TopicPartition{Topic: pd.Name, Partition: p}
-		if err := r.deleteGuarded(tp); err != nil {
-			return fmt.Errorf("replication: delete %s-%d: %w", pd.Name, p, err)
-		}
-	}
-	return nil
-}
-
-// deleteGuarded closes tp's group (if one runs) and deletes its log (if
-// there is one), under tp's guard, so no open of tp interleaves.
-func (r *partitionReplicas) deleteGuarded(tp log.TopicPartition) error {
-	g := r.guards.of(tp)
-	g.Lock()
-	defer g.Unlock()
-	if !r.hasLog(tp) {
-		return nil
-	}
-	r.closeGroup(tp)
-	return r.logs.Delete(tp)
-}
-
-func (r *partitionReplicas) applyTopicConfigs(t *TopicInfo) {
-	cfg, err := retention.LogConfig(t.Configs, r.meta.brokerProps())
-	if err != nil {
-		r.logger.Error("topic configs do not apply", "topic", t.Name, "err", err)
-		return
-	}
-	for _, p := range t.Partitions {
-		if lp := r.logs.Get(log.TopicPartition{Topic: t.Name, Partition: p.Partition}); lp != nil {
-			lp.SetConfig(cfg)
-		}
-	}
-}
-
-// reconcileLocked makes the local disk follow img: deleted topics' logs
-// removed, every local partition open. effMu must be held.
-func (r *partitionReplicas) reconcileLocked(img *image) {
-	for _, pd := range img.pending {
-		if err := r.deleteLogs(pd); err != nil {
-			r.logger.Error("could not remove a deleted topic's logs", "topic", pd.Name, "err", err)
-		}
-	}
-	for _, name := range img.names {
-		if err := r.openLogs(img.topics[name], 0); err != nil {
-			r.logger.Error("could not open a partition log", "topic", name, "err", err)
-		}
-	}
-}
-
 // migrateMetadataLog carries the commands of a foundation-era
 // metadata.log into a fresh metadata group (single voter only), once.
 func (q *metadataQuorum) migrateMetadataLog() error {
@@ -858,4 +640,31 @@ func (q *metadataQuorum) ControllerID() int32 {
 		return -1
 	}
 	return q.reachableController(parseServerID(id))
+}
+
+// controllerDiskErr refuses a metadata change that creates partitions
+// (CreateTopics, CreatePartitions) while this broker is the controller
+// and its data directory is below its free-space threshold. Kafka's
+// controller answers a metadata log it cannot write with
+// UNKNOWN_SERVER_ERROR and the failure's message, and resigns
+// (QuorumController: an unexpected fault renounces leadership): here a
+// controller with other voters hands its leadership over at once and
+// answers NOT_CONTROLLER (the client retries at the new controller); a
+// lone controller answers UNKNOWN_SERVER_ERROR (ErrMetadataStorage) with
+// the reason. KAFKA_STORAGE_ERROR is not among CreateTopics' errors.
+func (q *metadataQuorum) controllerDiskErr() error {
+	r := q.raft
+	if !q.disk.full.Load() || r == nil || r.State() != raft.Leader {
+		return nil
+	}
+	if metadataVoters(r) > 1 {
+		go func() {
+			if err := r.LeadershipTransfer().Error(); err == nil {
+				q.logger.Info("controller moved off a full log directory")
+			}
+		}()
+		return fmt.Errorf("%w: this controller's log directory is below strata.log.dir.min.free.bytes; the controller moves to another voter", ErrNotController)
+	}
+	return fmt.Errorf("%w: the controller's log directory %s has %d usable bytes, below strata.log.dir.min.free.bytes=%d",
+		ErrMetadataStorage, q.cfg.DataDir, q.disk.free.Load(), q.cfg.MinFreeBytes)
 }

@@ -20,7 +20,7 @@ func refused(format string, args ...any) error {
 // authenticated (transport/tls.go), and a node speaks only for itself:
 // a broker's registration (its addresses, rack, endpoints) is written by
 // that broker alone. Another node may forward only a change of a
-// registered broker's Fenced flag (fencing.go: the controller fences and
+// registered broker's Fenced flag (metadata_fencing.go: the controller fences and
 // unfences brokers, and a command in flight when the controller moved is
 // forwarded to the next one). Anything else is refused before the
 // handler sees it: answered with an error and logged (handleForward).
@@ -61,7 +61,7 @@ func (q *metadataQuorum) expectPeer(addr string) (string, bool) {
 		}
 	}
 	if img := q.img.Load(); img != nil && addr != "" {
-		for id, bi := range img.brokers { // broker-only nodes (roles.go)
+		for id, bi := range img.brokers { // broker-only nodes (metadata_roles.go)
 			if bi.ReplicationAddr == addr {
 				return strconv.Itoa(int(id)), true
 			}

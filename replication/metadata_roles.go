@@ -198,3 +198,20 @@ func (q *metadataQuorum) reachableController(leader int32) int32 {
 	}
 	return leader
 }
+
+// peerAddr is the replication address of a broker: its metadata voter
+// address (every broker is a voter), or this broker's own Mux address.
+func (q *metadataQuorum) peerAddr(node int32) (raft.ServerAddress, error) {
+	if node == q.cfg.NodeID {
+		return q.mux.Addr(), nil
+	}
+	for _, v := range q.cfg.Voters {
+		if v.NodeID == node {
+			return raft.ServerAddress(v.Addr), nil
+		}
+	}
+	if a := q.registeredReplAddr(node); a != "" { // a broker-only node (metadata_roles.go)
+		return raft.ServerAddress(a), nil
+	}
+	return "", fmt.Errorf("%w: broker %d has no replication address (not in controller.quorum.voters)", ErrInvalidReplicaAssignment, node)
+}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
 )
 
@@ -223,30 +222,4 @@ func (q *metadataQuorum) isBrokerSetting(name string) bool {
 		}
 	}
 	return false
-}
-
-// applyBrokerConfigs re-resolves and applies the config of every local
-// partition after a SetBrokerConfigs that concerns this broker (onApply,
-// raft's FSM goroutine, effMu held; next is published).
-func (r *partitionReplicas) applyBrokerConfigs(c Command, next *image) {
-	if c.ConfigResource != "" && c.ConfigResource != r.meta.ownResource() {
-		return
-	}
-	props := r.meta.brokerPropsOf(next)
-	for _, name := range next.names {
-		t := next.topics[name]
-		cfg, err := retention.LogConfig(t.Configs, props)
-		if err != nil {
-			r.logger.Error("dynamic broker configs do not apply to a topic; it keeps its previous config", "topic", name, "err", err)
-			continue
-		}
-		for _, p := range t.Partitions {
-			if lp := r.logs.Get(log.TopicPartition{Topic: name, Partition: p.Partition}); lp != nil {
-				lp.SetConfig(cfg)
-			}
-		}
-	}
-	if f := r.cfg.OnBrokerProps; f != nil {
-		f(copyConfigs(props))
-	}
 }
