@@ -3,10 +3,35 @@
 // blocks) and the partitions this broker hosts; protocol talks to it through
 // Broker (api.go, broker.go).
 //
+// # Units
+//
+// Broker is a thin façade: it embeds two units and starts and stops them
+// together (broker.go, shutdown.go). Each unit's files carry its prefix.
+//
+//   - The metadata quorum (metadataQuorum, metadata_*.go): the metadata
+//     Raft group and the image it applies commands to, the single writer
+//     that validates and proposes commands (topics, configs, ACLs, SCRAM
+//     credentials, quotas, features, registrations, reassignment targets),
+//     forwarding to the controller, and what the controller serves
+//     (DescribeQuorum, joins of broker-only nodes, fencing).
+//   - The partition replicas (partitionReplicas, partition_*.go): the
+//     partitions this broker hosts -- their logs and Raft groups, the local
+//     effects of applied commands (partition_effects.go), leader reports,
+//     reassignment steps, leadership transfers and rebalance, share-group
+//     state, DeleteRecords and the data directory's free space.
+//
+// What both use -- the settings, the logger, the replication transport,
+// the lifecycle flags and the disk state -- is a shared node (node.go).
+// The quorum reaches the replicas only through the replicaEffects
+// interface (metadata_quorum.go): an applied command's effects, and the
+// opens and removals a writer does on the proposer. The replicas read the
+// quorum's image and propose through it (leader reports, reassignment
+// steps). TestUnitsKeepTheirFiles holds both rules.
+//
 // # Metadata: a Raft group, one voter by default
 //
 // The cluster metadata is replicated by the metadata Raft group
-// (broker_raft.go; design below). With no controller.quorum.voters the
+// (metadata_raft.go; design below). With no controller.quorum.voters the
 // group has one voter, this broker: the same code, committing as soon as
 // an entry is fsync'd. Every local partition runs its own Raft group
 // among its replicas (partition_group.go; one voter, this broker, with
@@ -34,7 +59,7 @@
 //   - metadata_log.go: the foundation's metadata.log format; a data dir
 //     that has one is migrated into the raft log at first start (the file
 //     is renamed metadata.log.migrated).
-//   - meta_properties.go: <log.dirs>/meta.properties as in Kafka (version,
+//   - metadata_properties.go: <log.dirs>/meta.properties as in Kafka (version,
 //     cluster.id generated at first start, node.id); a node.id mismatch fails
 //     start-up.
 //
@@ -45,14 +70,14 @@
 // a restart, since its tail is then unknown.
 //
 // Local effects (opening a new topic's logs, removing a deleted topic's,
-// applying configs) follow applied commands on every broker (onApply, on
-// raft's FSM goroutine). While a broker starts they are held back: raft
+// applying configs) follow applied commands on every broker (onApply,
+// partition_effects.go, on raft's FSM goroutine). While a broker starts they are held back: raft
 // replays committed commands one by one, and replaying an old
 // DeleteTopic could remove the directory of a later topic of the same
 // name. start() instead reconciles the disk with the caught-up image once,
 // then turns effects on.
 //
-// Caught up means as of the controller (waitCaughtUp, broker_raft.go).
+// Caught up means as of the controller (waitCaughtUp, metadata_raft.go).
 // Before NewBroker returns -- so before the broker is ready, answers
 // Metadata or loads a group coordinator -- a broker that is not the
 // controller asks it for a read index over the Mux (kindForward with
@@ -240,12 +265,12 @@
 // nodes over real Muxes on 127.0.0.1, with Partition/Disconnect/Heal
 // through a fault-injecting dialer, Restart). Files here:
 // metadata_raft_fsm.go (raft.FSM over image.Apply, image
-// snapshots), broker_raft.go (the broker's metadata group),
+// snapshots), metadata_raft.go (the broker's metadata group),
 // partition_store.go (the partition LogStore and FSM),
 // partition_group.go (running a group per local partition; its files are
 // in <partition dir>/raft/: raft-side.log, raft-state, snapshots/),
 // partition_snapshots.go, partition_leaders.go, partition_transfer.go,
-// reassign.go (below), rebalance.go (leader balance), quorum.go (the
+// metadata_reassign.go (below), partition_rebalance.go (leader balance), metadata_describe_quorum.go (the
 // metadata quorum as DescribeQuorum reports it: each member asked for its
 // last index over the Mux).
 //
@@ -264,7 +289,7 @@
 // Metadata answers as LEADER_NOT_AVAILABLE: each broker applies the image a
 // moment after the controller, and a client that took the placeholder
 // would be fenced by the elected epoch. That moment is short because the
-// controller announces each commit (announceCommits, broker_raft.go): a
+// controller announces each commit (announceCommits, metadata_raft.go): a
 // follower learns a commit index only from the next AppendEntries, so
 // after a proposal commits the controller appends a barrier, sent at once,
 // instead of leaving the others a CommitTimeout (100-200 ms) behind.
@@ -320,7 +345,7 @@
 // DeleteRecords is a raft entry (extDeleteRecords, in the side log) that
 // every replica's FSM applies: the log start moves on every replica.
 //
-// Share-partition state (share_state.go, package sharepart) lives in the
+// Share-partition state (partition_share_state.go, package sharepart) lives in the
 // partition's own group: each ShareFetch or ShareAcknowledge that changes
 // it is one side entry (extShareState: the leader epoch it was computed
 // at, then a sharepart delta) that every replica's FSM applies, in log
@@ -342,11 +367,11 @@
 // another broker) for a raft leadership transfer to the first replica; a
 // broker stopping cleanly transfers each of its leaderships first
 // (Broker.Close, bounded to 15 s). The controller gives leaderships back
-// to preferred replicas on its own (rebalance.go; Kafka's
+// to preferred replicas on its own (partition_rebalance.go; Kafka's
 // auto.leader.rebalance.enable and leader.imbalance.*), through the same
 // transfer.
 //
-// Reassignment (reassign.go): AlterPartitionReassignments records a
+// Reassignment (metadata_reassign.go): AlterPartitionReassignments records a
 // target (CmdReassign); the partition's leader changes the group's
 // configuration one server at a time (AddNonvoter for joining replicas,
 // which open an empty, non-bootstrapped group the leader fills, and
