@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestDevClusterThreeBrokers runs `strata dev-cluster --brokers 3` (three
@@ -108,7 +110,7 @@ func TestDevClusterThreeBrokers(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got, last string
-		for i := 0; i < 400; i++ {
+		testwait.Until(40*time.Second, func() bool {
 			md, err := kadm.NewClient(one).Metadata(ctx, "spread")
 			last = fmt.Sprintf("err %v, controller %d, %d brokers, topic err %v", err, md.Controller, len(md.Brokers), md.Topics["spread"].Err)
 			// A broker answers LEADER_NOT_AVAILABLE for a partition until it
@@ -123,10 +125,10 @@ func TestDevClusterThreeBrokers(t *testing.T) {
 				for _, p := range md.Topics["spread"].Partitions.Sorted() {
 					got += fmt.Sprintf(" p%d:l%d:r%v", p.Partition, p.Leader, p.Replicas)
 				}
-				break
+				return true
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return false
+		})
 		one.Close()
 		if got == "" || (want != "" && got != want) {
 			t.Fatalf("broker %s: %q, others %q (last: %s)", a, got, want, last)

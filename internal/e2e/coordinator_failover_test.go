@@ -203,7 +203,7 @@ func foCoordinator(t *testing.T, ctx context.Context, seeds []string, group stri
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	var last string
-	for i := 0; i < 600; i++ {
+	if testwait.Until(60*time.Second, func() bool {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey = group
 		resp, err := req.RequestWith(ctx, cl)
@@ -214,7 +214,8 @@ func foCoordinator(t *testing.T, ctx context.Context, seeds []string, group stri
 				p := foPartitionFor(group, int32(len(td.Partitions)))
 				pd := td.Partitions[p]
 				if pd.Leader == resp.NodeID && len(pd.Replicas) == 3 && resp.NodeID != not {
-					return resp.NodeID, p, pd.LeaderEpoch
+					node, partition, epoch = resp.NodeID, p, pd.LeaderEpoch
+					return true
 				}
 				last = fmt.Sprintf("coordinator %d, partition %d leader %d epoch %d replicas %v isr %v",
 					resp.NodeID, p, pd.Leader, pd.LeaderEpoch, pd.Replicas, pd.ISR)
@@ -226,7 +227,9 @@ func foCoordinator(t *testing.T, ctx context.Context, seeds []string, group stri
 		} else {
 			last = kerr.ErrorForCode(resp.ErrorCode).Error()
 		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		return node, partition, epoch
 	}
 	t.Fatalf("no coordinator for %q: %s", group, last)
 	return
@@ -431,12 +434,11 @@ func TestCoordinatorFailover(t *testing.T) {
 				t.Fatal(err)
 			}
 			var last string
-			ok := false
-			for i := 0; i < 200 && !ok; i++ {
+			ok := testwait.Until(40*time.Second, func() bool {
 				fo, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
 				last = fmt.Sprintf("%v", err)
-				if err == nil {
-					ok = true
+				ok := err == nil
+				if ok {
 					var seen []string
 					for p := int32(0); p < parts; p++ {
 						o, found := fo.Lookup(topic, p)
@@ -449,10 +451,8 @@ func TestCoordinatorFailover(t *testing.T) {
 					}
 					last = strings.Join(seen, " ")
 				}
-				if !ok {
-					time.Sleep(100 * time.Millisecond)
-				}
-			}
+				return ok
+			})
 			cl.Close()
 			if !ok {
 				t.Fatalf("round %d: FetchOffsets through %s: %s, want %v", round, s, last, committed)

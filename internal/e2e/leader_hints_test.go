@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/segment"
 )
 
@@ -48,7 +49,7 @@ func TestNotLeaderNamesTheLeader(t *testing.T) {
 	// Every broker knows every leader.
 	var leader, epoch int32
 	var brokers map[int32]kadm.BrokerDetail
-	for i := 0; ; i++ {
+	testwait.For(t, 30*time.Second, func() bool {
 		ok := true
 		for node := int32(1); node <= 3 && ok; node++ {
 			req := kmsg.NewPtrMetadataRequest()
@@ -69,14 +70,8 @@ func TestNotLeaderNamesTheLeader(t *testing.T) {
 				}
 			}
 		}
-		if ok {
-			break
-		}
-		if i > 200 {
-			t.Fatal("brokers never agreed on the leaders")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ok
+	}, "brokers never agreed on the leaders")
 	md, err := adm.Metadata(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // monSamples parses a /metrics body into "name{labels}" -> value.
@@ -125,19 +127,17 @@ func TestLagGrowthSignFollowsProducerAndConsumer(t *testing.T) {
 	topicSeries := `strata_consumergroup_topic_lag_growth_rate{group="lagsign-g",topic="lagsign"}`
 	waitSign := func(phase string, want func(float64) bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
 		var last map[string]float64
-		for time.Now().Before(deadline) {
+		if testwait.UntilEvery(30*time.Second, 200*time.Millisecond, func() bool { // the scrape interval
 			last = monScrape(t, mon)
-			if v, ok := last[series]; ok && want(v) {
-				if tv, ok := last[topicSeries]; ok && want(tv) {
-					t.Logf("%s: growth %.1f records/s, lag %v, time to drain %v", phase, v,
-						last[`kafka_consumergroup_lag{group="lagsign-g",partition="0",topic="lagsign"}`],
-						last[`strata_consumergroup_time_to_drain_seconds{group="lagsign-g",partition="0",topic="lagsign"}`])
-					return
-				}
-			}
-			time.Sleep(200 * time.Millisecond) // scrape interval of a bounded wait
+			v, ok := last[series]
+			tv, tok := last[topicSeries]
+			return ok && want(v) && tok && want(tv)
+		}) {
+			t.Logf("%s: growth %.1f records/s, lag %v, time to drain %v", phase, last[series],
+				last[`kafka_consumergroup_lag{group="lagsign-g",partition="0",topic="lagsign"}`],
+				last[`strata_consumergroup_time_to_drain_seconds{group="lagsign-g",partition="0",topic="lagsign"}`])
+			return
 		}
 		t.Fatalf("%s: %s never had the expected sign within 30 s (last %v, present %v)", phase, series, last[series], hasKey(last, series))
 	}
@@ -263,8 +263,7 @@ func TestMonitoringAssets(t *testing.T) {
 		// Scrape until every name is there: the rates need two scrapes.
 		var missing []string
 		var samples map[string]float64
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testwait.UntilEvery(30*time.Second, 250*time.Millisecond, func() bool { // the scrape interval
 			names := map[string]bool{}
 			samples = monScrape(t, mon)
 			for k := range samples {
@@ -279,11 +278,8 @@ func TestMonitoringAssets(t *testing.T) {
 					missing = append(missing, n+" (in "+strings.Join(where, ", ")+")")
 				}
 			}
-			if len(missing) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(250 * time.Millisecond) // scrape interval of a bounded wait
-		}
+			return len(missing) == 0
+		})
 		sort.Strings(missing)
 		for _, m := range missing {
 			t.Errorf("not on the broker's /metrics: %s", m)

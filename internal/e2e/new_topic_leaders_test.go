@@ -154,14 +154,12 @@ func readyQuorum(t *testing.T, ctx context.Context, n int) (*kgo.Client, *kadm.C
 	}
 	t.Cleanup(cl.Close)
 	adm := kadm.NewClient(cl)
-	for i := 0; ; i++ {
-		resp, err := adm.CreateTopic(ctx, 1, int16(n), nil, "warmup")
-		if err == nil && resp.Err == nil {
-			return cl, adm
-		}
-		if i > 200 {
-			t.Fatalf("create warmup: %v %v", err, resp.Err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var resp kadm.CreateTopicResponse
+	if !testwait.Until(40*time.Second, func() bool {
+		resp, err = adm.CreateTopic(ctx, 1, int16(n), nil, "warmup")
+		return err == nil && resp.Err == nil
+	}) {
+		t.Fatalf("create warmup: %v %v", err, resp.Err)
 	}
+	return cl, adm
 }

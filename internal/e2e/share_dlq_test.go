@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // Dead-letter topics of share groups (KIP-1191) with franz-go's share
@@ -188,15 +190,9 @@ func TestShareDLQUnwritable(t *testing.T) {
 	// be written: the worker saw each acknowledgement confirmed (the group
 	// may show lag 0 before its share partition is initialized, so that
 	// alone proves nothing), and the lag is 0.
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	if !testwait.Until(20*time.Second, func() bool { _, confirmed := ledger.counts(); return confirmed == 100 }) {
 		_, confirmed := ledger.counts()
-		if confirmed == 100 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d records confirmed, want 100", confirmed)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+		t.Fatalf("%d records confirmed, want 100", confirmed)
 	}
 	waitShareDone(t, kadm.NewClient(admCl), "senders", "mail", 1, 60*time.Second)
 	ds, err := kadm.NewClient(admCl).ListEndOffsets(context.Background(), "dlq.mail")
@@ -288,16 +284,10 @@ func TestShareDLQFailover(t *testing.T) {
 			break
 		}
 		// Kill the leader while the round is being consumed.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if d, _ := ledger.counts(); d > 0 && workers[0].got.Load()+workers[1].got.Load() > int64(k*perRound+perRound/4) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: workers got nothing", k)
-			}
-			time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
-		}
+		testwait.For(t, 30*time.Second, func() bool {
+			d, _ := ledger.counts()
+			return d > 0 && workers[0].got.Load()+workers[1].got.Load() > int64(k*perRound+perRound/4)
+		}, "round %d: workers got nothing", k)
 		leaders := c.waitLeaders(context.Background(), adm, "tasks", 1, 30*time.Second)
 		victim := leaders[0][0]
 		t.Logf("round %d: SIGKILL broker %d (leader of tasks-0)", k, victim)
@@ -370,14 +360,10 @@ func TestShareDLQFloodGuard(t *testing.T) {
 	describe := func() string {
 		return run(t, 30*time.Second, "", strataBin, "share-group", "describe", "callers", "--bootstrap-server", b.addr)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if out := describe(); strings.Contains(out, "PAUSED by the dead-letter flood guard") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group was not paused:\n%s", describe())
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
+	if !testwait.UntilEvery(20*time.Second, 100*time.Millisecond, func() bool { // each look runs the strata binary
+		return strings.Contains(describe(), "PAUSED by the dead-letter flood guard")
+	}) {
+		t.Fatalf("the group was not paused:\n%s", describe())
 	}
 	// Paused: 20 good records are not delivered.
 	got := w.got.Load()
@@ -391,24 +377,14 @@ func TestShareDLQFloodGuard(t *testing.T) {
 		}
 	}
 	produceSeq2(20, 20)
-	for until := time.Now().Add(2 * time.Second); time.Now().Before(until); time.Sleep(100 * time.Millisecond) { // an observation window, not a wait
-		if n := w.got.Load(); n != got {
-			t.Fatalf("a paused group got %d more records", n-got)
-		}
-	}
+	testwait.Hold(t, 2*time.Second, func() bool { return w.got.Load() == got }, "a paused group got more records than the %d it had", got)
 	if out := run(t, 30*time.Second, "", strataBin, "share-group", "resume", "callers", "--bootstrap-server", b.addr); !strings.Contains(out, "share group callers resumed") {
 		t.Fatalf("resume: %s", out)
 	}
 	waitShareDone(t, kadm.NewClient(admCl), "callers", "hooks", 1, 30*time.Second)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if _, confirmed := ledger.counts(); confirmed == 40 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_, confirmed := ledger.counts()
-			t.Fatalf("%d of 40 records confirmed after the resume", confirmed)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	if !testwait.Until(30*time.Second, func() bool { _, confirmed := ledger.counts(); return confirmed == 40 }) {
+		_, confirmed := ledger.counts()
+		t.Fatalf("%d of 40 records confirmed after the resume", confirmed)
 	}
 	if out := describe(); strings.Contains(out, "PAUSED") {
 		t.Fatalf("still paused after resume:\n%s", out)
@@ -466,21 +442,12 @@ func TestShareDLQAutoCreate(t *testing.T) {
 	}
 	// render2's topic name lacks the prefix "dlq.": never created, though
 	// its letter waits (the writer looks every 200 ms: a 1 s window).
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if _, confirmed := ledgers["render2"].counts(); confirmed == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("render2's acknowledgements were never confirmed")
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
-	}
-	for until := time.Now().Add(time.Second); time.Now().Before(until); {
-		time.Sleep(200 * time.Millisecond) // an observation window, not a wait
-	}
-	if td, err := adm.ListTopics(context.Background(), "pdfs-dead"); err != nil || td.Has("pdfs-dead") {
-		t.Fatalf("pdfs-dead created (%v): a name without the prefix", err)
-	}
+	testwait.For(t, 30*time.Second, func() bool { _, confirmed := ledgers["render2"].counts(); return confirmed == 5 },
+		"render2's acknowledgements were never confirmed")
+	testwait.Hold(t, time.Second, func() bool {
+		td, err := adm.ListTopics(context.Background(), "pdfs-dead")
+		return err == nil && !td.Has("pdfs-dead")
+	}, "pdfs-dead created (or ListTopics failed): a name without the prefix")
 }
 
 // TestShareRedeliveryBackoff: with strata.share.redelivery.backoff.*, a

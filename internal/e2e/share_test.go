@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // Share groups (KIP-932) with franz-go's share consumer against strata
@@ -288,9 +290,8 @@ func produceSeq(t *testing.T, cl *kgo.Client, topic string, n int) map[int32]int
 // topic (every record acknowledged or archived).
 func waitShareDone(t *testing.T, adm *kadm.Client, group, topic string, parts int, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
 	var last string
-	for {
+	if !testwait.Until(limit, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		ds, err := adm.DescribeShareGroupOffsets(ctx, group)
 		cancel()
@@ -310,13 +311,9 @@ func waitShareDone(t *testing.T, adm *kadm.Client, group, topic string, parts in
 		} else {
 			last = err.Error()
 		}
-		if done == parts {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("share group %s not done with %s after %v: %s", group, topic, limit, last)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
+		return done == parts
+	}) {
+		t.Fatalf("share group %s not done with %s after %v: %s", group, topic, limit, last)
 	}
 }
 
@@ -324,9 +321,8 @@ func waitShareDone(t *testing.T, adm *kadm.Client, group, topic string, parts in
 // partitions.
 func waitShareMembers(t *testing.T, adm *kadm.Client, group string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var last string
-	for {
+	if !testwait.Until(60*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		ds, err := adm.DescribeShareGroups(ctx, group)
 		cancel()
@@ -342,13 +338,9 @@ func waitShareMembers(t *testing.T, adm *kadm.Client, group string, n int) {
 		} else {
 			last = err.Error()
 		}
-		if ready >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("share group %s: %d members with partitions never came: %s", group, n, last)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
+		return ready >= n
+	}) {
+		t.Fatalf("share group %s: %d members with partitions never came: %s", group, n, last)
 	}
 }
 
@@ -499,13 +491,7 @@ func TestShareGroupRedelivery(t *testing.T) {
 	stuck := newShareWorker(t, "stuck", st.seeds, "g", "redeliver", ledger)
 	stuck.hold.Store(true)
 	go stuck.run(ctx)
-	deadline := time.Now().Add(30 * time.Second)
-	for stuck.got.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stuck worker never got records")
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
-	}
+	testwait.For(t, 30*time.Second, func() bool { return stuck.got.Load() > 0 }, "the stuck worker never got records")
 	took := stuck.got.Load()
 	heldAt := time.Now()
 	second := newShareWorker(t, "second", st.seeds, "g", "redeliver", ledger)
@@ -680,19 +666,14 @@ func TestShareGroupReadCommittedAndReset(t *testing.T) {
 	// Reset to the start: everything is delivered again.
 	var ar kadm.AlterShareGroupOffsetsResponses
 	var err error
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// The group empties once the left member's leave is applied.
+	if !testwait.Until(30*time.Second, func() bool {
 		offs := kadm.Offsets{}
 		offs.Add(kadm.Offset{Topic: "txq", Partition: 0, At: 0})
 		ar, err = adm.AlterShareGroupOffsets(ctx, "rc", offs)
-		if err == nil && ar.Error() == nil {
-			break
-		}
-		// The group empties once the left member's leave is applied.
-		if time.Now().After(deadline) {
-			t.Fatalf("reset: %v %v", err, ar.Error())
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval of a bounded wait
+		return err == nil && ar.Error() == nil
+	}) {
+		t.Fatalf("reset: %v %v", err, ar.Error())
 	}
 	if again := consume("rc"); len(again) != 10 {
 		t.Fatalf("after the reset the group got %d records, want the 10 committed again", len(again))
@@ -763,12 +744,8 @@ func TestShareGroupFailover(t *testing.T) {
 		}
 	}()
 	waitProduced := func(n int64) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for produced.Load() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d records produced, want %d", produced.Load(), n)
-			}
-			time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
+		if !testwait.Until(2*time.Minute, func() bool { return produced.Load() >= n }) {
+			t.Fatalf("only %d records produced, want %d", produced.Load(), n)
 		}
 	}
 	for round := range rounds {

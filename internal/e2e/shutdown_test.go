@@ -131,20 +131,18 @@ func startShutdownCluster(t *testing.T) *shutdownCluster {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	for _, topic := range []string{"load", "quiet"} {
-		for i := 0; ; i++ {
-			resp, err := adm.CreateTopic(ctx, 6, 3, nil, topic)
-			if err == nil && (resp.Err == nil || strings.Contains(resp.Err.Error(), "TOPIC_ALREADY_EXISTS")) {
-				break
-			}
-			if i > 200 {
-				t.Fatalf("create %s: %v %v", topic, err, resp.Err)
-			}
-			time.Sleep(100 * time.Millisecond)
+		var resp kadm.CreateTopicResponse
+		var err error
+		if !testwait.Until(40*time.Second, func() bool {
+			resp, err = adm.CreateTopic(ctx, 6, 3, nil, topic)
+			return err == nil && (resp.Err == nil || strings.Contains(resp.Err.Error(), "TOPIC_ALREADY_EXISTS"))
+		}) {
+			t.Fatalf("create %s: %v %v", topic, err, resp.Err)
 		}
 	}
 	// Every partition elected, each broker leading some of both topics.
 	var last string
-	for i := 0; ; i++ {
+	if !testwait.Until(60*time.Second, func() bool {
 		md, err := adm.Metadata(ctx, "load", "quiet")
 		ok := err == nil
 		leads := map[string]map[int32]bool{}
@@ -159,13 +157,9 @@ func startShutdownCluster(t *testing.T) *shutdownCluster {
 			ok = ok && len(leads[topic]) == 3
 		}
 		last = fmt.Sprintf("err %v, leaders %v", err, leads)
-		if ok {
-			break
-		}
-		if i > 300 {
-			t.Fatalf("partitions not led by all three brokers: %s", last)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return ok
+	}) {
+		t.Fatalf("partitions not led by all three brokers: %s", last)
 	}
 	c.startLoad()
 	return c

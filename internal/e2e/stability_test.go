@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestClusterStableUnderBurst (issue 15, point 3): a three-broker cluster
@@ -146,15 +148,13 @@ func TestClusterStableUnderBurst(t *testing.T) {
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	for i := 0; ; i++ {
-		resp, err := adm.CreateTopic(ctx, 1, 3, nil, "warmup")
-		if err == nil && (resp.Err == nil || errors.Is(resp.Err, kerr.TopicAlreadyExists)) {
-			break
-		}
-		if i > 200 {
-			t.Fatalf("create warmup: %v %v", err, resp.Err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var warm kadm.CreateTopicResponse
+	var warmErr error
+	if !testwait.Until(40*time.Second, func() bool {
+		warm, warmErr = adm.CreateTopic(ctx, 1, 3, nil, "warmup")
+		return warmErr == nil && (warm.Err == nil || errors.Is(warm.Err, kerr.TopicAlreadyExists))
+	}) {
+		t.Fatalf("create warmup: %v %v", warmErr, warm.Err)
 	}
 	// One client per broker, pinned to it (its seed), for the prober and
 	// the Metadata checks.
@@ -538,14 +538,12 @@ func TestClusterStableUnderBurst(t *testing.T) {
 			run.pause(300 * time.Millisecond)
 		}
 		// Leave none behind: the quiet window watches every topic.
-		deadline := time.Now().Add(30 * time.Second)
-		for len(live) > 0 && time.Now().Before(deadline) {
-			if drop(live[0]) {
+		testwait.UntilEvery(30*time.Second, 200*time.Millisecond, func() bool {
+			for len(live) > 0 && drop(live[0]) {
 				live = live[1:]
-				continue
 			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return len(live) == 0
+		})
 		if len(live) > 0 {
 			run.errs.bad("churn", fmt.Sprintf("topics %v not deleted within 30s of the load's end", live))
 		}
@@ -585,25 +583,20 @@ func TestClusterStableUnderBurst(t *testing.T) {
 	// ---- Leaders everywhere within 10 s. ----
 	settleStart := time.Now()
 	var last string
-	settled := false
-	for !settled && time.Since(settleStart) < settle {
-		last = ""
-		settled = true
+	settled := testwait.UntilEvery(settle, 100*time.Millisecond, func() bool { // the figure's resolution
 		for i := range bs {
 			md, err := stabPartitionView(ctx, nodeCls[i])
 			if err != nil {
-				settled, last = false, fmt.Sprintf("broker %d: %v", i+1, err)
-				break
+				last = fmt.Sprintf("broker %d: %v", i+1, err)
+				return false
 			}
 			if why := md.unled(created, perTopic); why != "" {
-				settled, last = false, fmt.Sprintf("broker %d: %s", i+1, why)
-				break
+				last = fmt.Sprintf("broker %d: %s", i+1, why)
+				return false
 			}
 		}
-		if !settled {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+		return true
+	})
 	if settled {
 		t.Logf("every partition had a leader on every broker %v after the load stopped", time.Since(settleStart).Round(time.Millisecond))
 	} else {
@@ -736,8 +729,7 @@ func stabWatch(t *testing.T, bs []*broker, done <-chan struct{}, d time.Duration
 		exited = append(exited, b.done)
 		b.mu.Unlock()
 	}
-	deadline := time.Now().Add(d)
-	for {
+	return testwait.Until(d, func() bool {
 		for i, e := range exited {
 			select {
 			case <-e:
@@ -749,12 +741,9 @@ func stabWatch(t *testing.T, bs []*broker, done <-chan struct{}, d time.Duration
 		case <-done:
 			return true
 		default:
-		}
-		if !time.Now().Before(deadline) {
 			return false
 		}
-		time.Sleep(min(50*time.Millisecond, time.Until(deadline)))
-	}
+	})
 }
 
 // stabMetricsAddr finds the broker's metrics listener in its log

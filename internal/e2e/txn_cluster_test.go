@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestTransactionsThreeBrokers: on a three-broker dev cluster, a
@@ -84,13 +86,13 @@ func TestTransactionsThreeBrokers(t *testing.T) {
 	}
 	adm := kadm.NewClient(newClient())
 	var md kadm.Metadata
-	for i := 0; ; i++ {
-		if resp, err := adm.CreateTopic(ctx, 6, 1, nil, "mb"); err == nil && resp.Err == nil {
-			break
-		} else if i > 100 {
-			t.Fatalf("create: %v %v", err, resp.Err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var created kadm.CreateTopicResponse
+	var createErr error
+	if !testwait.Until(30*time.Second, func() bool {
+		created, createErr = adm.CreateTopic(ctx, 6, 1, nil, "mb")
+		return createErr == nil && created.Err == nil
+	}) {
+		t.Fatalf("create: %v %v", createErr, created.Err)
 	}
 	md, _ = adm.Metadata(ctx, "mb")
 	leaders := map[int32]bool{}

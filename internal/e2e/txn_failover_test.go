@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // startQuorum starts n brokers forming one cluster (a metadata quorum of
@@ -98,15 +100,13 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 	}
 	admCl := newClient()
 	adm := kadm.NewClient(admCl)
-	for i := 0; ; i++ {
-		resp, err := adm.CreateTopic(ctx, 3, 3, nil, "fo")
-		if err == nil && resp.Err == nil {
-			break
-		}
-		if i > 200 {
-			t.Fatalf("create: %v %v", err, resp.Err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var created kadm.CreateTopicResponse
+	var createErr error
+	if !testwait.Until(40*time.Second, func() bool {
+		created, createErr = adm.CreateTopic(ctx, 3, 3, nil, "fo")
+		return createErr == nil && created.Err == nil
+	}) {
+		t.Fatalf("create: %v %v", createErr, created.Err)
 	}
 	p := newClient(kgo.TransactionalID("fo-txn"), kgo.DefaultProduceTopic("fo"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.TransactionTimeout(60*time.Second))
@@ -157,24 +157,22 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 	// replicated __transaction_state partition. (A fresh client each try:
 	// kgo keeps a coordinator it cannot dial until the broker answers
 	// NOT_COORDINATOR, and the dead one never will.)
-	for i := 0; ; i++ {
+	var d kadm.DescribedTransaction
+	var describeErr error
+	if !testwait.Until(60*time.Second, func() bool {
 		liveCl, err := kgo.NewClient(kgo.SeedBrokers(live...), kgo.RetryTimeout(3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		dt, err := kadm.NewClient(liveCl).DescribeTransactions(ctx, "fo-txn")
 		liveCl.Close()
-		d := dt["fo-txn"]
-		if err == nil && d.Err == nil && d.Coordinator != node {
-			if d.State != "Ongoing" || len(d.Topics["fo"]) != 3 {
-				t.Fatalf("rebuilt transaction: %+v", d)
-			}
-			break
-		}
-		if i > 100 {
-			t.Fatalf("no new coordinator: %v %+v", err, d)
-		}
-		time.Sleep(200 * time.Millisecond)
+		d, describeErr = dt["fo-txn"], err
+		return err == nil && d.Err == nil && d.Coordinator != node
+	}) {
+		t.Fatalf("no new coordinator: %v %+v", describeErr, d)
+	}
+	if d.State != "Ongoing" || len(d.Topics["fo"]) != 3 {
+		t.Fatalf("rebuilt transaction: %+v", d)
 	}
 	// The producer commits there -- or, when its client surfaces the lost
 	// connection instead of retrying the EndTxn (kgo does: the commit's

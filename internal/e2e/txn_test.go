@@ -228,18 +228,19 @@ func testPipeline(t *testing.T, args []string) {
 	// restarted worker would), so read_committed can pass it.
 	fence := b.client()
 	for i := range workers {
-		for try := 0; ; try++ {
+		id := fmt.Sprintf("pipe-%d", i)
+		var last error
+		if !testwait.Until(20*time.Second, func() bool {
 			req := kmsg.NewPtrInitProducerIDRequest()
-			id := fmt.Sprintf("pipe-%d", i)
 			req.TransactionalID, req.TransactionTimeoutMillis = &id, 10000
 			resp, err := req.RequestWith(ctx, fence)
-			if err == nil && resp.ErrorCode == 0 {
-				break
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
 			}
-			if try > 100 {
-				t.Fatalf("fencing %s: %v %v", id, err, kerr.ErrorForCode(resp.ErrorCode))
-			}
-			time.Sleep(50 * time.Millisecond)
+			last = err
+			return err == nil
+		}) {
+			t.Fatalf("fencing %s: %v", id, last)
 		}
 	}
 	if kills.Load() < 3 {
