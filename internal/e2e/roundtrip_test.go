@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/strata-io/strata/segment"
 )
 
 // The round-trip workload: 3 topics x 8 partitions, every partition written
@@ -283,19 +285,19 @@ func rtCheckCodecs(t *testing.T, ctx context.Context, b *broker) {
 				for rest := rp.RecordBatches; len(rest) > 0; {
 					var batch kmsg.RecordBatch
 					if err := batch.ReadFrom(rest); err != nil {
-						if len(rest) < 61 || int(batch.Length)+12 > len(rest) {
+						if len(rest) < segment.HeaderSize || int(batch.Length)+segment.LogOverhead > len(rest) {
 							break // a partial batch at the end of the response is allowed
 						}
 						t.Fatalf("raw fetch %s/%d: %v", rtp.Topic, rp.Partition, err)
 					}
-					switch batch.Attributes & 7 {
+					switch batch.Attributes & segment.AttrCompressionMask {
 					case want.attr:
 						withCodec++
 					case 0:
 					default:
-						t.Fatalf("%s/%d stored with codec bits %d, producer used %s", rtp.Topic, rp.Partition, batch.Attributes&7, want.name)
+						t.Fatalf("%s/%d stored with codec bits %d, producer used %s", rtp.Topic, rp.Partition, batch.Attributes&segment.AttrCompressionMask, want.name)
 					}
-					rest = rest[12+int(batch.Length):]
+					rest = rest[segment.LogOverhead+int(batch.Length):]
 				}
 				if withCodec == 0 {
 					t.Fatalf("%s/%d: no batch stored with the producer's codec %s", rtp.Topic, rp.Partition, want.name)
