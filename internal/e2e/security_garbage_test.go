@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // TestSecurityGarbageBodies sends every API key, at its highest version,
@@ -20,7 +22,7 @@ func TestSecurityGarbageBodies(t *testing.T) {
 		t.Skip("starts a broker")
 	}
 	sb := startSecureBroker(t)
-	rng := rand.New(rand.NewPCG(19, 36))
+	rng := rand.New(rand.NewPCG(uint64(testwait.SeedOr(t, 19)), 36)) // logged; STRATA_SEED tries other garbage
 	dial := func(authenticate bool) net.Conn {
 		t.Helper()
 		conn, err := tls.Dial("tcp", sb.saslSSL, sb.tlsConfig(false))
