@@ -85,7 +85,7 @@ import (
 //   - Clients cannot write to __transaction_state either.
 //   - Produce v0-v2 (message sets, magic 0/1) are not served (Kafka 4.0 also
 //     dropped them); such requests close the connection.
-func init() { register(0, 3, 13, barrier, (*Server).handleProduce) }
+func init() { register(0, 3, 13, barrier, (*Server).handleProduce, (*authz).produce) }
 
 // produceConcurrency bounds the partitions of one request produced at once.
 const produceConcurrency = 32

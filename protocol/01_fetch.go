@@ -73,7 +73,7 @@ import (
 //
 // Differences from Kafka: when the session cache is full the least recently
 // used session is evicted (Kafka prefers evicting small, stale sessions).
-func init() { register(1, 4, 18, concurrent, (*Server).handleFetch) }
+func init() { register(1, 4, 18, concurrent, (*Server).handleFetch, (*authz).fetch) }
 
 // maxFetchWait caps MaxWaitMillis so a request cannot park for hours.
 const maxFetchWait = 5 * time.Minute

@@ -51,7 +51,7 @@ import (
 // at or after it (or the high watermark when none), where Kafka 2.x
 // returned the base offsets of segments older than it. The answer never
 // waits, so TimeoutMillis (v10+) is not needed.
-func init() { register(2, 0, 11, concurrent, (*Server).handleListOffsets) }
+func init() { register(2, 0, 11, concurrent, (*Server).handleListOffsets, (*authz).listOffsets) }
 
 func (s *Server) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)

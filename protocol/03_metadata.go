@@ -41,7 +41,7 @@ import (
 //   - v5: offline replicas; v7: leader epoch; v8: authorized operations
 //   - v9: flexible; v10: topic IDs; v11: cluster authorized operations
 //     removed; v12: topics by ID with null name; v13: top-level error code
-func init() { register(3, 0, 13, concurrent, (*Server).handleMetadata) }
+func init() { register(3, 0, 13, concurrent, (*Server).handleMetadata, (*authz).metadata) }
 
 // authorizedOpsNotRequested is Kafka's sentinel for authorized operations
 // that were not computed.

@@ -21,7 +21,7 @@ import (
 //   - v8: flexible; v9: KIP-848 (GROUP_ID_NOT_FOUND instead of
 //     ILLEGAL_GENERATION for an unknown group with a generation)
 //   - v10: topics by ID (UNKNOWN_TOPIC_ID)
-func init() { register(8, 0, 10, barrier, (*Server).handleOffsetCommit) }
+func init() { register(8, 0, 10, barrier, (*Server).handleOffsetCommit, (*authz).offsetCommit) }
 
 func (s *Server) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	return s.groups.OffsetCommit(ctx, req)

@@ -19,7 +19,7 @@ import (
 //     so no offset is ever pending and UNSTABLE_OFFSET_COMMIT never applies)
 //   - v8: several groups per request; v9: KIP-848 member ID/epoch (accepted,
 //     not checked); v10: topics by ID
-func init() { register(9, 0, 10, concurrent, (*Server).handleOffsetFetch) }
+func init() { register(9, 0, 10, concurrent, (*Server).handleOffsetFetch, (*authz).offsetFetch) }
 
 func (s *Server) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	return s.groups.OffsetFetch(ctx, req)

@@ -18,7 +18,9 @@ import (
 //   - v1: coordinator type, error message; v2: no change; v3: flexible
 //   - v4: batched keys (KIP-699); v5: no change (transactions); v6: share
 //     groups (KIP-932)
-func init() { register(10, 0, 6, concurrent, (*Server).handleFindCoordinator) }
+func init() {
+	register(10, 0, 6, concurrent, (*Server).handleFindCoordinator, (*authz).findCoordinator)
+}
 
 func (s *Server) handleFindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
 	if req.CoordinatorType != 1 {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // JoinGroup: v0-9
@@ -20,7 +22,10 @@ import (
 //   - v7: protocol type in the response; v8: reason (logged by nobody)
 //   - v9: SkipAssignment (always false: a static leader that rejoins
 //     triggers a rebalance instead)
-func init() { register(11, 0, 9, barrier, (*Server).handleJoinGroup) }
+func init() {
+	register(11, 0, 9, barrier, (*Server).handleJoinGroup,
+		needsGroup(acl.Read, func(r *kmsg.JoinGroupRequest) string { return r.Group }))
+}
 
 func (s *Server) handleJoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	ci := clientFrom(ctx)

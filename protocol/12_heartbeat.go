@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // Heartbeat: v0-4
@@ -14,7 +16,10 @@ import (
 //
 // Version notes: v1: throttle; v2: no change; v3: group.instance.id;
 // v4: flexible.
-func init() { register(12, 0, 4, concurrent, (*Server).handleHeartbeat) }
+func init() {
+	register(12, 0, 4, concurrent, (*Server).handleHeartbeat,
+		needsGroup(acl.Read, func(r *kmsg.HeartbeatRequest) string { return r.Group }))
+}
 
 func (s *Server) handleHeartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	return s.groups.Heartbeat(ctx, req)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // LeaveGroup: v0-5
@@ -13,7 +15,10 @@ import (
 //
 // Version notes: v1: throttle; v2: no change; v3: batched members with
 // per-member errors; v4: flexible; v5: reason.
-func init() { register(13, 0, 5, barrier, (*Server).handleLeaveGroup) }
+func init() {
+	register(13, 0, 5, barrier, (*Server).handleLeaveGroup,
+		needsGroup(acl.Read, func(r *kmsg.LeaveGroupRequest) string { return r.Group }))
+}
 
 func (s *Server) handleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
 	return s.groups.LeaveGroup(ctx, req)

@@ -14,7 +14,7 @@ import (
 // Version notes: v1: throttle; v2: no change; v3: authorized operations
 // (when asked for, the principal's: acl_rules.go); v4: group.instance.id; v5: flexible; v6: error message and
 // GROUP_ID_NOT_FOUND for an unknown group (KIP-1043).
-func init() { register(15, 0, 6, concurrent, (*Server).handleDescribeGroups) }
+func init() { register(15, 0, 6, concurrent, (*Server).handleDescribeGroups, fillsOps) }
 
 func (s *Server) handleDescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	return s.groups.DescribeGroups(ctx, req)

@@ -14,7 +14,7 @@ import (
 // Version notes: v1: throttle; v2: no change; v3: flexible; v4: state
 // filter (case-insensitive); v5: type filter (KIP-848; every group here is
 // "classic").
-func init() { register(16, 0, 5, concurrent, (*Server).handleListGroups) }
+func init() { register(16, 0, 5, concurrent, (*Server).handleListGroups, (*authz).listGroups) }
 
 func (s *Server) handleListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
 	return s.groups.ListGroups(ctx, req)

@@ -35,7 +35,7 @@ import (
 //     request framing (pre-KIP-152 clients); Strata does not, so such a
 //     client's next frame fails to parse and the connection closes.
 //   - v1: SaslAuthenticate carries the exchange.
-func init() { register(17, 0, 1, barrier, (*Server).handleSaslHandshake) }
+func init() { register(17, 0, 1, barrier, (*Server).handleSaslHandshake, anyone) }
 
 func (s *Server) handleSaslHandshake(ctx context.Context, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)

@@ -38,7 +38,7 @@ import (
 //
 // Differences from Kafka: v5 (ClusterID/NodeID sanity check, KIP-1242) is
 // not served yet; Kafka 4.1's maximum is v4.
-func init() { register(18, 0, 4, concurrent, (*Server).handleApiVersions) }
+func init() { register(18, 0, 4, concurrent, (*Server).handleApiVersions, anyone) }
 
 // clientSoftwareRe is Kafka's pattern for ClientSoftwareName/Version.
 var clientSoftwareRe = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)

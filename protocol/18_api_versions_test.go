@@ -98,7 +98,7 @@ func TestRegisterTwicePanics(t *testing.T) {
 			t.Fatal("registering a key twice did not panic")
 		}
 	}()
-	register(18, 0, 4, concurrent, (*Server).handleApiVersions)
+	register(18, 0, 4, concurrent, (*Server).handleApiVersions, anyone)
 }
 
 func TestRegisterWrongRequestTypePanics(t *testing.T) {
@@ -107,5 +107,5 @@ func TestRegisterWrongRequestTypePanics(t *testing.T) {
 			t.Fatal("registering a handler of another request type did not panic")
 		}
 	}()
-	register(200, 0, 0, concurrent, (*Server).handleApiVersions)
+	register(200, 0, 0, concurrent, (*Server).handleApiVersions, anyone)
 }

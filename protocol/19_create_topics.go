@@ -36,7 +36,7 @@ import (
 // Version notes:
 // * v1: ValidateOnly, ErrorMessage; v2: throttle; v4: -1 defaults
 // * v5: flexible, configs in the response; v6: no change; v7: topic ID
-func init() { register(19, 0, 7, barrier, (*Server).handleCreateTopics) }
+func init() { register(19, 0, 7, barrier, (*Server).handleCreateTopics, (*authz).createTopics) }
 
 func (s *Server) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)

@@ -25,7 +25,7 @@ import (
 //
 // Version notes:
 // * v1: throttle; v4: flexible; v5: error message; v6: topic IDs
-func init() { register(20, 0, 6, barrier, (*Server).handleDeleteTopics) }
+func init() { register(20, 0, 6, barrier, (*Server).handleDeleteTopics, (*authz).deleteTopics) }
 
 func (s *Server) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)

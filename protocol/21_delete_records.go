@@ -27,7 +27,7 @@ import (
 //
 // Version notes:
 //   - v1: no change (throttle behaviour); v2: flexible
-func init() { register(21, 0, 2, barrier, (*Server).handleDeleteRecords) }
+func init() { register(21, 0, 2, barrier, (*Server).handleDeleteRecords, (*authz).deleteRecords) }
 
 func (s *Server) handleDeleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)

@@ -39,7 +39,7 @@ import (
 // producer a new ID on every call, ignoring the ID it sends; Strata bumps
 // the epoch of the given ID (the ID is not checked against those it
 // allocated, which is harmless: epochs only fence within one ID).
-func init() { register(22, 0, 5, barrier, (*Server).handleInitProducerID) }
+func init() { register(22, 0, 5, barrier, (*Server).handleInitProducerID, (*authz).initProducerID) }
 
 func (s *Server) handleInitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)

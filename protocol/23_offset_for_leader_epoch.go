@@ -46,7 +46,9 @@ import (
 // from the batches; Kafka's leader writes its new epoch into the cache on
 // election, ours is computed at answer time (above) and the file only
 // gains the epoch with the first batch.
-func init() { register(23, 0, 4, concurrent, (*Server).handleOffsetForLeaderEpoch) }
+func init() {
+	register(23, 0, 4, concurrent, (*Server).handleOffsetForLeaderEpoch, (*authz).offsetForLeaderEpoch)
+}
 
 func (s *Server) handleOffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)

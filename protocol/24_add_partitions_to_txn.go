@@ -25,7 +25,9 @@ import (
 //     brokers): VerifyOnly answers INVALID_TXN_STATE for a partition not in
 //     the ongoing transaction and writes nothing
 //   - v5: TRANSACTION_ABORTABLE may be returned (Strata does not)
-func init() { register(24, 0, 5, barrier, (*Server).handleAddPartitionsToTxn) }
+func init() {
+	register(24, 0, 5, barrier, (*Server).handleAddPartitionsToTxn, (*authz).addPartitionsToTxn)
+}
 
 func (s *Server) handleAddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
 	return s.txns.AddPartitionsToTxn(ctx, req)

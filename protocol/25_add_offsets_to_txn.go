@@ -15,7 +15,7 @@ import (
 //
 // Version notes: v1 no change; v2 PRODUCER_FENCED; v3 flexible; v4
 // TRANSACTION_ABORTABLE (not returned).
-func init() { register(25, 0, 4, barrier, (*Server).handleAddOffsetsToTxn) }
+func init() { register(25, 0, 4, barrier, (*Server).handleAddOffsetsToTxn, (*authz).addOffsetsToTxn) }
 
 func (s *Server) handleAddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
 	return s.txns.AddOffsetsToTxn(ctx, req)

@@ -25,7 +25,7 @@ import (
 // once the epochs are exhausted); an abort with no transaction open
 // succeeds (and bumps); a retry of an answered EndTxn (the previous epoch)
 // gets the same answer.
-func init() { register(26, 0, 5, barrier, (*Server).handleEndTxn) }
+func init() { register(26, 0, 5, barrier, (*Server).handleEndTxn, (*authz).endTxn) }
 
 func (s *Server) handleEndTxn(ctx context.Context, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
 	return s.txns.EndTxn(ctx, req)

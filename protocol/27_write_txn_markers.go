@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // WriteTxnMarkers: v0-1
@@ -23,7 +25,10 @@ import (
 // (acl_rules.go): the brokers' own clients are super users.
 //
 // Version notes: v1 flexible.
-func init() { register(27, 0, 1, barrier, (*Server).handleWriteTxnMarkers) }
+func init() {
+	register(27, 0, 1, barrier, (*Server).handleWriteTxnMarkers,
+		needsClusterElse(acl.ClusterAction, writeTxnMarkersDenied))
+}
 
 // maxMarkerPartitions bounds the markers of one request.
 const maxMarkerPartitions = 100000

@@ -23,7 +23,7 @@ import (
 // flexible; v4 TRANSACTION_ABORTABLE (not returned); v5 (KIP-890 part 2):
 // the group's __consumer_offsets partition is added to the transaction by
 // the broker (no AddOffsetsToTxn from the client).
-func init() { register(28, 0, 5, barrier, (*Server).handleTxnOffsetCommit) }
+func init() { register(28, 0, 5, barrier, (*Server).handleTxnOffsetCommit, (*authz).txnOffsetCommit) }
 
 func (s *Server) handleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
 	if req.Version >= 5 && req.Group != "" && req.TransactionalID != "" {

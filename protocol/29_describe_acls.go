@@ -18,7 +18,7 @@ import (
 //   - Needs DESCRIBE on the cluster (acl_rules.go). With ACLs off
 //     (no authorizer.class.name) SECURITY_DISABLED, as Kafka.
 //   - A filter with an UNKNOWN field is INVALID_REQUEST.
-func init() { register(29, 1, 3, concurrent, (*Server).handleDescribeACLs) }
+func init() { register(29, 1, 3, concurrent, (*Server).handleDescribeACLs, needsCluster(acl.Describe)) }
 
 func (s *Server) handleDescribeACLs(ctx context.Context, req *kmsg.DescribeACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)

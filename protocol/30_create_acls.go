@@ -23,7 +23,9 @@ import (
 //     existing binding succeeds and changes nothing.
 //   - Needs ALTER on the cluster (acl_rules.go). With ACLs off
 //     SECURITY_DISABLED, as Kafka.
-func init() { register(30, 1, 3, barrier, (*Server).handleCreateACLs) }
+func init() {
+	register(30, 1, 3, barrier, (*Server).handleCreateACLs, needsClusterElse(acl.Alter, createACLsDenied))
+}
 
 func (s *Server) handleCreateACLs(ctx context.Context, req *kmsg.CreateACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)

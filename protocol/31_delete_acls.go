@@ -19,7 +19,9 @@ import (
 //     matched. A filter with an UNKNOWN field is INVALID_REQUEST.
 //   - Needs ALTER on the cluster (acl_rules.go). With ACLs off
 //     SECURITY_DISABLED, as Kafka.
-func init() { register(31, 1, 3, barrier, (*Server).handleDeleteACLs) }
+func init() {
+	register(31, 1, 3, barrier, (*Server).handleDeleteACLs, needsClusterElse(acl.Alter, deleteACLsDenied))
+}
 
 func (s *Server) handleDeleteACLs(ctx context.Context, req *kmsg.DeleteACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)

@@ -43,7 +43,9 @@ import (
 // Version notes:
 //   - v1: sources and synonyms; v2: no change; v3: type and documentation;
 //     v4: flexible
-func init() { register(32, 0, 4, concurrent, (*Server).handleDescribeConfigs) }
+func init() {
+	register(32, 0, 4, concurrent, (*Server).handleDescribeConfigs, (*authz).describeConfigs)
+}
 
 const (
 	resourceTopic  = 2

@@ -44,7 +44,7 @@ import (
 //
 // Version notes:
 //   - v1: no change (throttle behaviour); v2: flexible
-func init() { register(33, 0, 2, barrier, (*Server).handleAlterConfigs) }
+func init() { register(33, 0, 2, barrier, (*Server).handleAlterConfigs, (*authz).alterConfigs) }
 
 func (s *Server) handleAlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // DescribeLogDirs: v0-4
@@ -42,7 +44,9 @@ import (
 // is one directory (log.dirs with several entries is not supported). An
 // offline directory in Kafka lists nothing; a full one here lists what it
 // holds. Other storage failures show in the partitions' own errors.
-func init() { register(35, 0, 4, concurrent, (*Server).handleDescribeLogDirs) }
+func init() {
+	register(35, 0, 4, concurrent, (*Server).handleDescribeLogDirs, needsCluster(acl.Describe))
+}
 
 func (s *Server) handleDescribeLogDirs(_ context.Context, req *kmsg.DescribeLogDirsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)

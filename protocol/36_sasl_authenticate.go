@@ -40,7 +40,7 @@ import (
 //   - v1: SessionLifetimeMillis (KIP-368); a v0 client is not told, and
 //     its connection closes at the lifetime's end all the same.
 //   - v2: flexible.
-func init() { register(36, 0, 2, barrier, (*Server).handleSaslAuthenticate) }
+func init() { register(36, 0, 2, barrier, (*Server).handleSaslAuthenticate, anyone) }
 
 func (s *Server) handleSaslAuthenticate(ctx context.Context, req *kmsg.SASLAuthenticateRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)

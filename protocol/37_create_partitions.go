@@ -28,7 +28,7 @@ import (
 //
 // Version notes:
 // * v1: no change; v2: flexible; v3: no change
-func init() { register(37, 0, 3, barrier, (*Server).handleCreatePartitions) }
+func init() { register(37, 0, 3, barrier, (*Server).handleCreatePartitions, (*authz).createPartitions) }
 
 func (s *Server) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)

@@ -13,7 +13,7 @@ import (
 // GROUP_ID_NOT_FOUND for an unknown group.
 //
 // Version notes: v1: no change; v2: flexible; v3: error message.
-func init() { register(42, 0, 3, barrier, (*Server).handleDeleteGroups) }
+func init() { register(42, 0, 3, barrier, (*Server).handleDeleteGroups, (*authz).deleteGroups) }
 
 func (s *Server) handleDeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	return s.groups.DeleteGroups(ctx, req)

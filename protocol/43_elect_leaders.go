@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -39,7 +40,10 @@ import (
 // not exist with Raft: a leaderless partition elects a leader as soon as a
 // majority of its replicas are up, never one that lacks committed data;
 // until then ELIGIBLE_LEADERS_NOT_AVAILABLE.
-func init() { register(43, 0, 2, barrier, (*Server).handleElectLeaders) }
+func init() {
+	register(43, 0, 2, barrier, (*Server).handleElectLeaders,
+		needsClusterElse(acl.Alter, electLeadersDenied))
+}
 
 func (s *Server) handleElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)

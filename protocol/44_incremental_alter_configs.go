@@ -49,7 +49,9 @@ import (
 //
 // Version notes:
 //   - v1: flexible
-func init() { register(44, 0, 1, barrier, (*Server).handleIncrementalAlterConfigs) }
+func init() {
+	register(44, 0, 1, barrier, (*Server).handleIncrementalAlterConfigs, (*authz).incrementalAlterConfigs)
+}
 
 // Operations of IncrementalAlterConfigs (on the wire).
 const (

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -26,7 +27,10 @@ import (
 //     different number of replicas is INVALID_REPLICATION_FACTOR.
 //
 // Version notes: v0 is flexible; v1 adds AllowReplicationFactorChange.
-func init() { register(45, 0, 1, concurrent, (*Server).handleAlterPartitionReassignments) }
+func init() {
+	register(45, 0, 1, concurrent, (*Server).handleAlterPartitionReassignments,
+		needsCluster(acl.Alter))
+}
 
 func (s *Server) handleAlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // ListPartitionReassignments: v0
@@ -12,7 +14,10 @@ import (
 // of the named partitions; partitions not being reassigned, unknown ones
 // included, are left out, as Kafka does), each with its replicas (the
 // current ones plus those being added), the adding and the removing ones.
-func init() { register(46, 0, 0, concurrent, (*Server).handleListPartitionReassignments) }
+func init() {
+	register(46, 0, 0, concurrent, (*Server).handleListPartitionReassignments,
+		needsCluster(acl.Describe))
+}
 
 func (s *Server) handleListPartitionReassignments(_ context.Context, req *kmsg.ListPartitionReassignmentsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)

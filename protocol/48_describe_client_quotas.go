@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/quota"
 )
 
@@ -33,7 +34,8 @@ import (
 // Version notes:
 //   - v1: flexible versions.
 func init() {
-	register(48, 0, 1, concurrent, (*Server).handleDescribeClientQuotas)
+	register(48, 0, 1, concurrent, (*Server).handleDescribeClientQuotas,
+		needsCluster(acl.DescribeConfigs))
 }
 
 func (s *Server) handleDescribeClientQuotas(ctx context.Context, req *kmsg.DescribeClientQuotasRequest) (kmsg.Response, error) {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/quota"
 	"github.com/strata-io/strata/replication"
 )
@@ -40,7 +41,8 @@ import (
 // Version notes:
 //   - v1: flexible versions.
 func init() {
-	register(49, 0, 1, barrier, (*Server).handleAlterClientQuotas)
+	register(49, 0, 1, barrier, (*Server).handleAlterClientQuotas,
+		needsClusterElse(acl.AlterConfigs, alterClientQuotasDenied))
 }
 
 // maxQuotaOpsPerEntry bounds the ops of one entry (Kafka has five keys).

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/auth"
 )
 
@@ -22,7 +23,8 @@ import (
 // Differences from Kafka: no authorization (DESCRIBE on CLUSTER) until
 // ACLs exist: any connection that may send requests may list users.
 func init() {
-	register(50, 0, 0, concurrent, (*Server).handleDescribeUserScramCredentials)
+	register(50, 0, 0, concurrent, (*Server).handleDescribeUserScramCredentials,
+		needsCluster(acl.Describe))
 }
 
 func (s *Server) handleDescribeUserScramCredentials(_ context.Context, req *kmsg.DescribeUserSCRAMCredentialsRequest) (kmsg.Response, error) {

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/auth"
 	"github.com/strata-io/strata/replication"
 )
@@ -27,7 +28,8 @@ import (
 //
 // With ACLs on it needs ALTER on the cluster (acl_rules.go), as Kafka.
 func init() {
-	register(51, 0, 0, barrier, (*Server).handleAlterUserScramCredentials)
+	register(51, 0, 0, barrier, (*Server).handleAlterUserScramCredentials,
+		needsClusterElse(acl.Alter, alterUserSCRAMCredentialsDenied))
 }
 
 func (s *Server) handleAlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) (kmsg.Response, error) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // DescribeQuorum: v0-2
@@ -31,7 +33,9 @@ import (
 //   - v1: LastFetchTimestamp, LastCaughtUpTimestamp; v2: ErrorMessage,
 //     ReplicaDirectoryID (all zero: Strata has no directory IDs), Nodes
 //     (each voter's replication listener, named CONTROLLER).
-func init() { register(55, 0, 2, concurrent, (*Server).handleDescribeQuorum) }
+func init() {
+	register(55, 0, 2, concurrent, (*Server).handleDescribeQuorum, needsCluster(acl.Describe))
+}
 
 // clusterMetadataTopic is the name Kafka's tools ask DescribeQuorum about.
 const clusterMetadataTopic = "__cluster_metadata"

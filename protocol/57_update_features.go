@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // UpdateFeatures: v0-2
@@ -43,7 +45,7 @@ import (
 // streams.version, kraft.version or eligible.leader.replicas.version (not
 // supported features, refused as unknown); a safe downgrade is never
 // refused as losing metadata (nothing depends on these levels' metadata).
-func init() { register(57, 0, 2, barrier, (*Server).handleUpdateFeatures) }
+func init() { register(57, 0, 2, barrier, (*Server).handleUpdateFeatures, needsCluster(acl.Alter)) }
 
 // A supported feature and its range.
 type featureDef struct {

@@ -23,7 +23,7 @@ import (
 //
 // Version notes:
 // * v1: EndpointType; v2: IncludeFencedBrokers / IsFenced
-func init() { register(60, 0, 2, concurrent, (*Server).handleDescribeCluster) }
+func init() { register(60, 0, 2, concurrent, (*Server).handleDescribeCluster, fillsOps) }
 
 func (s *Server) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)

@@ -14,7 +14,9 @@ import (
 // timestamp and the first offset of the open transaction
 // (CurrentTxnStartOffset, -1 none). CoordinatorEpoch is -1 (not tracked).
 // UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER per partition.
-func init() { register(61, 0, 0, concurrent, (*Server).handleDescribeProducers) }
+func init() {
+	register(61, 0, 0, concurrent, (*Server).handleDescribeProducers, (*authz).describeProducers)
+}
 
 func (s *Server) handleDescribeProducers(_ context.Context, req *kmsg.DescribeProducersRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -21,7 +22,7 @@ import (
 //     when it starts.
 //   - A broker that is not registered: BROKER_ID_NOT_REGISTERED.
 //   - Any broker answers (Kafka's brokers forward to the controller).
-func init() { register(64, 0, 0, barrier, (*Server).handleUnregisterBroker) }
+func init() { register(64, 0, 0, barrier, (*Server).handleUnregisterBroker, needsCluster(acl.Alter)) }
 
 func (s *Server) handleUnregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)

@@ -14,7 +14,9 @@ import (
 // (v1) DurationFilterMillis: transactions running at least that long.
 //
 // Version notes: v2's TransactionalIDPattern is not offered.
-func init() { register(66, 0, 1, concurrent, (*Server).handleListTransactions) }
+func init() {
+	register(66, 0, 1, concurrent, (*Server).handleListTransactions, (*authz).listTransactions)
+}
 
 func (s *Server) handleListTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) (kmsg.Response, error) {
 	return s.txns.ListTransactions(ctx, req)

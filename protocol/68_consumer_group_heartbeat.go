@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // ConsumerGroupHeartbeat: v0-1 (KIP-848)
@@ -23,7 +25,10 @@ import (
 // answers.
 //
 // Version notes: v1: the client chooses its member ID; regex subscriptions.
-func init() { register(68, 0, 1, barrier, (*Server).handleConsumerGroupHeartbeat) }
+func init() {
+	register(68, 0, 1, barrier, (*Server).handleConsumerGroupHeartbeat,
+		needsGroup(acl.Read, func(r *kmsg.ConsumerGroupHeartbeatRequest) string { return r.Group }))
+}
 
 func (s *Server) handleConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 	ci := clientFrom(ctx)

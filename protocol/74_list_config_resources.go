@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // ListConfigResources: v0-1 (ListClientMetricsResources before Kafka 4.1,
@@ -29,7 +31,10 @@ import (
 //
 // Differences from Kafka: Kafka lists each broker ID under BROKER_LOGGER
 // too; Strata serves no BROKER_LOGGER configs, so it lists none.
-func init() { register(74, 0, 1, concurrent, (*Server).handleListConfigResources) }
+func init() {
+	register(74, 0, 1, concurrent, (*Server).handleListConfigResources,
+		needsCluster(acl.DescribeConfigs))
+}
 
 const (
 	resourceBrokerLogger  = 8

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // ShareGroupHeartbeat: v1 (KIP-932)
@@ -21,7 +23,10 @@ import (
 //
 // Version notes: v1 is the first version Kafka 4.x serves (v0 was the
 // early-access version); the client chooses its member ID.
-func init() { register(76, 1, 1, barrier, (*Server).handleShareGroupHeartbeat) }
+func init() {
+	register(76, 1, 1, barrier, (*Server).handleShareGroupHeartbeat,
+		needsGroup(acl.Read, func(r *kmsg.ShareGroupHeartbeatRequest) string { return r.GroupID }))
+}
 
 func (s *Server) handleShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) (kmsg.Response, error) {
 	if !s.shareEnabled() { // share.version 0: share groups are off (as Kafka 4.4)

@@ -14,7 +14,7 @@ import (
 // group or one of another type.
 //
 // Version notes: v1 is the first version Kafka 4.x serves.
-func init() { register(77, 1, 1, concurrent, (*Server).handleShareGroupDescribe) }
+func init() { register(77, 1, 1, concurrent, (*Server).handleShareGroupDescribe, fillsOps) }
 
 func (s *Server) handleShareGroupDescribe(ctx context.Context, req *kmsg.ShareGroupDescribeRequest) (kmsg.Response, error) {
 	return s.groups.ShareGroupDescribe(ctx, req)

@@ -55,7 +55,7 @@ import (
 // Version notes:
 // * v1: first version Kafka 4.x serves (v0 was early access)
 // * v2: ShareAcquireMode, IsRenewAck
-func init() { register(78, 1, 2, concurrent, (*Server).handleShareFetch) }
+func init() { register(78, 1, 2, concurrent, (*Server).handleShareFetch, (*authz).shareFetch) }
 
 const (
 	defaultShareMaxRecords = 500

@@ -28,7 +28,9 @@ import (
 // Version notes:
 // * v1: first version Kafka 4.x serves
 // * v2: IsRenewAck, AcquisitionLockTimeoutMillis
-func init() { register(79, 1, 2, concurrent, (*Server).handleShareAcknowledge) }
+func init() {
+	register(79, 1, 2, concurrent, (*Server).handleShareAcknowledge, (*authz).shareAcknowledge)
+}
 
 func (s *Server) handleShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)

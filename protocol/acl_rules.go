@@ -10,315 +10,73 @@ import (
 	"github.com/strata-io/strata/log"
 )
 
-// Each API's authorization, as Kafka's KafkaApis does it (authorizer.go).
-// enforce returns either deny, the whole request's answer, or after, which
-// completes the handler's response (the denied resources added back with
-// their error, what may not be described hidden, authorized operations
-// filled); both nil: the request is allowed as it is. z is nil when ACLs
-// are off: only the authorized-operations fields are filled (with every
-// operation, as Kafka without an authorizer).
+// Each API's authorization, as Kafka's KafkaApis does it (authorizer.go),
+// is a rule its file registers with its handler (register, dispatch.go):
+// a method such as (*authz).produce for an API of its own, or one of the
+// shared rules below for APIs that check alike (needsCluster, needsGroup,
+// needsClusterElse, fillsOps, anyone).
+
+// aclRule is one API's authorization. It returns either deny, the whole
+// request's answer, or after, which completes the handler's response (the
+// denied resources added back with their error, what may not be described
+// hidden, authorized operations filled); both nil: the request is allowed
+// as it is. A rule may take the denied resources out of r before the
+// handler sees it.
+type aclRule[R kmsg.Request] = func(z *authz, r R) (deny kmsg.Response, after func(kmsg.Response))
+
+// enforce runs kreq's registered rule. z is nil when ACLs are off: only
+// the authorized-operations fields are filled (with every operation, as
+// Kafka without an authorizer).
 func (z *authz) enforce(kreq kmsg.Request) (deny kmsg.Response, after func(kmsg.Response)) {
 	if z == nil {
 		return nil, fillOps(nil, kreq)
 	}
-	switch r := kreq.(type) {
-	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
-		return nil, nil
+	if k := kreq.Key(); k >= 0 && int(k) < len(apis) && apis[k].authorize != nil {
+		return apis[k].authorize(z, kreq)
+	}
+	// An API without a rule is refused, even to super users; register
+	// takes a rule with every API (TestEveryAPIHasAnACLRule).
+	return errorResponse(kreq, errClusterAuth), nil
+}
 
-	case *kmsg.ProduceRequest:
-		return z.produce(r)
-	case *kmsg.FetchRequest:
-		return z.fetch(r)
-	case *kmsg.ListOffsetsRequest:
-		return nil, func(resp kmsg.Response) {
-			for i := range resp.(*kmsg.ListOffsetsResponse).Topics {
-				t := &resp.(*kmsg.ListOffsetsResponse).Topics[i]
-				if !z.ok(acl.Describe, acl.Topic, t.Topic) {
-					for j := range t.Partitions {
-						p := kmsg.NewListOffsetsResponseTopicPartition()
-						p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
-						t.Partitions[j] = p
-					}
-				}
-			}
-		}
-	case *kmsg.MetadataRequest:
-		return z.metadata(r)
-	case *kmsg.OffsetForLeaderEpochRequest:
-		if r.ReplicaID >= 0 && !z.cluster(acl.ClusterAction) {
-			return z.offsetForLeaderEpochDenied(r), nil
-		}
-		return nil, func(resp kmsg.Response) {
-			for i := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
-				t := &resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[i]
-				if !z.ok(acl.Describe, acl.Topic, t.Topic) {
-					for j := range t.Partitions {
-						p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-						p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
-						t.Partitions[j] = p
-					}
-				}
-			}
-		}
+// anyone is the rule of the APIs Kafka never authorizes: ApiVersions and
+// the SASL handshake, which run before the principal is known.
+// TestOnlyHandshakeAPIsAreOpen keeps it to them.
+func anyone(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return nil, nil }
 
-	// Groups.
-	case *kmsg.JoinGroupRequest:
-		return z.group(kreq, acl.Read, r.Group)
-	case *kmsg.SyncGroupRequest:
-		return z.group(kreq, acl.Read, r.Group)
-	case *kmsg.HeartbeatRequest:
-		return z.group(kreq, acl.Read, r.Group)
-	case *kmsg.LeaveGroupRequest:
-		return z.group(kreq, acl.Read, r.Group)
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return z.group(kreq, acl.Read, r.Group)
-	case *kmsg.ShareGroupHeartbeatRequest:
-		return z.group(kreq, acl.Read, r.GroupID)
-	case *kmsg.OffsetCommitRequest:
-		return z.offsetCommit(r)
-	case *kmsg.OffsetFetchRequest:
-		return z.offsetFetch(r)
-	case *kmsg.OffsetDeleteRequest:
-		if d, _ := z.group(kreq, acl.Delete, r.Group); d != nil {
-			return d, nil
-		}
-		return z.offsetDelete(r)
-	case *kmsg.FindCoordinatorRequest:
-		return nil, z.findCoordinator(r)
-	case *kmsg.DescribeGroupsRequest, *kmsg.ConsumerGroupDescribeRequest, *kmsg.ShareGroupDescribeRequest:
-		return nil, fillOps(z, kreq)
-	case *kmsg.ListGroupsRequest:
-		if z.cluster(acl.Describe) {
-			return nil, nil
-		}
-		return nil, func(resp kmsg.Response) {
-			lr := resp.(*kmsg.ListGroupsResponse)
-			keep := lr.Groups[:0]
-			for _, g := range lr.Groups {
-				if z.ok(acl.Describe, acl.Group, g.Group) {
-					keep = append(keep, g)
-				}
-			}
-			lr.Groups = keep
-		}
-	case *kmsg.DeleteGroupsRequest:
-		return z.deleteGroups(r)
+// needsCluster: the whole request needs op on the cluster, else its
+// top-level ErrorCode is CLUSTER_AUTHORIZATION_FAILED.
+func needsCluster(op kmsg.ACLOperation) aclRule[kmsg.Request] {
+	return func(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+		return z.clusterOp(kreq, op)
+	}
+}
 
-	// Share groups.
-	case *kmsg.ShareFetchRequest:
-		return z.shareFetch(r)
-	case *kmsg.ShareAcknowledgeRequest:
-		return z.shareAcknowledge(r)
-	case *kmsg.DescribeShareGroupOffsetsRequest:
-		return nil, z.describeShareGroupOffsets()
-	case *kmsg.AlterShareGroupOffsetsRequest:
-		if d, _ := z.group(kreq, acl.Read, r.GroupID); d != nil {
-			return d, nil
-		}
-		for _, t := range r.Topics {
-			if !z.ok(acl.Read, acl.Topic, t.Topic) {
-				return errorResponse(kreq, errTopicAuth), nil
-			}
-		}
-		return nil, nil
-	case *kmsg.DeleteShareGroupOffsetsRequest:
-		if d, _ := z.group(kreq, acl.Delete, r.GroupID); d != nil {
-			return d, nil
-		}
-		for _, t := range r.Topics {
-			if !z.ok(acl.Read, acl.Topic, t.Topic) {
-				return errorResponse(kreq, errTopicAuth), nil
-			}
-		}
-		return nil, nil
-	case *kmsg.InitializeShareGroupStateRequest, *kmsg.ReadShareGroupStateSummaryRequest, *kmsg.DeleteShareGroupStateRequest:
-		if !z.cluster(acl.ClusterAction) {
-			return shareStateDenied(kreq), nil
-		}
-		return nil, nil
-
-	// Transactions and producer IDs.
-	case *kmsg.InitProducerIDRequest:
-		if r.TransactionalID != nil {
-			if !z.ok(acl.Write, acl.TransactionalID, *r.TransactionalID) {
-				return errorResponse(kreq, errTxnAuth), nil
-			}
-			return nil, nil
-		}
-		if !z.cluster(acl.IdempotentWrite) && !z.a.AuthorizeAny(z.set, z.r, acl.Write, acl.Topic) {
-			return errorResponse(kreq, errClusterAuth), nil
-		}
-		return nil, nil
-	case *kmsg.AddPartitionsToTxnRequest:
-		return z.addPartitionsToTxn(r), nil
-	case *kmsg.AddOffsetsToTxnRequest:
-		if !z.ok(acl.Write, acl.TransactionalID, r.TransactionalID) {
-			return errorResponse(kreq, errTxnAuth), nil
-		}
-		return z.group(kreq, acl.Read, r.Group)
-	case *kmsg.EndTxnRequest:
-		if !z.ok(acl.Write, acl.TransactionalID, r.TransactionalID) {
-			return errorResponse(kreq, errTxnAuth), nil
-		}
-		return nil, nil
-	case *kmsg.TxnOffsetCommitRequest:
-		return z.txnOffsetCommit(r), nil
-	case *kmsg.WriteTxnMarkersRequest:
-		if !z.cluster(acl.ClusterAction) {
-			return writeTxnMarkersDenied(r), nil
-		}
-		return nil, nil
-	case *kmsg.DescribeTransactionsRequest:
-		return nil, func(resp kmsg.Response) {
-			for i := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
-				st := &resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[i]
-				if !z.ok(acl.Describe, acl.TransactionalID, st.TransactionalID) {
-					d := kmsg.NewDescribeTransactionsResponseTransactionState()
-					d.TransactionalID, d.ErrorCode = st.TransactionalID, errTxnAuth
-					*st = d
-				}
-			}
-		}
-	case *kmsg.ListTransactionsRequest:
-		return nil, func(resp kmsg.Response) {
-			lr := resp.(*kmsg.ListTransactionsResponse)
-			keep := lr.TransactionStates[:0]
-			for _, st := range lr.TransactionStates {
-				if z.ok(acl.Describe, acl.TransactionalID, st.TransactionalID) {
-					keep = append(keep, st)
-				}
-			}
-			lr.TransactionStates = keep
-		}
-	case *kmsg.DescribeProducersRequest:
-		return nil, func(resp kmsg.Response) {
-			for i := range resp.(*kmsg.DescribeProducersResponse).Topics {
-				t := &resp.(*kmsg.DescribeProducersResponse).Topics[i]
-				if !z.ok(acl.Read, acl.Topic, t.Topic) {
-					for j := range t.Partitions {
-						p := kmsg.NewDescribeProducersResponseTopicPartition()
-						p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
-						t.Partitions[j] = p
-					}
-				}
-			}
-		}
-
-	// Topics.
-	case *kmsg.CreateTopicsRequest:
-		return z.createTopics(r)
-	case *kmsg.DeleteTopicsRequest:
-		return z.deleteTopics(r)
-	case *kmsg.DeleteRecordsRequest:
-		return z.deleteRecords(r)
-	case *kmsg.CreatePartitionsRequest:
-		return z.createPartitions(r)
-
-	// Configs.
-	case *kmsg.DescribeConfigsRequest:
-		return nil, func(resp kmsg.Response) {
-			for i := range resp.(*kmsg.DescribeConfigsResponse).Resources {
-				res := &resp.(*kmsg.DescribeConfigsResponse).Resources[i]
-				if code := z.configResource(acl.DescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
-					res.ErrorCode, res.ErrorMessage, res.Configs = code, nil, nil
-				}
-			}
-		}
-	case *kmsg.AlterConfigsRequest:
-		return z.alterConfigs(r)
-	case *kmsg.IncrementalAlterConfigsRequest:
-		return z.incrementalAlterConfigs(r)
-	case *kmsg.ListConfigResourcesRequest:
-		return z.clusterOp(kreq, acl.DescribeConfigs)
-
-	// Client quotas: DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster,
-	// as Kafka's handleDescribeClientQuotasRequest and
-	// handleAlterClientQuotasRequest.
-	case *kmsg.DescribeClientQuotasRequest:
-		return z.clusterOp(kreq, acl.DescribeConfigs)
-	case *kmsg.AlterClientQuotasRequest:
-		if !z.cluster(acl.AlterConfigs) {
-			resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-			msg := kerr.ClusterAuthorizationFailed.Message
-			for _, en := range r.Entries {
-				out := kmsg.NewAlterClientQuotasResponseEntry()
-				out.ErrorCode, out.ErrorMessage = errClusterAuth, &msg
-				for _, c := range en.Entity {
-					oe := kmsg.NewAlterClientQuotasResponseEntryEntity()
-					oe.Type, oe.Name = c.Type, c.Name
-					out.Entity = append(out.Entity, oe)
-				}
-				resp.Entries = append(resp.Entries, out)
-			}
-			return resp, nil
-		}
-		return nil, nil
-
-	// The cluster.
-	case *kmsg.DescribeClusterRequest:
-		return nil, fillOps(z, kreq)
-	case *kmsg.DescribeLogDirsRequest:
-		return z.clusterOp(kreq, acl.Describe)
-	case *kmsg.ElectLeadersRequest:
-		if !z.cluster(acl.Alter) {
-			return electLeadersDenied(r), nil
-		}
-		return nil, nil
-	case *kmsg.AlterPartitionAssignmentsRequest, *kmsg.UpdateFeaturesRequest, *kmsg.UnregisterBrokerRequest:
-		return z.clusterOp(kreq, acl.Alter)
-	case *kmsg.ListPartitionReassignmentsRequest, *kmsg.DescribeQuorumRequest, *kmsg.DescribeUserSCRAMCredentialsRequest:
-		return z.clusterOp(kreq, acl.Describe)
-	case *kmsg.AlterUserSCRAMCredentialsRequest:
-		if !z.cluster(acl.Alter) {
-			resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-			users := map[string]bool{}
-			add := func(u string) {
-				if !users[u] {
-					users[u] = true
-					res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-					res.User, res.ErrorCode = u, errClusterAuth
-					resp.Results = append(resp.Results, res)
-				}
-			}
-			for _, d := range r.Deletions {
-				add(d.Name)
-			}
-			for _, u := range r.Upsertions {
-				add(u.Name)
-			}
-			return resp, nil
-		}
-		return nil, nil
-
-	// ACLs.
-	case *kmsg.DescribeACLsRequest:
-		return z.clusterOp(kreq, acl.Describe)
-	case *kmsg.CreateACLsRequest:
-		if !z.cluster(acl.Alter) {
-			resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
-			for range r.Creations {
-				res := kmsg.NewCreateACLsResponseResult()
-				res.ErrorCode = errClusterAuth
-				resp.Results = append(resp.Results, res)
-			}
-			return resp, nil
-		}
-		return nil, nil
-	case *kmsg.DeleteACLsRequest:
-		if !z.cluster(acl.Alter) {
-			resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
-			for range r.Filters {
-				res := kmsg.NewDeleteACLsResponseResult()
-				res.ErrorCode = errClusterAuth
-				resp.Results = append(resp.Results, res)
-			}
-			return resp, nil
+// needsClusterElse: the whole request needs op on the cluster, else it is
+// answered with denied(r), for responses that carry their error per
+// resource rather than at the top.
+func needsClusterElse[R kmsg.Request](op kmsg.ACLOperation, denied func(r R) kmsg.Response) aclRule[R] {
+	return func(z *authz, r R) (kmsg.Response, func(kmsg.Response)) {
+		if !z.cluster(op) {
+			return denied(r), nil
 		}
 		return nil, nil
 	}
-	// An API without a rule is refused, even to super users: every
-	// registered API must have one (TestEveryAPIHasAnACLRule).
-	return errorResponse(kreq, errClusterAuth), nil
+}
+
+// needsGroup: the whole request needs op on the group that group names,
+// else its ErrorCode is GROUP_AUTHORIZATION_FAILED.
+func needsGroup[R kmsg.Request](op kmsg.ACLOperation, group func(r R) string) aclRule[R] {
+	return func(z *authz, r R) (kmsg.Response, func(kmsg.Response)) {
+		return z.group(r, op, group(r))
+	}
+}
+
+// fillsOps is the rule of the describe APIs whose response fillOps
+// completes: the groups the principal may not describe answered with
+// GROUP_AUTHORIZATION_FAILED, the authorized-operations fields filled.
+func fillsOps(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	return nil, fillOps(z, kreq)
 }
 
 // group denies the whole request (its ErrorCode) unless op on group is
@@ -335,6 +93,15 @@ func (z *authz) group(kreq kmsg.Request, op kmsg.ACLOperation, group string) (km
 func (z *authz) clusterOp(kreq kmsg.Request, op kmsg.ACLOperation) (kmsg.Response, func(kmsg.Response)) {
 	if !z.cluster(op) {
 		return errorResponse(kreq, errClusterAuth), nil
+	}
+	return nil, nil
+}
+
+// transactionalID denies the whole request with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED unless op on id is allowed.
+func (z *authz) transactionalID(kreq kmsg.Request, op kmsg.ACLOperation, id string) (kmsg.Response, func(kmsg.Response)) {
+	if !z.ok(op, acl.TransactionalID, id) {
+		return errorResponse(kreq, errTxnAuth), nil
 	}
 	return nil, nil
 }
@@ -750,7 +517,12 @@ func (z *authz) offsetFetch(r *kmsg.OffsetFetchRequest) (kmsg.Response, func(kms
 	}
 }
 
+// offsetDelete: DELETE on the group, else the whole request fails; READ
+// per topic.
 func (z *authz) offsetDelete(r *kmsg.OffsetDeleteRequest) (kmsg.Response, func(kmsg.Response)) {
+	if d, _ := z.group(r, acl.Delete, r.Group); d != nil {
+		return d, nil
+	}
 	keep, denied := z.splitTopics(len(r.Topics), acl.Read, func(i int) string { return r.Topics[i].Topic })
 	if len(denied) == 0 {
 		return nil, nil
@@ -772,7 +544,9 @@ func (z *authz) offsetDelete(r *kmsg.OffsetDeleteRequest) (kmsg.Response, func(k
 	}
 }
 
-func (z *authz) findCoordinator(r *kmsg.FindCoordinatorRequest) func(kmsg.Response) {
+// findCoordinator: DESCRIBE on each key's group or transactional ID; a
+// denied key answers its error and no coordinator.
+func (z *authz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Response, func(kmsg.Response)) {
 	allowed := func(key string) (bool, int16) {
 		switch r.CoordinatorType {
 		case 1:
@@ -784,7 +558,7 @@ func (z *authz) findCoordinator(r *kmsg.FindCoordinatorRequest) func(kmsg.Respon
 		}
 		return z.ok(acl.Describe, acl.Group, key), errGroupAuth
 	}
-	return func(resp kmsg.Response) {
+	return nil, func(resp kmsg.Response) {
 		fr := resp.(*kmsg.FindCoordinatorResponse)
 		if r.Version < 4 {
 			if ok, code := allowed(r.CoordinatorKey); !ok {
@@ -883,8 +657,10 @@ func (z *authz) shareAcknowledge(r *kmsg.ShareAcknowledgeRequest) (kmsg.Response
 	}
 }
 
-func (z *authz) describeShareGroupOffsets() func(kmsg.Response) {
-	return func(resp kmsg.Response) {
+// describeShareGroupOffsets: DESCRIBE on each group (else its error and no
+// topics) and on each topic (else hidden).
+func (z *authz) describeShareGroupOffsets(*kmsg.DescribeShareGroupOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
 		for i := range resp.(*kmsg.DescribeShareGroupOffsetsResponse).Groups {
 			g := &resp.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[i]
 			if !z.ok(acl.Describe, acl.Group, g.GroupID) {
@@ -950,17 +726,14 @@ func shareStateDenied(kreq kmsg.Request) kmsg.Response {
 // transactional ID and on each topic; v4+ (from brokers) CLUSTER_ACTION.
 // Kafka answers a partly denied request without adding anything: the
 // denied topics get their error, the others OPERATION_NOT_ATTEMPTED.
-func (z *authz) addPartitionsToTxn(r *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
+func (z *authz) addPartitionsToTxn(r *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, func(kmsg.Response)) {
 	if r.Version >= 4 {
-		if !z.cluster(acl.ClusterAction) {
-			return errorResponse(r, errClusterAuth)
-		}
-		return nil
+		return z.clusterOp(r, acl.ClusterAction)
 	}
 	txnDenied := !z.ok(acl.Write, acl.TransactionalID, r.TransactionalID)
 	_, denied := z.splitTopics(len(r.Topics), acl.Write, func(i int) string { return r.Topics[i].Topic })
 	if !txnDenied && len(denied) == 0 {
-		return nil
+		return nil, nil
 	}
 	isDenied := map[int]bool{}
 	for _, i := range denied {
@@ -984,12 +757,12 @@ func (z *authz) addPartitionsToTxn(r *kmsg.AddPartitionsToTxnRequest) kmsg.Respo
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp
+	return resp, nil
 }
 
 // txnOffsetCommit needs WRITE on the transactional ID, READ on the group
 // and on each topic.
-func (z *authz) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+func (z *authz) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) (kmsg.Response, func(kmsg.Response)) {
 	code := int16(0)
 	switch {
 	case !z.ok(acl.Write, acl.TransactionalID, r.TransactionalID):
@@ -999,7 +772,7 @@ func (z *authz) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	}
 	_, denied := z.splitTopics(len(r.Topics), acl.Read, func(i int) string { return r.Topics[i].Topic })
 	if code == 0 && len(denied) == 0 {
-		return nil
+		return nil, nil
 	}
 	isDenied := map[int]bool{}
 	for _, i := range denied {
@@ -1023,7 +796,7 @@ func (z *authz) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp
+	return resp, nil
 }
 
 func writeTxnMarkersDenied(r *kmsg.WriteTxnMarkersRequest) kmsg.Response {
@@ -1205,4 +978,235 @@ func (z *authz) incrementalAlterConfigs(r *kmsg.IncrementalAlterConfigsRequest) 
 		ar := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		ar.Resources = append(ar.Resources, gone...)
 	}
+}
+
+// listOffsets: DESCRIBE per topic; a denied topic's partitions answer
+// TOPIC_AUTHORIZATION_FAILED.
+func (z *authz) listOffsets(*kmsg.ListOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.ListOffsetsResponse).Topics {
+			t := &resp.(*kmsg.ListOffsetsResponse).Topics[i]
+			if !z.ok(acl.Describe, acl.Topic, t.Topic) {
+				for j := range t.Partitions {
+					p := kmsg.NewListOffsetsResponseTopicPartition()
+					p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+					t.Partitions[j] = p
+				}
+			}
+		}
+	}
+}
+
+// offsetForLeaderEpoch: a follower's (ReplicaID >= 0) needs CLUSTER_ACTION;
+// a client's DESCRIBE per topic.
+func (z *authz) offsetForLeaderEpoch(r *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.ReplicaID >= 0 && !z.cluster(acl.ClusterAction) {
+		return z.offsetForLeaderEpochDenied(r), nil
+	}
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+			t := &resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[i]
+			if !z.ok(acl.Describe, acl.Topic, t.Topic) {
+				for j := range t.Partitions {
+					p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+					p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+					t.Partitions[j] = p
+				}
+			}
+		}
+	}
+}
+
+// listGroups: every group with DESCRIBE on the cluster, else only those
+// the principal may describe.
+func (z *authz) listGroups(*kmsg.ListGroupsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if z.cluster(acl.Describe) {
+		return nil, nil
+	}
+	return nil, func(resp kmsg.Response) {
+		lr := resp.(*kmsg.ListGroupsResponse)
+		keep := lr.Groups[:0]
+		for _, g := range lr.Groups {
+			if z.ok(acl.Describe, acl.Group, g.Group) {
+				keep = append(keep, g)
+			}
+		}
+		lr.Groups = keep
+	}
+}
+
+// alterShareGroupOffsets: READ on the group, then READ on every topic, else
+// the whole request fails.
+func (z *authz) alterShareGroupOffsets(r *kmsg.AlterShareGroupOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if d, _ := z.group(r, acl.Read, r.GroupID); d != nil {
+		return d, nil
+	}
+	for _, t := range r.Topics {
+		if !z.ok(acl.Read, acl.Topic, t.Topic) {
+			return errorResponse(r, errTopicAuth), nil
+		}
+	}
+	return nil, nil
+}
+
+// deleteShareGroupOffsets: DELETE on the group, then READ on every topic,
+// else the whole request fails.
+func (z *authz) deleteShareGroupOffsets(r *kmsg.DeleteShareGroupOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if d, _ := z.group(r, acl.Delete, r.GroupID); d != nil {
+		return d, nil
+	}
+	for _, t := range r.Topics {
+		if !z.ok(acl.Read, acl.Topic, t.Topic) {
+			return errorResponse(r, errTopicAuth), nil
+		}
+	}
+	return nil, nil
+}
+
+// initProducerID: a transactional producer needs WRITE on its ID; an
+// idempotent one IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+func (z *authz) initProducerID(r *kmsg.InitProducerIDRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.TransactionalID != nil {
+		return z.transactionalID(r, acl.Write, *r.TransactionalID)
+	}
+	if !z.cluster(acl.IdempotentWrite) && !z.a.AuthorizeAny(z.set, z.r, acl.Write, acl.Topic) {
+		return errorResponse(r, errClusterAuth), nil
+	}
+	return nil, nil
+}
+
+// addOffsetsToTxn: WRITE on the transactional ID, then READ on the group.
+func (z *authz) addOffsetsToTxn(r *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, func(kmsg.Response)) {
+	if d, _ := z.transactionalID(r, acl.Write, r.TransactionalID); d != nil {
+		return d, nil
+	}
+	return z.group(r, acl.Read, r.Group)
+}
+
+// endTxn: WRITE on the transactional ID.
+func (z *authz) endTxn(r *kmsg.EndTxnRequest) (kmsg.Response, func(kmsg.Response)) {
+	return z.transactionalID(r, acl.Write, r.TransactionalID)
+}
+
+// describeTransactions: DESCRIBE per transactional ID; a denied one
+// answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing else.
+func (z *authz) describeTransactions(*kmsg.DescribeTransactionsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+			st := &resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[i]
+			if !z.ok(acl.Describe, acl.TransactionalID, st.TransactionalID) {
+				d := kmsg.NewDescribeTransactionsResponseTransactionState()
+				d.TransactionalID, d.ErrorCode = st.TransactionalID, errTxnAuth
+				*st = d
+			}
+		}
+	}
+}
+
+// listTransactions lists only the transactional IDs the principal may
+// describe.
+func (z *authz) listTransactions(*kmsg.ListTransactionsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		lr := resp.(*kmsg.ListTransactionsResponse)
+		keep := lr.TransactionStates[:0]
+		for _, st := range lr.TransactionStates {
+			if z.ok(acl.Describe, acl.TransactionalID, st.TransactionalID) {
+				keep = append(keep, st)
+			}
+		}
+		lr.TransactionStates = keep
+	}
+}
+
+// describeProducers: READ per topic; a denied topic's partitions answer
+// TOPIC_AUTHORIZATION_FAILED.
+func (z *authz) describeProducers(*kmsg.DescribeProducersRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.DescribeProducersResponse).Topics {
+			t := &resp.(*kmsg.DescribeProducersResponse).Topics[i]
+			if !z.ok(acl.Read, acl.Topic, t.Topic) {
+				for j := range t.Partitions {
+					p := kmsg.NewDescribeProducersResponseTopicPartition()
+					p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+					t.Partitions[j] = p
+				}
+			}
+		}
+	}
+}
+
+// describeConfigs: DESCRIBE_CONFIGS per resource (configResource); a
+// denied resource answers its error and no configs.
+func (z *authz) describeConfigs(*kmsg.DescribeConfigsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+			res := &resp.(*kmsg.DescribeConfigsResponse).Resources[i]
+			if code := z.configResource(acl.DescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
+				res.ErrorCode, res.ErrorMessage, res.Configs = code, nil, nil
+			}
+		}
+	}
+}
+
+// alterClientQuotasDenied answers every entry CLUSTER_AUTHORIZATION_FAILED:
+// AlterClientQuotas needs ALTER_CONFIGS on the cluster, as Kafka's
+// handleAlterClientQuotasRequest.
+func alterClientQuotasDenied(r *kmsg.AlterClientQuotasRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	msg := kerr.ClusterAuthorizationFailed.Message
+	for _, en := range r.Entries {
+		out := kmsg.NewAlterClientQuotasResponseEntry()
+		out.ErrorCode, out.ErrorMessage = errClusterAuth, &msg
+		for _, c := range en.Entity {
+			oe := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			oe.Type, oe.Name = c.Type, c.Name
+			out.Entity = append(out.Entity, oe)
+		}
+		resp.Entries = append(resp.Entries, out)
+	}
+	return resp
+}
+
+// alterUserSCRAMCredentialsDenied answers every user named, once,
+// CLUSTER_AUTHORIZATION_FAILED.
+func alterUserSCRAMCredentialsDenied(r *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	users := map[string]bool{}
+	add := func(u string) {
+		if !users[u] {
+			users[u] = true
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = u, errClusterAuth
+			resp.Results = append(resp.Results, res)
+		}
+	}
+	for _, d := range r.Deletions {
+		add(d.Name)
+	}
+	for _, u := range r.Upsertions {
+		add(u.Name)
+	}
+	return resp
+}
+
+// createACLsDenied answers every creation CLUSTER_AUTHORIZATION_FAILED.
+func createACLsDenied(r *kmsg.CreateACLsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+	for range r.Creations {
+		res := kmsg.NewCreateACLsResponseResult()
+		res.ErrorCode = errClusterAuth
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
+}
+
+// deleteACLsDenied answers every filter CLUSTER_AUTHORIZATION_FAILED.
+func deleteACLsDenied(r *kmsg.DeleteACLsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+	for range r.Filters {
+		res := kmsg.NewDeleteACLsResponseResult()
+		res.ErrorCode = errClusterAuth
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -71,5 +72,53 @@ func TestACLDenyWhole(t *testing.T) {
 		if deny, _ := admin.enforce(c.req); deny != nil {
 			t.Errorf("%s: a super user is denied", kmsg.NameForKey(c.req.Key()))
 		}
+	}
+}
+
+// Every registered API carries its ACL rule in its registration, so a
+// new API cannot be served without saying how it is authorized.
+func TestRegistryHoldsEveryACLRule(t *testing.T) {
+	for _, k := range registered() {
+		if apis[k].authorize == nil {
+			t.Errorf("API %d (%s), registered in %s, has no ACL rule", k, kmsg.NameForKey(k), apis[k].file)
+		}
+	}
+}
+
+// Only the APIs Kafka never authorizes (they run before the principal is
+// known) use the rule anyone: a new API that needs no authorization must
+// say why here.
+func TestOnlyHandshakeAPIsAreOpen(t *testing.T) {
+	want := map[int16]bool{17: true, 18: true, 36: true} // SaslHandshake, ApiVersions, SaslAuthenticate
+	for _, k := range registered() {
+		if apis[k].open != want[k] {
+			t.Errorf("API %d (%s): open %v, want %v", k, kmsg.NameForKey(k), apis[k].open, want[k])
+		}
+	}
+}
+
+// register refuses an API without an ACL rule, or with the rule of
+// another request type.
+func TestRegisterNeedsAnACLRule(t *testing.T) {
+	const key = 34 // AlterReplicaLogDirs: not served
+	if apis[key].ok {
+		t.Fatalf("API %d is registered; pick another key", key)
+	}
+	defer func() { apis[key] = apiEntry{} }()
+	h := func(*Server, context.Context, *kmsg.AlterReplicaLogDirsRequest) (kmsg.Response, error) {
+		return nil, nil
+	}
+	for name, reg := range map[string]func(){
+		"no rule":         func() { register(key, 0, 0, barrier, h, aclRule[kmsg.Request](nil)) },
+		"another request": func() { register(key, 0, 0, barrier, h, (*authz).produce) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: registered", name)
+				}
+			}()
+			reg()
+		}()
 	}
 }

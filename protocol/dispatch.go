@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"sort"
 
@@ -12,9 +13,10 @@ import (
 
 // The registry: one registration per Kafka API, made by the init function
 // of the file that handles it (NN_name.go, NN the API key), carrying the
-// versions served, the handler and how the request runs beside the others
-// on its connection. Dispatch (handle), the barrier rule (isBarrier), the
-// ApiVersions answer and the API list in doc.go all come from it.
+// versions served, the handler, how the request runs beside the others on
+// its connection and its ACL rule (acl_rules.go). Dispatch (handle), the
+// barrier rule (isBarrier), authorization (authz.enforce), the ApiVersions
+// answer and the API list in doc.go all come from it.
 
 // order says how a request runs beside the others on its connection
 // (doc.go, "Connections").
@@ -35,18 +37,25 @@ type apiEntry struct {
 	ok       bool
 	barrier  bool
 	handle   func(s *Server, ctx context.Context, req kmsg.Request) (kmsg.Response, error)
-	file     string // the file that registered it
+	// authorize is the API's ACL rule (aclRule), run before handle when
+	// ACLs are on.
+	authorize aclRule[kmsg.Request]
+	open      bool   // the rule is anyone: no authorization at all
+	file      string // the file that registered it
 }
 
 // apis is the registry, indexed by key. Written only by init functions.
 var apis [256]apiEntry
 
 // register registers the versions served for key, how its requests run
-// (ord) and its handler, a method expression such as (*Server).handleFetch
-// whose request type must be key's. A bad or repeated registration is a
-// programmer error: panic at init.
-func register[R kmsg.Request](key, min, max int16, ord order, h func(*Server, context.Context, R) (kmsg.Response, error)) {
-	if key < 0 || int(key) >= len(apis) || min > max || min < 0 || h == nil {
+// (ord), its handler, a method expression such as (*Server).handleFetch
+// whose request type must be key's, and its ACL rule: a method expression
+// such as (*authz).fetch taking the same request type, or a shared rule
+// taking any request (needsCluster, needsGroup, fillsOps, anyone:
+// acl_rules.go). A bad or repeated registration is a programmer error:
+// panic at init.
+func register[R, A kmsg.Request](key, min, max int16, ord order, h func(*Server, context.Context, R) (kmsg.Response, error), rule aclRule[A]) {
+	if key < 0 || int(key) >= len(apis) || min > max || min < 0 || h == nil || rule == nil {
 		panic(fmt.Sprintf("protocol: bad registration key %d v%d-v%d", key, min, max))
 	}
 	if apis[key].ok {
@@ -59,12 +68,19 @@ func register[R kmsg.Request](key, min, max int16, ord order, h func(*Server, co
 	if _, ok := r.(R); !ok {
 		panic(fmt.Sprintf("protocol: handler for key %d takes %T", key, *new(R)))
 	}
+	if _, ok := r.(A); !ok {
+		panic(fmt.Sprintf("protocol: ACL rule for key %d takes %T", key, *new(A)))
+	}
 	_, file, _, _ := runtime.Caller(1)
 	apis[key] = apiEntry{
 		min: min, max: max, ok: true, barrier: bool(ord), file: filepath.Base(file),
 		handle: func(s *Server, ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 			return h(s, ctx, req.(R))
 		},
+		authorize: func(z *authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+			return rule(z, req.(A))
+		},
+		open: reflect.ValueOf(rule).Pointer() == reflect.ValueOf(anyone).Pointer(),
 	}
 }
 
@@ -93,8 +109,9 @@ func versionSupported(key, version int16) bool {
 // "send nothing" (acks=0 Produce); an error closes the connection.
 func (s *Server) handle(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	if k := kreq.Key(); k >= 0 && int(k) < len(apis) && apis[k].ok {
-		// ACLs (authorizer.go, acl_rules.go): deny answers the request
-		// whole; after completes the handler's response.
+		// ACLs (authorizer.go, acl_rules.go): the API's registered rule;
+		// deny answers the request whole, after completes the handler's
+		// response.
 		deny, after := s.authzFor(ctx).enforce(kreq)
 		if deny != nil {
 			return deny, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/sharepart"
 )
@@ -29,12 +30,18 @@ import (
 // directly.
 
 func init() {
-	register(83, 0, 0, concurrent, (*Server).handleInitializeShareGroupState)
-	register(86, 0, 0, concurrent, (*Server).handleDeleteShareGroupState)
-	register(87, 0, 1, concurrent, (*Server).handleReadShareGroupStateSummary)
-	register(90, 0, 1, concurrent, (*Server).handleDescribeShareGroupOffsets)
-	register(91, 0, 0, concurrent, (*Server).handleAlterShareGroupOffsets)
-	register(92, 0, 0, concurrent, (*Server).handleDeleteShareGroupOffsets)
+	register(83, 0, 0, concurrent, (*Server).handleInitializeShareGroupState,
+		needsClusterElse(acl.ClusterAction, shareStateDenied))
+	register(86, 0, 0, concurrent, (*Server).handleDeleteShareGroupState,
+		needsClusterElse(acl.ClusterAction, shareStateDenied))
+	register(87, 0, 1, concurrent, (*Server).handleReadShareGroupStateSummary,
+		needsClusterElse(acl.ClusterAction, shareStateDenied))
+	register(90, 0, 1, concurrent, (*Server).handleDescribeShareGroupOffsets,
+		(*authz).describeShareGroupOffsets)
+	register(91, 0, 0, concurrent, (*Server).handleAlterShareGroupOffsets,
+		(*authz).alterShareGroupOffsets)
+	register(92, 0, 0, concurrent, (*Server).handleDeleteShareGroupOffsets,
+		(*authz).deleteShareGroupOffsets)
 }
 
 // shareStateTimeout bounds one admin request's calls to partition leaders.
