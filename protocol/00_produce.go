@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/segment"
@@ -319,4 +320,41 @@ func validateProduceRecords(version int16, rec []byte, txnID bool) (int16, strin
 		return kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id"
 	}
 	return 0, ""
+}
+
+func (z *authz) produce(r *kmsg.ProduceRequest) (kmsg.Response, func(kmsg.Response)) {
+	name := func(i int) string {
+		if r.Version >= 13 {
+			return z.topicName(r.Topics[i].TopicID)
+		}
+		return r.Topics[i].Topic
+	}
+	txnDenied := r.TransactionID != nil && !z.ok(acl.Write, acl.TransactionalID, *r.TransactionID)
+	keep, denied := z.splitTopics(len(r.Topics), acl.Write, name)
+	if txnDenied {
+		keep, denied = nil, append(keep, denied...)
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	code := errTopicAuth
+	if txnDenied {
+		code = errTxnAuth
+	}
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		pr := resp.(*kmsg.ProduceResponse)
+		for _, t := range gone {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, code
+				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+				st.Partitions = append(st.Partitions, sp)
+			}
+			pr.Topics = append(pr.Topics, st)
+		}
+	}
 }

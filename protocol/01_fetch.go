@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/segment"
@@ -516,4 +517,79 @@ func checkLeaderEpoch(client, current int32) int16 {
 		return kerr.UnknownLeaderEpoch.Code
 	}
 	return 0
+}
+
+func (z *authz) fetch(r *kmsg.FetchRequest) (kmsg.Response, func(kmsg.Response)) {
+	replica := r.ReplicaID >= 0
+	if r.Version >= 15 {
+		replica = r.ReplicaState.ID >= 0
+	}
+	if replica { // a follower's fetch
+		if !z.cluster(acl.ClusterAction) {
+			return errorResponse(r, errClusterAuth), nil
+		}
+		return nil, nil
+	}
+	name := func(i int) string {
+		if r.Version >= 13 {
+			return z.topicName(r.Topics[i].TopicID)
+		}
+		return r.Topics[i].Topic
+	}
+	keep, denied := z.splitTopics(len(r.Topics), acl.Read, name)
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		var fr *kmsg.FetchResponse
+		var regions map[regionKey]*log.Region
+		switch v := resp.(type) {
+		case *kmsg.FetchResponse:
+			fr = v
+		case *fetchResponse:
+			fr, regions = v.FetchResponse, v.regions
+		default:
+			return
+		}
+		// An incremental session also answers for partitions the request
+		// did not name, added while READ was allowed, and a long poll
+		// may end after an ACL changed: each topic is checked again
+		// against the bindings now, and its records dropped when READ is
+		// gone.
+		z.refresh()
+		for i := range fr.Topics {
+			t := &fr.Topics[i]
+			n := t.Topic
+			if r.Version >= 13 {
+				n = z.topicName(t.TopicID)
+			}
+			if z.ok(acl.Read, acl.Topic, n) {
+				continue
+			}
+			for j := range t.Partitions {
+				k := regionKey{topic: t.Topic, partition: t.Partitions[j].Partition}
+				if r.Version >= 13 {
+					k = regionKey{topicID: t.TopicID, partition: t.Partitions[j].Partition}
+				}
+				if rg := regions[k]; rg != nil {
+					rg.Release()
+					delete(regions, k)
+				}
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				t.Partitions[j] = sp
+			}
+		}
+		for _, t := range gone {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, errTopicAuth
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				st.Partitions = append(st.Partitions, sp)
+			}
+			fr.Topics = append(fr.Topics, st)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/segment"
@@ -171,4 +172,21 @@ func recordAtOrAfter(p *log.Partition, offset, from int64, match func(int64) boo
 		}
 	}
 	return 0, 0, false
+}
+
+// listOffsets: DESCRIBE per topic; a denied topic's partitions answer
+// TOPIC_AUTHORIZATION_FAILED.
+func (z *authz) listOffsets(*kmsg.ListOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.ListOffsetsResponse).Topics {
+			t := &resp.(*kmsg.ListOffsetsResponse).Topics[i]
+			if !z.ok(acl.Describe, acl.Topic, t.Topic) {
+				for j := range t.Partitions {
+					p := kmsg.NewListOffsetsResponseTopicPartition()
+					p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+					t.Partitions[j] = p
+				}
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -186,4 +187,67 @@ func validTopicName(name string) bool {
 		}
 	}
 	return true
+}
+
+func (z *authz) metadata(r *kmsg.MetadataRequest) (kmsg.Response, func(kmsg.Response)) {
+	fill := fillOps(z, r)
+	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	if all {
+		return nil, func(resp kmsg.Response) {
+			mr := resp.(*kmsg.MetadataResponse)
+			keep := mr.Topics[:0]
+			for _, t := range mr.Topics {
+				if t.Topic != nil && z.ok(acl.Describe, acl.Topic, *t.Topic) {
+					keep = append(keep, t)
+				}
+			}
+			mr.Topics = keep
+			if fill != nil {
+				fill(resp)
+			}
+		}
+	}
+	autoCreate := r.Version < 4 || r.AllowAutoTopicCreation
+	var keep []kmsg.MetadataRequestTopic
+	var gone []kmsg.MetadataResponseTopic
+	for _, t := range r.Topics {
+		name := ""
+		if t.Topic != nil && (r.Version < 10 || t.TopicID == [16]byte{}) {
+			name = *t.Topic
+		} else {
+			name = z.topicName(t.TopicID)
+			if name == "" {
+				keep = append(keep, t) // unknown: the handler's UNKNOWN_TOPIC_ID
+				continue
+			}
+		}
+		denied := !z.ok(acl.Describe, acl.Topic, name)
+		if !denied && autoCreate && z.s.broker != nil {
+			if _, exists := z.s.broker.Topic(name); !exists && validTopicName(name) {
+				denied = !z.cluster(acl.Create) && !z.ok(acl.Create, acl.Topic, name)
+			}
+		}
+		if denied {
+			gone = append(gone, metadataError(t.Topic, t.TopicID, errTopicAuth))
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, fill
+	}
+	r.Topics = keep
+	if len(keep) == 0 {
+		r.Topics = []kmsg.MetadataRequestTopic{} // not nil: nil asks for all topics
+	}
+	return nil, func(resp kmsg.Response) {
+		mr := resp.(*kmsg.MetadataResponse)
+		if r.Version == 0 && len(keep) == 0 {
+			mr.Topics = nil // v0's empty list asked for all topics
+		}
+		mr.Topics = append(mr.Topics, gone...)
+		if fill != nil {
+			fill(resp)
+		}
+	}
 }

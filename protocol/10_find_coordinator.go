@@ -2,8 +2,11 @@ package protocol
 
 import (
 	"context"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // FindCoordinator: v0-6
@@ -41,4 +44,35 @@ func (s *Server) handleFindCoordinator(ctx context.Context, req *kmsg.FindCoordi
 		resp.Coordinators = append(resp.Coordinators, co)
 	}
 	return resp, nil
+}
+
+// findCoordinator: DESCRIBE on each key's group or transactional ID; a
+// denied key answers its error and no coordinator.
+func (z *authz) findCoordinator(r *kmsg.FindCoordinatorRequest) (kmsg.Response, func(kmsg.Response)) {
+	allowed := func(key string) (bool, int16) {
+		switch r.CoordinatorType {
+		case 1:
+			return z.ok(acl.Describe, acl.TransactionalID, key), errTxnAuth
+		case 2: // share: "group:topicId:partition"
+			if i := strings.Index(key, ":"); i >= 0 {
+				key = key[:i]
+			}
+		}
+		return z.ok(acl.Describe, acl.Group, key), errGroupAuth
+	}
+	return nil, func(resp kmsg.Response) {
+		fr := resp.(*kmsg.FindCoordinatorResponse)
+		if r.Version < 4 {
+			if ok, code := allowed(r.CoordinatorKey); !ok {
+				fr.ErrorCode, fr.ErrorMessage, fr.NodeID, fr.Host, fr.Port = code, nil, -1, "", -1
+			}
+			return
+		}
+		for i := range fr.Coordinators {
+			c := &fr.Coordinators[i]
+			if ok, code := allowed(c.Key); !ok {
+				c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port = code, nil, -1, "", -1
+			}
+		}
+	}
 }

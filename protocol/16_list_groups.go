@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // ListGroups: v0-5
@@ -18,4 +20,22 @@ func init() { register(16, 0, 5, concurrent, (*Server).handleListGroups, (*authz
 
 func (s *Server) handleListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
 	return s.groups.ListGroups(ctx, req)
+}
+
+// listGroups: every group with DESCRIBE on the cluster, else only those
+// the principal may describe.
+func (z *authz) listGroups(*kmsg.ListGroupsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if z.cluster(acl.Describe) {
+		return nil, nil
+	}
+	return nil, func(resp kmsg.Response) {
+		lr := resp.(*kmsg.ListGroupsResponse)
+		keep := lr.Groups[:0]
+		for _, g := range lr.Groups {
+			if z.ok(acl.Describe, acl.Group, g.Group) {
+				keep = append(keep, g)
+			}
+		}
+		lr.Groups = keep
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -215,4 +216,26 @@ func (s *Server) newTopicPartitions(ct replication.CreateTopicRequest) int {
 		return int(max(s.broker.Config().NumPartitions, 1))
 	}
 	return 1
+}
+
+// createTopics: CREATE on the cluster, or on each topic.
+func (z *authz) createTopics(r *kmsg.CreateTopicsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if z.cluster(acl.Create) {
+		return nil, nil
+	}
+	keep, denied := z.splitTopics(len(r.Topics), acl.Create, func(i int) string { return r.Topics[i].Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		cr := resp.(*kmsg.CreateTopicsResponse)
+		for _, t := range gone {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, errTopicAuth
+			st.NumPartitions, st.ReplicationFactor = -1, -1
+			cr.Topics = append(cr.Topics, st)
+		}
+	}
 }

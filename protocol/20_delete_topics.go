@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // DeleteTopics: v0-6
@@ -93,4 +95,44 @@ func (s *Server) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+func (z *authz) deleteTopics(r *kmsg.DeleteTopicsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.Version < 6 {
+		keep, denied := z.splitTopics(len(r.TopicNames), acl.Delete, func(i int) string { return r.TopicNames[i] })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		gone := pick(r.TopicNames, denied)
+		r.TopicNames = pick(r.TopicNames, keep)
+		return nil, func(resp kmsg.Response) {
+			dr := resp.(*kmsg.DeleteTopicsResponse)
+			for _, n := range gone {
+				st := kmsg.NewDeleteTopicsResponseTopic()
+				name := n
+				st.Topic, st.ErrorCode = &name, errTopicAuth
+				dr.Topics = append(dr.Topics, st)
+			}
+		}
+	}
+	name := func(i int) string {
+		if t := r.Topics[i]; t.Topic != nil {
+			return *t.Topic
+		}
+		return z.topicName(r.Topics[i].TopicID)
+	}
+	keep, denied := z.splitTopics(len(r.Topics), acl.Delete, name)
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		dr := resp.(*kmsg.DeleteTopicsResponse)
+		for _, t := range gone {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, errTopicAuth
+			dr.Topics = append(dr.Topics, st)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // DeleteRecords: v0-2
@@ -57,4 +59,26 @@ func (s *Server) handleDeleteRecords(ctx context.Context, req *kmsg.DeleteRecord
 		}
 	}
 	return resp, nil
+}
+
+func (z *authz) deleteRecords(r *kmsg.DeleteRecordsRequest) (kmsg.Response, func(kmsg.Response)) {
+	keep, denied := z.splitTopics(len(r.Topics), acl.Delete, func(i int) string { return r.Topics[i].Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		dr := resp.(*kmsg.DeleteRecordsResponse)
+		for _, t := range gone {
+			st := kmsg.NewDeleteRecordsResponseTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.LowWatermark = p.Partition, errTopicAuth, -1
+				st.Partitions = append(st.Partitions, sp)
+			}
+			dr.Topics = append(dr.Topics, st)
+		}
+	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // InitProducerId: v0-5
@@ -62,4 +64,16 @@ func (s *Server) handleInitProducerID(ctx context.Context, req *kmsg.InitProduce
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
+}
+
+// initProducerID: a transactional producer needs WRITE on its ID; an
+// idempotent one IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+func (z *authz) initProducerID(r *kmsg.InitProducerIDRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.TransactionalID != nil {
+		return z.transactionalID(r, acl.Write, *r.TransactionalID)
+	}
+	if !z.cluster(acl.IdempotentWrite) && !z.a.AuthorizeAny(z.set, z.r, acl.Write, acl.Topic) {
+		return errorResponse(r, errClusterAuth), nil
+	}
+	return nil, nil
 }

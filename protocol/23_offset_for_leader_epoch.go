@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/replication"
 )
 
@@ -86,4 +87,39 @@ func (s *Server) offsetForLeaderEpoch(version int16, topic replication.TopicInfo
 		return
 	}
 	sp.LeaderEpoch, sp.EndOffset = p.EndOffsetForLeaderEpoch(rp.LeaderEpoch, pi.LeaderEpoch)
+}
+
+func (z *authz) offsetForLeaderEpochDenied(r *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range r.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = t.Topic
+		for _, p := range t.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p.Partition, errClusterAuth
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// offsetForLeaderEpoch: a follower's (ReplicaID >= 0) needs CLUSTER_ACTION;
+// a client's DESCRIBE per topic.
+func (z *authz) offsetForLeaderEpoch(r *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.ReplicaID >= 0 && !z.cluster(acl.ClusterAction) {
+		return z.offsetForLeaderEpochDenied(r), nil
+	}
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+			t := &resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[i]
+			if !z.ok(acl.Describe, acl.Topic, t.Topic) {
+				for j := range t.Partitions {
+					p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+					p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+					t.Partitions[j] = p
+				}
+			}
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // AddPartitionsToTxn: v0-5 (txncoord.Coordinator.AddPartitionsToTxn)
@@ -31,4 +33,42 @@ func init() {
 
 func (s *Server) handleAddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
 	return s.txns.AddPartitionsToTxn(ctx, req)
+}
+
+// addPartitionsToTxn: v0-v3 (from clients) need WRITE on the
+// transactional ID and on each topic; v4+ (from brokers) CLUSTER_ACTION.
+// Kafka answers a partly denied request without adding anything: the
+// denied topics get their error, the others OPERATION_NOT_ATTEMPTED.
+func (z *authz) addPartitionsToTxn(r *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.Version >= 4 {
+		return z.clusterOp(r, acl.ClusterAction)
+	}
+	txnDenied := !z.ok(acl.Write, acl.TransactionalID, r.TransactionalID)
+	_, denied := z.splitTopics(len(r.Topics), acl.Write, func(i int) string { return r.Topics[i].Topic })
+	if !txnDenied && len(denied) == 0 {
+		return nil, nil
+	}
+	isDenied := map[int]bool{}
+	for _, i := range denied {
+		isDenied[i] = true
+	}
+	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	for i, t := range r.Topics {
+		code := int16(55) // OPERATION_NOT_ATTEMPTED
+		switch {
+		case txnDenied:
+			code = errTxnAuth
+		case isDenied[i]:
+			code = errTopicAuth
+		}
+		st := kmsg.NewAddPartitionsToTxnResponseTopic()
+		st.Topic = t.Topic
+		for _, p := range t.Partitions {
+			sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
 }

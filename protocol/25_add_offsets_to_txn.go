@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // AddOffsetsToTxn: v0-4 (txncoord.Coordinator.AddOffsetsToTxn)
@@ -19,4 +21,12 @@ func init() { register(25, 0, 4, barrier, (*Server).handleAddOffsetsToTxn, (*aut
 
 func (s *Server) handleAddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
 	return s.txns.AddOffsetsToTxn(ctx, req)
+}
+
+// addOffsetsToTxn: WRITE on the transactional ID, then READ on the group.
+func (z *authz) addOffsetsToTxn(r *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, func(kmsg.Response)) {
+	if d, _ := z.transactionalID(r, acl.Write, r.TransactionalID); d != nil {
+		return d, nil
+	}
+	return z.group(r, acl.Read, r.Group)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // EndTxn: v0-4 (txncoord.Coordinator.EndTxn)
@@ -29,4 +31,9 @@ func init() { register(26, 0, 5, barrier, (*Server).handleEndTxn, (*authz).endTx
 
 func (s *Server) handleEndTxn(ctx context.Context, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
 	return s.txns.EndTxn(ctx, req)
+}
+
+// endTxn: WRITE on the transactional ID.
+func (z *authz) endTxn(r *kmsg.EndTxnRequest) (kmsg.Response, func(kmsg.Response)) {
+	return z.transactionalID(r, acl.Write, r.TransactionalID)
 }

@@ -56,3 +56,23 @@ func (s *Server) handleWriteTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMa
 	}
 	return resp, nil
 }
+
+func writeTxnMarkersDenied(r *kmsg.WriteTxnMarkersRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range r.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			st := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				sp.Partition, sp.ErrorCode = p, errClusterAuth
+				st.Partitions = append(st.Partitions, sp)
+			}
+			rm.Topics = append(rm.Topics, st)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp
+}

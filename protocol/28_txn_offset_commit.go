@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/groupcoord"
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // TxnOffsetCommit: v0-4 (groupcoord.Coordinator.TxnOffsetCommit)
@@ -50,4 +51,43 @@ func (s *Server) handleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetC
 		}
 	}
 	return s.groups.TxnOffsetCommit(ctx, req)
+}
+
+// txnOffsetCommit needs WRITE on the transactional ID, READ on the group
+// and on each topic.
+func (z *authz) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) (kmsg.Response, func(kmsg.Response)) {
+	code := int16(0)
+	switch {
+	case !z.ok(acl.Write, acl.TransactionalID, r.TransactionalID):
+		code = errTxnAuth
+	case !z.ok(acl.Read, acl.Group, r.Group):
+		code = errGroupAuth
+	}
+	_, denied := z.splitTopics(len(r.Topics), acl.Read, func(i int) string { return r.Topics[i].Topic })
+	if code == 0 && len(denied) == 0 {
+		return nil, nil
+	}
+	isDenied := map[int]bool{}
+	for _, i := range denied {
+		isDenied[i] = true
+	}
+	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for i, t := range r.Topics {
+		c := code
+		if c == 0 {
+			c = int16(55) // OPERATION_NOT_ATTEMPTED
+			if isDenied[i] {
+				c = errTopicAuth
+			}
+		}
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = t.Topic
+		for _, p := range t.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p.Partition, c
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
 }

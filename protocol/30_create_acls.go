@@ -60,3 +60,14 @@ func (s *Server) handleCreateACLs(ctx context.Context, req *kmsg.CreateACLsReque
 func setACLErr(code *int16, msg **string, c int16, m string) {
 	*code, *msg = c, &m
 }
+
+// createACLsDenied answers every creation CLUSTER_AUTHORIZATION_FAILED.
+func createACLsDenied(r *kmsg.CreateACLsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+	for range r.Creations {
+		res := kmsg.NewCreateACLsResponseResult()
+		res.ErrorCode = errClusterAuth
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
+}

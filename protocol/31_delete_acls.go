@@ -70,3 +70,14 @@ func (s *Server) handleDeleteACLs(ctx context.Context, req *kmsg.DeleteACLsReque
 	}
 	return resp, nil
 }
+
+// deleteACLsDenied answers every filter CLUSTER_AUTHORIZATION_FAILED.
+func deleteACLsDenied(r *kmsg.DeleteACLsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+	for range r.Filters {
+		res := kmsg.NewDeleteACLsResponseResult()
+		res.ErrorCode = errClusterAuth
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 )
@@ -147,4 +148,17 @@ func (s *Server) groupConfigEntries(group string) []replication.ConfigEntry {
 		out[i] = ce
 	}
 	return out
+}
+
+// describeConfigs: DESCRIBE_CONFIGS per resource (configResource); a
+// denied resource answers its error and no configs.
+func (z *authz) describeConfigs(*kmsg.DescribeConfigsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+			res := &resp.(*kmsg.DescribeConfigsResponse).Resources[i]
+			if code := z.configResource(acl.DescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
+				res.ErrorCode, res.ErrorMessage, res.Configs = code, nil, nil
+			}
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/groupconfig"
 )
 
@@ -143,4 +144,26 @@ func (s *Server) setGroupConfigs(ctx context.Context, group string, set map[stri
 		return errCode(err), err.Error()
 	}
 	return 0, ""
+}
+
+func (z *authz) alterConfigs(r *kmsg.AlterConfigsRequest) (kmsg.Response, func(kmsg.Response)) {
+	var keep []kmsg.AlterConfigsRequestResource
+	var gone []kmsg.AlterConfigsResponseResource
+	for _, res := range r.Resources {
+		if code := z.configResource(acl.AlterConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			d := kmsg.NewAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode = res.ResourceType, res.ResourceName, code
+			gone = append(gone, d)
+		} else {
+			keep = append(keep, res)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	r.Resources = keep
+	return nil, func(resp kmsg.Response) {
+		ar := resp.(*kmsg.AlterConfigsResponse)
+		ar.Resources = append(ar.Resources, gone...)
+	}
 }

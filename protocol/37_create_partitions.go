@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // CreatePartitions: v0-3
@@ -71,4 +73,21 @@ func (s *Server) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePar
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+func (z *authz) createPartitions(r *kmsg.CreatePartitionsRequest) (kmsg.Response, func(kmsg.Response)) {
+	keep, denied := z.splitTopics(len(r.Topics), acl.Alter, func(i int) string { return r.Topics[i].Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		cr := resp.(*kmsg.CreatePartitionsResponse)
+		for _, t := range gone {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, errTopicAuth
+			cr.Topics = append(cr.Topics, st)
+		}
+	}
 }

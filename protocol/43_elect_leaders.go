@@ -103,3 +103,19 @@ func (s *Server) handleElectLeaders(ctx context.Context, req *kmsg.ElectLeadersR
 	}
 	return resp, nil
 }
+
+func electLeadersDenied(r *kmsg.ElectLeadersRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+	resp.ErrorCode = errClusterAuth
+	for _, t := range r.Topics {
+		st := kmsg.NewElectLeadersResponseTopic()
+		st.Topic = t.Topic
+		for _, p := range t.Partitions {
+			sp := kmsg.NewElectLeadersResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, errClusterAuth
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

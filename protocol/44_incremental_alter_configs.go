@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/internal/groupconfig"
 	"github.com/strata-io/strata/replication"
 	"github.com/strata-io/strata/retention"
@@ -211,4 +212,26 @@ func alterList(cur, values string, add bool) string {
 		}
 	}
 	return strings.Join(list, ",")
+}
+
+func (z *authz) incrementalAlterConfigs(r *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, func(kmsg.Response)) {
+	var keep []kmsg.IncrementalAlterConfigsRequestResource
+	var gone []kmsg.IncrementalAlterConfigsResponseResource
+	for _, res := range r.Resources {
+		if code := z.configResource(acl.AlterConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			d := kmsg.NewIncrementalAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode = res.ResourceType, res.ResourceName, code
+			gone = append(gone, d)
+		} else {
+			keep = append(keep, res)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	r.Resources = keep
+	return nil, func(resp kmsg.Response) {
+		ar := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		ar.Resources = append(ar.Resources, gone...)
+	}
 }

@@ -151,3 +151,22 @@ func (s *Server) handleAlterClientQuotas(ctx context.Context, req *kmsg.AlterCli
 func quotaMsg(err error) string {
 	return strings.TrimPrefix(err.Error(), quota.ErrInvalid.Error()+": ")
 }
+
+// alterClientQuotasDenied answers every entry CLUSTER_AUTHORIZATION_FAILED:
+// AlterClientQuotas needs ALTER_CONFIGS on the cluster, as Kafka's
+// handleAlterClientQuotasRequest.
+func alterClientQuotasDenied(r *kmsg.AlterClientQuotasRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	msg := kerr.ClusterAuthorizationFailed.Message
+	for _, en := range r.Entries {
+		out := kmsg.NewAlterClientQuotasResponseEntry()
+		out.ErrorCode, out.ErrorMessage = errClusterAuth, &msg
+		for _, c := range en.Entity {
+			oe := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			oe.Type, oe.Name = c.Type, c.Name
+			out.Entity = append(out.Entity, oe)
+		}
+		resp.Entries = append(resp.Entries, out)
+	}
+	return resp
+}

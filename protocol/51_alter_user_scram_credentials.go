@@ -140,3 +140,25 @@ func (s *Server) scramLookup(user, mech string) (auth.ScramCredential, bool) {
 	}
 	return s.broker.ScramCredential(user, mech)
 }
+
+// alterUserSCRAMCredentialsDenied answers every user named, once,
+// CLUSTER_AUTHORIZATION_FAILED.
+func alterUserSCRAMCredentialsDenied(r *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	users := map[string]bool{}
+	add := func(u string) {
+		if !users[u] {
+			users[u] = true
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = u, errClusterAuth
+			resp.Results = append(resp.Results, res)
+		}
+	}
+	for _, d := range r.Deletions {
+		add(d.Name)
+	}
+	for _, u := range r.Upsertions {
+		add(u.Name)
+	}
+	return resp
+}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // DescribeProducers: v0
@@ -45,4 +47,21 @@ func (s *Server) handleDescribeProducers(_ context.Context, req *kmsg.DescribePr
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// describeProducers: READ per topic; a denied topic's partitions answer
+// TOPIC_AUTHORIZATION_FAILED.
+func (z *authz) describeProducers(*kmsg.DescribeProducersRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.DescribeProducersResponse).Topics {
+			t := &resp.(*kmsg.DescribeProducersResponse).Topics[i]
+			if !z.ok(acl.Read, acl.Topic, t.Topic) {
+				for j := range t.Partitions {
+					p := kmsg.NewDescribeProducersResponseTopicPartition()
+					p.Partition, p.ErrorCode = t.Partitions[j].Partition, errTopicAuth
+					t.Partitions[j] = p
+				}
+			}
+		}
+	}
 }

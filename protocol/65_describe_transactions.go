@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // DescribeTransactions: v0 (txncoord.Coordinator.DescribeTransactions)
@@ -18,4 +20,19 @@ func init() {
 
 func (s *Server) handleDescribeTransactions(ctx context.Context, req *kmsg.DescribeTransactionsRequest) (kmsg.Response, error) {
 	return s.txns.DescribeTransactions(ctx, req)
+}
+
+// describeTransactions: DESCRIBE per transactional ID; a denied one
+// answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing else.
+func (z *authz) describeTransactions(*kmsg.DescribeTransactionsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+			st := &resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[i]
+			if !z.ok(acl.Describe, acl.TransactionalID, st.TransactionalID) {
+				d := kmsg.NewDescribeTransactionsResponseTransactionState()
+				d.TransactionalID, d.ErrorCode = st.TransactionalID, errTxnAuth
+				*st = d
+			}
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/acl"
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/sharepart"
 )
@@ -522,4 +523,38 @@ func derefString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+func (z *authz) shareFetch(r *kmsg.ShareFetchRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.GroupID != nil && !z.ok(acl.Read, acl.Group, *r.GroupID) {
+		return errorResponse(r, errGroupAuth), nil
+	}
+	keep, denied := z.splitTopics(len(r.Topics), acl.Read, func(i int) string { return z.topicName(r.Topics[i].TopicID) })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		z.refresh()
+		var sr *kmsg.ShareFetchResponse
+		switch v := resp.(type) {
+		case *kmsg.ShareFetchResponse:
+			sr = v
+		case *shareFetchResponse:
+			sr = v.ShareFetchResponse
+		default:
+			return
+		}
+		for _, t := range gone {
+			st := kmsg.NewShareFetchResponseTopic()
+			st.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewShareFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, errTopicAuth
+				st.Partitions = append(st.Partitions, sp)
+			}
+			sr.Topics = append(sr.Topics, st)
+		}
+	}
 }

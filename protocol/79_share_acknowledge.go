@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/acl"
 )
 
 // ShareAcknowledge: v1-2 (KIP-932; v2 adds RENEW acknowledgements,
@@ -115,4 +117,29 @@ func (s *Server) handleShareAcknowledge(ctx context.Context, req *kmsg.ShareAckn
 		resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
 	}
 	return resp, nil
+}
+
+func (z *authz) shareAcknowledge(r *kmsg.ShareAcknowledgeRequest) (kmsg.Response, func(kmsg.Response)) {
+	if r.GroupID != nil && !z.ok(acl.Read, acl.Group, *r.GroupID) {
+		return errorResponse(r, errGroupAuth), nil
+	}
+	keep, denied := z.splitTopics(len(r.Topics), acl.Read, func(i int) string { return z.topicName(r.Topics[i].TopicID) })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	gone := pick(r.Topics, denied)
+	r.Topics = pick(r.Topics, keep)
+	return nil, func(resp kmsg.Response) {
+		sr := resp.(*kmsg.ShareAcknowledgeResponse)
+		for _, t := range gone {
+			st := kmsg.NewShareAcknowledgeResponseTopic()
+			st.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, errTopicAuth
+				st.Partitions = append(st.Partitions, sp)
+			}
+			sr.Topics = append(sr.Topics, st)
+		}
+	}
 }

@@ -566,3 +566,96 @@ func (s *Server) handleDeleteShareGroupOffsets(ctx context.Context, req *kmsg.De
 	}
 	return resp, nil
 }
+
+// describeShareGroupOffsets: DESCRIBE on each group (else its error and no
+// topics) and on each topic (else hidden).
+func (z *authz) describeShareGroupOffsets(*kmsg.DescribeShareGroupOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		for i := range resp.(*kmsg.DescribeShareGroupOffsetsResponse).Groups {
+			g := &resp.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[i]
+			if !z.ok(acl.Describe, acl.Group, g.GroupID) {
+				g.Topics, g.ErrorCode, g.ErrorMessage = nil, errGroupAuth, nil
+				continue
+			}
+			keep := g.Topics[:0]
+			for _, t := range g.Topics {
+				if z.ok(acl.Describe, acl.Topic, t.Topic) {
+					keep = append(keep, t)
+				}
+			}
+			g.Topics = keep
+		}
+	}
+}
+
+func shareStateDenied(kreq kmsg.Request) kmsg.Response {
+	resp := kreq.ResponseKind()
+	resp.SetVersion(kreq.GetVersion())
+	switch r := kreq.(type) {
+	case *kmsg.InitializeShareGroupStateRequest:
+		out := resp.(*kmsg.InitializeShareGroupStateResponse)
+		for _, t := range r.Topics {
+			st := kmsg.NewInitializeShareGroupStateResponseTopic()
+			st.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, errClusterAuth
+				st.Partitions = append(st.Partitions, sp)
+			}
+			out.Topics = append(out.Topics, st)
+		}
+	case *kmsg.ReadShareGroupStateSummaryRequest:
+		out := resp.(*kmsg.ReadShareGroupStateSummaryResponse)
+		for _, t := range r.Topics {
+			st := kmsg.NewReadShareGroupStateSummaryResponseTopic()
+			st.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, errClusterAuth
+				st.Partitions = append(st.Partitions, sp)
+			}
+			out.Topics = append(out.Topics, st)
+		}
+	case *kmsg.DeleteShareGroupStateRequest:
+		out := resp.(*kmsg.DeleteShareGroupStateResponse)
+		for _, t := range r.Topics {
+			st := kmsg.NewDeleteShareGroupStateResponseTopic()
+			st.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, errClusterAuth
+				st.Partitions = append(st.Partitions, sp)
+			}
+			out.Topics = append(out.Topics, st)
+		}
+	}
+	return resp
+}
+
+// alterShareGroupOffsets: READ on the group, then READ on every topic, else
+// the whole request fails.
+func (z *authz) alterShareGroupOffsets(r *kmsg.AlterShareGroupOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if d, _ := z.group(r, acl.Read, r.GroupID); d != nil {
+		return d, nil
+	}
+	for _, t := range r.Topics {
+		if !z.ok(acl.Read, acl.Topic, t.Topic) {
+			return errorResponse(r, errTopicAuth), nil
+		}
+	}
+	return nil, nil
+}
+
+// deleteShareGroupOffsets: DELETE on the group, then READ on every topic,
+// else the whole request fails.
+func (z *authz) deleteShareGroupOffsets(r *kmsg.DeleteShareGroupOffsetsRequest) (kmsg.Response, func(kmsg.Response)) {
+	if d, _ := z.group(r, acl.Delete, r.GroupID); d != nil {
+		return d, nil
+	}
+	for _, t := range r.Topics {
+		if !z.ok(acl.Read, acl.Topic, t.Topic) {
+			return errorResponse(r, errTopicAuth), nil
+		}
+	}
+	return nil, nil
+}
