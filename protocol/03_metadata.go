@@ -34,7 +34,8 @@ import (
 //     naming one topic of P partitions N times would be answered with N x P
 //     partitions (issue 19: a 700 KB request, a 3 GB answer).
 //   - Authorized operations (v8+), when asked for: the principal's
-//     (acl_rules.go, which also hides the topics it may not describe).
+//     (fillOps, acl_rules.go); the topics it may not describe are hidden
+//     by the ACL rule (metadata, below).
 //
 // Version notes:
 //   - v1: null = all topics, rack, controller ID, internal flag

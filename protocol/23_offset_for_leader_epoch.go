@@ -35,7 +35,8 @@ import (
 //     only from the leader for consumers and followers alike.
 //   - ReplicaID (v3+): -1 is a consumer, >= 0 a follower broker (-2, kmsg's
 //     default, a debugging client). As in Kafka it picks only the ACL
-//     checked (CLUSTER_ACTION, or DESCRIBE on the topic: acl_rules.go);
+//     checked (CLUSTER_ACTION, or DESCRIBE on the topic: the ACL rule
+//     offsetForLeaderEpoch, below);
 //     every value is answered alike.
 //
 // Version notes:

@@ -20,8 +20,7 @@ import (
 //   - A named user without credentials is RESOURCE_NOT_FOUND; a name
 //     given twice is DUPLICATE_RESOURCE (both per user, as Kafka).
 //
-// Differences from Kafka: no authorization (DESCRIBE on CLUSTER) until
-// ACLs exist: any connection that may send requests may list users.
+// With ACLs on it needs DESCRIBE on the cluster (acl_rules.go), as Kafka.
 func init() {
 	register(50, 0, 0, concurrent, (*Server).handleDescribeUserScramCredentials,
 		needsCluster(acl.Describe))

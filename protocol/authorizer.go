@@ -13,14 +13,15 @@ import (
 
 // The authorizer (ACLs, Kafka's StandardAuthorizer): on when
 // Config.Authorizer is set (authorizer.class.name, cmd/strata). Every
-// request is checked once, in handle (dispatch.go), by its API's rule
-// (acl_rules.go) before its handler runs: a rule either answers the
-// whole request with an authorization error, or takes the resources the
-// principal may not touch out of the request and adds them back to the
-// response with Kafka's error (TOPIC_AUTHORIZATION_FAILED and so on), or
-// hides what the principal may not describe from the response. The
-// bindings are the replicated metadata's (replication/metadata_acls.go), so every
-// broker decides alike.
+// request is checked once, in handle (dispatch.go), by the rule its API
+// registered with its handler (register; acl_rules.go) before the handler
+// runs: a rule either answers the whole request with an authorization
+// error, or takes the resources the principal may not touch out of the
+// request and adds them back to the response with Kafka's error
+// (TOPIC_AUTHORIZATION_FAILED and so on), or hides what the principal may
+// not describe from the response. The bindings are the replicated
+// metadata's (replication/metadata_acls.go), so every broker decides
+// alike.
 
 // authorizer returns the authorizer, nil when ACLs are off.
 func (s *Server) authorizer() *acl.Authorizer { return s.cfg.Authorizer }

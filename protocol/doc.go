@@ -3,15 +3,17 @@
 // It owns the TCP listener, request framing, the request header, API version
 // negotiation, and one handler per Kafka API (files named after the API key,
 // as in franz-go's kfake: the list under "APIs" below). Every handler file
-// registers, in its init(), the versions it serves, its handler and whether
-// its requests are barriers (register, dispatch.go): dispatch, the barrier
-// rule and the ApiVersions answer all come from that one registration, so
-// the broker cannot claim a version nobody serves. Storage and cluster state live in
-// replication.Broker and log.Partition, group state in groupcoord (the
-// group handlers 08-16, 42, 47, 68, 69 are one-line calls into it; the
-// server owns one groupcoord.Coordinator and closes it first on Close, so
-// requests parked in a rebalance are answered at once); this package only
-// translates.
+// registers, in its init(), the versions it serves, its handler, whether
+// its requests are barriers and its ACL rule (register, dispatch.go):
+// dispatch, the barrier rule, authorization and the ApiVersions answer all
+// come from that one registration, so the broker cannot claim a version
+// nobody serves nor serve an API without saying who may call it (the
+// shared rules and how they combine: acl_rules.go). Storage and cluster
+// state live in replication.Broker and log.Partition, group state in
+// groupcoord (the group handlers 08-16, 42, 47, 68, 69 are one-line calls
+// into it; the server owns one groupcoord.Coordinator and closes it first
+// on Close, so requests parked in a rebalance are answered at once); this
+// package only translates.
 //
 // # Framing
 //
