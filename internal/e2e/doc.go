@@ -19,7 +19,7 @@
 // timeout (default 500ms), for measuring failover at other values.
 // The randomized tests (the chaos tests, TestCrashMidProduce,
 // TestCompactionSurvivesSIGKILL, the group churn, the transactional
-// pipeline's worker kills) log their seed;
+// pipeline's worker kills, TestSecurityGarbageBodies) log their seed;
 // STRATA_SEED=<seed> replays one (internal/testwait).
 //
 // TestClusterStableUnderBurst (stability_test.go) checks that three brokers
