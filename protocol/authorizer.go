@@ -103,13 +103,6 @@ func (z *authz) topicName(id [16]byte) string {
 	return t.Name
 }
 
-// authorizedOps is the authorized-operations field of a resource for the
-// request on ctx: the operations it may perform when ACLs are on, every
-// operation of the resource type when they are off.
-func (s *Server) authorizedOps(ctx context.Context, rt kmsg.ACLResourceType, name string) int32 {
-	return s.authzFor(ctx).ops(rt, name)
-}
-
 // errorResponse is kreq's response with its top-level ErrorCode (and
 // ErrorMessage where it has one) set to code: the answer to a request
 // denied as a whole whose response carries one error.
