@@ -104,9 +104,12 @@ func (c *Coordinator) ensureTopic(ctx context.Context) (replication.TopicInfo, e
 	return c.core.EnsureTopic(ctx)
 }
 
-// FindCoordinator answers FindCoordinator (v0-6, batched keys from v4).
-// Group keys create the offsets topic on first use; transaction and share
-// keys get COORDINATOR_NOT_AVAILABLE (no such coordinator yet).
+// FindCoordinator answers FindCoordinator (v0-6, batched keys from v4)
+// for group keys, creating the offsets topic on first use. Any other key
+// type gets COORDINATOR_NOT_AVAILABLE: share keys (type 2) because Strata
+// has no share coordinator (share-partition state lives with the
+// partitions, package sharepart); transaction keys are txncoord's, which
+// protocol asks instead.
 func (c *Coordinator) FindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
