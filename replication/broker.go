@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/log"
 	"github.com/strata-io/strata/retention"
@@ -168,87 +165,15 @@ func (b *Broker) start() error {
 	if err := b.migrateMetadataLog(); err != nil {
 		return err
 	}
-	self := b.selfInfo()
-	// The registration is asked again while the controller changes (its
-	// answer "not controller": a new controller, or a controller that lost
-	// its quorum for a moment), within StartTimeout, as Kafka's brokers
-	// retry theirs: the simulated 100-broker cluster (internal/sim) saw the
-	// controller step down while 100 brokers joined, and a broker's start
-	// failed on it. A registration whose answer was lost may have been
-	// committed: the image says.
-	timeout := b.cfg.StartTimeout
-	if timeout <= 0 {
-		timeout = defaultStartTimeout
+	if err := b.registerLocked(); err != nil {
+		return err
 	}
-	deadline := time.Now().Add(timeout)
-	for !b.cfg.ControllerOnly {
-		if cur, ok := b.img.Load().brokers[self.NodeID]; ok && cur == self {
-			break
-		}
-		_, err := b.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self})
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrNotController) || time.Now().After(deadline) {
-			return err
-		}
-		b.logger.Info("broker registration not taken by the controller; asking again", "err", err)
-		time.Sleep(200 * time.Millisecond)
+	img := b.enableEffects()
+	b.finishDeletionsLocked(img)
+	if err := b.openPlaced(); err != nil {
+		return err
 	}
-	// From here on applied commands act on the disk; reconcile what was
-	// applied before (under effMu, so no command's effect interleaves).
-	b.ready.Store(true)
-	b.effMu.Lock()
-	img := b.img.Load()
-	b.reconcileLocked(img)
-	b.effMu.Unlock()
-	if b.raft.State() == raft.Leader {
-		pendingIDs := make([][16]byte, 0, len(img.pending))
-		for id := range img.pending {
-			pendingIDs = append(pendingIDs, id)
-		}
-		sort.Slice(pendingIDs, func(i, j int) bool { return img.pending[pendingIDs[i]].Name < img.pending[pendingIDs[j]].Name })
-		for _, id := range pendingIDs {
-			pd := img.pending[id]
-			b.logger.Info("finishing interrupted topic deletion", "topic", pd.Name)
-			if err := b.finishDeleteLocked(id, pd); err != nil {
-				// Not fatal: the leftovers are retried at the next start or
-				// before a topic of the same name is created.
-				b.logger.Error("could not remove deleted topic's logs", "topic", pd.Name, "err", err)
-			}
-		}
-	}
-	// Not under effMu (that stalled the metadata FSM for the whole start,
-	// ff2f24b): each partition is opened under its guard, after checking
-	// that the image of the moment still places it here.
-	img = b.img.Load()
-	for _, name := range img.names {
-		if err := b.openLogsChecked(img.topics[name], 0, true); err != nil {
-			return err
-		}
-	}
-	// Under effMu, against the image of the moment: a topic created
-	// meanwhile (its partitions opened by the FSM) is not a stray.
-	b.effMu.Lock()
-	defer b.effMu.Unlock()
-	img = b.img.Load()
-	for _, tp := range b.logs.Partitions() {
-		if t, ok := img.topics[tp.Topic]; ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
-			// Moved away by a reassignment that finished while this
-			// broker was down.
-			b.dropNonMember(t, tp.Partition)
-			continue
-		}
-		// No topic of that name (or no such partition) in the metadata,
-		// which this broker has caught up with: a deletion it missed
-		// while down (its CmdDeleteTopicDone was recorded by another
-		// broker). Deleted, as Kafka deletes stray replicas.
-		b.logger.Warn("partition directory of a topic deleted while this broker was away; deleting it",
-			"topic", tp.Topic, "partition", tp.Partition)
-		if err := b.deleteGuarded(tp); err != nil {
-			b.logger.Error("could not delete a stray partition directory", "partition", tp.String(), "err", err)
-		}
-	}
+	b.removeStrays()
 	return nil
 }
 

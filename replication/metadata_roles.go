@@ -215,3 +215,37 @@ func (q *metadataQuorum) peerAddr(node int32) (raft.ServerAddress, error) {
 	}
 	return "", fmt.Errorf("%w: broker %d has no replication address (not in controller.quorum.voters)", ErrInvalidReplicaAssignment, node)
 }
+
+// registerLocked registers this broker (unless it is a controller only)
+// and returns once the image holds its registration.
+//
+// The registration is asked again while the controller changes (its
+// answer "not controller": a new controller, or a controller that lost
+// its quorum for a moment), within StartTimeout, as Kafka's brokers
+// retry theirs: the simulated 100-broker cluster (internal/sim) saw the
+// controller step down while 100 brokers joined, and a broker's start
+// failed on it. A registration whose answer was lost may have been
+// committed: the image says.
+func (q *metadataQuorum) registerLocked() error {
+	self := q.selfInfo()
+	timeout := q.cfg.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	for !q.cfg.ControllerOnly {
+		if cur, ok := q.img.Load().brokers[self.NodeID]; ok && cur == self {
+			break
+		}
+		_, err := q.commitLocked(Command{Type: CmdRegisterBroker, Broker: &self})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNotController) || time.Now().After(deadline) {
+			return err
+		}
+		q.logger.Info("broker registration not taken by the controller; asking again", "err", err)
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}

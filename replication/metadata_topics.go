@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/hashicorp/raft"
 	"github.com/strata-io/strata/retention"
 )
 
@@ -445,4 +446,26 @@ func checkPartitionBudget(img *image, more int) error {
 		return fmt.Errorf("%w: %d more partitions would exceed the limit of %d (now %d)", ErrInvalidPartitions, more, maxPartitionsPerBroker, total)
 	}
 	return nil
+}
+
+// finishDeletionsLocked finishes, on the controller, the topic deletions
+// img records as pending (interrupted by a crash), by name.
+func (q *metadataQuorum) finishDeletionsLocked(img *image) {
+	if q.raft.State() != raft.Leader {
+		return
+	}
+	pendingIDs := make([][16]byte, 0, len(img.pending))
+	for id := range img.pending {
+		pendingIDs = append(pendingIDs, id)
+	}
+	sort.Slice(pendingIDs, func(i, j int) bool { return img.pending[pendingIDs[i]].Name < img.pending[pendingIDs[j]].Name })
+	for _, id := range pendingIDs {
+		pd := img.pending[id]
+		q.logger.Info("finishing interrupted topic deletion", "topic", pd.Name)
+		if err := q.finishDeleteLocked(id, pd); err != nil {
+			// Not fatal: the leftovers are retried at the next start or
+			// before a topic of the same name is created.
+			q.logger.Error("could not remove deleted topic's logs", "topic", pd.Name, "err", err)
+		}
+	}
 }

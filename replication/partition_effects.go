@@ -326,3 +326,57 @@ func (r *partitionReplicas) applyBrokerConfigs(c Command, next *image) {
 		f(copyConfigs(props))
 	}
 }
+
+// enableEffects turns local effects on at start: from here on applied
+// commands act on the disk. What was applied before is reconciled at
+// once, under effMu so that no command's effect interleaves; the image
+// reconciled is returned.
+func (r *partitionReplicas) enableEffects() *image {
+	r.ready.Store(true)
+	r.effMu.Lock()
+	defer r.effMu.Unlock()
+	img := r.meta.img.Load()
+	r.reconcileLocked(img)
+	return img
+}
+
+// openPlaced opens at start every partition the image places here. Not
+// under effMu (that stalled the metadata FSM for the whole start,
+// ff2f24b): each partition is opened under its guard, after checking
+// that the image of the moment still places it here.
+func (r *partitionReplicas) openPlaced() error {
+	img := r.meta.img.Load()
+	for _, name := range img.names {
+		if err := r.openLogsChecked(img.topics[name], 0, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeStrays removes at start the partition directories the image no
+// longer places here. Under effMu, against the image of the moment: a
+// topic created meanwhile (its partitions opened by the FSM) is not a
+// stray.
+func (r *partitionReplicas) removeStrays() {
+	r.effMu.Lock()
+	defer r.effMu.Unlock()
+	img := r.meta.img.Load()
+	for _, tp := range r.logs.Partitions() {
+		if t, ok := img.topics[tp.Topic]; ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
+			// Moved away by a reassignment that finished while this
+			// broker was down.
+			r.dropNonMember(t, tp.Partition)
+			continue
+		}
+		// No topic of that name (or no such partition) in the metadata,
+		// which this broker has caught up with: a deletion it missed
+		// while down (its CmdDeleteTopicDone was recorded by another
+		// broker). Deleted, as Kafka deletes stray replicas.
+		r.logger.Warn("partition directory of a topic deleted while this broker was away; deleting it",
+			"topic", tp.Topic, "partition", tp.Partition)
+		if err := r.deleteGuarded(tp); err != nil {
+			r.logger.Error("could not delete a stray partition directory", "partition", tp.String(), "err", err)
+		}
+	}
+}
