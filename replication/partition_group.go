@@ -98,57 +98,11 @@ func (r *partitionReplicas) openGroup(t *TopicInfo, lp *log.Partition) (err erro
 	if running {
 		return nil
 	}
-	if int(tp.Partition) >= len(t.Partitions) {
-		return fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, tp)
-	}
-	replicas := append([]int32(nil), t.Partitions[tp.Partition].Replicas...)
-	// A broker that joins the partition (a reassignment's target) starts
-	// an empty group: the leader adds it to the configuration and fills
-	// its log; it must not bootstrap a configuration of its own.
-	joining := !containsNode(replicas, r.cfg.NodeID)
-	servers := make([]raft.Server, 0, len(replicas))
-	for _, n := range replicas {
-		addr, err := r.meta.peerAddr(n)
-		if err != nil {
-			return err
-		}
-		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(n), Address: addr})
-	}
-	single := len(replicas) == 1 && replicas[0] == r.cfg.NodeID
-	preferred := len(replicas) > 0 && replicas[0] == r.cfg.NodeID && !joining
-	fsys := r.cfg.FS
-	dir := filepath.Join(lp.Dir(), partitionRaftDir)
-	if err := fsys.MkdirAll(dir); err != nil {
-		return fmt.Errorf("%w: create %s: %v", log.ErrStorage, dir, err)
-	}
-	stable, err := r.openRaftStable(dir, tp.String())
+	m, err := r.groupMembers(t, tp)
 	if err != nil {
 		return err
 	}
-	snaps, err := openPartitionSnapshots(fsys, filepath.Join(dir, "snapshots"), lp, stable, r.logger)
-	if err != nil {
-		return err
-	}
-	if err := finishInterruptedInstall(stable, snaps, lp, r.logger); err != nil {
-		return err
-	}
-	anchor, anchorOffset, fresh, err := groupAnchor(stable, snaps, lp)
-	if err != nil {
-		return err
-	}
-	if fresh && anchorOffset > 0 {
-		// Batches already in the segments (written before this partition
-		// had a group) stay below the anchor; raft's log begins after them.
-		// (Over an empty log the key is left out: one fsync less for each
-		// new partition.)
-		if err := stable.SetUint64([]byte(anchorKey), uint64(anchorOffset)); err != nil {
-			return err
-		}
-	}
-	// Batches from the anchor on are raft's log: retention and compaction
-	// leave them in place until a snapshot covers them (log/removal.go).
-	lp.SetRemovalLimit(anchorOffset)
-	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, single, r.logger)
+	store, stable, snaps, err := r.openGroupStores(tp, lp, m.single)
 	if err != nil {
 		return err
 	}
@@ -164,9 +118,111 @@ func (r *partitionReplicas) openGroup(t *TopicInfo, lp *log.Partition) (err erro
 		return err
 	}
 	timing := r.partitionTiming
-	if single {
+	if m.single {
 		timing = singleVoterPartitionTiming
 	}
+	conf := r.groupConfig(tp, timing, m.preferred)
+	share := sharepart.NewRegistry()
+	fsm := &partitionFSM{store: store, share: share}
+	rf, err := r.startGroupRaft(tp, m, conf, fsm, store, stable, snaps, trans)
+	if err != nil {
+		return err
+	}
+	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: rf, store: store, trans: trans, voters: m.replicas, timing: timing, single: m.single, share: share, failed: map[raft.ServerID]bool{},
+		stopped: make(chan struct{})}
+	r.groupsMu.Lock()
+	r.groups[tp] = g
+	r.byRaft[rf] = g
+	r.groupsMu.Unlock()
+	rf.RegisterObserver(raft.NewObserver(r.obsCh, true, observationFilter))
+	lp.SetSnapshotHook(g.snapshotNow)
+	if rf.State() == raft.Leader {
+		r.queueReport(g) // elected before the observer was registered
+	}
+	if m.preferred {
+		r.electEarly(g, conf, timing)
+	}
+	return nil
+}
+
+// groupMembers are a partition group's replicas as this broker opens it.
+type groupMembers struct {
+	replicas []int32
+	servers  []raft.Server // the replicas as raft's configuration
+	// joining: this broker is not among the replicas (a reassignment's
+	// target); single: it is the only one; preferred: it is the first.
+	joining, single, preferred bool
+}
+
+// groupMembers reads tp's replicas from t and their addresses.
+func (r *partitionReplicas) groupMembers(t *TopicInfo, tp log.TopicPartition) (groupMembers, error) {
+	if int(tp.Partition) >= len(t.Partitions) {
+		return groupMembers{}, fmt.Errorf("%w: %s", ErrUnknownTopicOrPartition, tp)
+	}
+	replicas := append([]int32(nil), t.Partitions[tp.Partition].Replicas...)
+	// A broker that joins the partition (a reassignment's target) starts
+	// an empty group: the leader adds it to the configuration and fills
+	// its log; it must not bootstrap a configuration of its own.
+	joining := !containsNode(replicas, r.cfg.NodeID)
+	servers := make([]raft.Server, 0, len(replicas))
+	for _, n := range replicas {
+		addr, err := r.meta.peerAddr(n)
+		if err != nil {
+			return groupMembers{}, err
+		}
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(n), Address: addr})
+	}
+	single := len(replicas) == 1 && replicas[0] == r.cfg.NodeID
+	preferred := len(replicas) > 0 && replicas[0] == r.cfg.NodeID && !joining
+	return groupMembers{replicas: replicas, servers: servers, joining: joining, single: single, preferred: preferred}, nil
+}
+
+// openGroupStores opens a partition group's raft stores in
+// <partition dir>/raft: its term and vote, its snapshots (finishing an
+// interrupted install) and its log over the partition's segments from
+// the anchor on.
+func (r *partitionReplicas) openGroupStores(tp log.TopicPartition, lp *log.Partition, single bool) (*partitionStore, *raftstore.StableFile, *partitionSnapshots, error) {
+	fsys := r.cfg.FS
+	dir := filepath.Join(lp.Dir(), partitionRaftDir)
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: create %s: %v", log.ErrStorage, dir, err)
+	}
+	stable, err := r.openRaftStable(dir, tp.String())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	snaps, err := openPartitionSnapshots(fsys, filepath.Join(dir, "snapshots"), lp, stable, r.logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := finishInterruptedInstall(stable, snaps, lp, r.logger); err != nil {
+		return nil, nil, nil, err
+	}
+	anchor, anchorOffset, fresh, err := groupAnchor(stable, snaps, lp)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if fresh && anchorOffset > 0 {
+		// Batches already in the segments (written before this partition
+		// had a group) stay below the anchor; raft's log begins after them.
+		// (Over an empty log the key is left out: one fsync less for each
+		// new partition.)
+		if err := stable.SetUint64([]byte(anchorKey), uint64(anchorOffset)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	// Batches from the anchor on are raft's log: retention and compaction
+	// leave them in place until a snapshot covers them (log/removal.go).
+	lp.SetRemovalLimit(anchorOffset)
+	store, err := openPartitionStoreOpts(fsys, dir, lp, anchor, anchorOffset, single, r.logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return store, stable, snaps, nil
+}
+
+// groupConfig is the raft configuration of tp's group.
+func (r *partitionReplicas) groupConfig(tp log.TopicPartition, timing raftconf.Timing, preferred bool) *raft.Config {
 	conf := raftconf.New(serverID(r.cfg.NodeID), timing, r.cfg.Logger.With("partition", tp.String()))
 	// A topic creation elects a leader for each of its partitions: those
 	// normal elections log at DEBUG (the metadata group's at INFO).
@@ -178,23 +234,29 @@ func (r *partitionReplicas) openGroup(t *TopicInfo, lp *log.Partition) (err erro
 		conf.HeartbeatTimeout += time.Millisecond
 		conf.ElectionTimeout = max(conf.ElectionTimeout, conf.HeartbeatTimeout)
 	}
-	share := sharepart.NewRegistry()
-	fsm := &partitionFSM{store: store, share: share}
+	return conf
+}
+
+// startGroupRaft starts tp's raft instance: a joining replica's votes
+// held back until it caught up (the transport's join gate), the
+// configuration bootstrapped on a fresh store of a replica that is not
+// joining. trans is closed if it fails.
+func (r *partitionReplicas) startGroupRaft(tp log.TopicPartition, m groupMembers, conf *raft.Config, fsm raft.FSM, store *partitionStore, stable *raftstore.StableFile, snaps *partitionSnapshots, trans *transport.Group) (*raft.Raft, error) {
 	existing, err := raft.HasExistingState(store, stable, snaps)
 	if err != nil {
 		trans.Close()
-		return err
+		return nil, err
 	}
 	joinValue, err := stable.GetUint64([]byte(joinUntilKey))
 	if errors.Is(err, raftstore.ErrNotFound) {
 		joinValue, err = 0, nil
 	}
-	if err == nil && joining && !existing {
+	if err == nil && m.joining && !existing {
 		joinValue, err = 1, stable.SetUint64([]byte(joinUntilKey), 1)
 	}
 	if err != nil {
 		trans.Close()
-		return err
+		return nil, err
 	}
 	var started atomic.Pointer[raft.Raft]
 	trans.SetJoinGate(func() uint64 {
@@ -203,40 +265,33 @@ func (r *partitionReplicas) openGroup(t *TopicInfo, lp *log.Partition) (err erro
 		}
 		return 0
 	}, joinValue, func(v uint64) error { return stable.SetUint64([]byte(joinUntilKey), v) }, r.logger.With("partition", tp.String()))
-	if !existing && !joining {
-		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+	if !existing && !m.joining {
+		if err := raft.BootstrapCluster(conf, store, stable, snaps, trans, raft.Configuration{Servers: m.servers}); err != nil {
 			trans.Close()
-			return fmt.Errorf("replication: bootstrap %s: %w", tp, err)
+			return nil, fmt.Errorf("replication: bootstrap %s: %w", tp, err)
 		}
 	}
 	rf, err := raft.NewRaft(conf, fsm, store, stable, snaps, trans)
 	if err != nil {
 		trans.Close()
-		return fmt.Errorf("replication: start raft of %s: %w", tp, err)
+		return nil, fmt.Errorf("replication: start raft of %s: %w", tp, err)
 	}
 	started.Store(rf)
 	trans.SetCatchUp(rf)
-	g := &partitionGroup{tp: tp, topicID: t.ID, lp: lp, raft: rf, store: store, trans: trans, voters: replicas, timing: timing, single: single, share: share, failed: map[raft.ServerID]bool{},
-		stopped: make(chan struct{})}
-	r.groupsMu.Lock()
-	r.groups[tp] = g
-	r.byRaft[rf] = g
-	r.groupsMu.Unlock()
-	rf.RegisterObserver(raft.NewObserver(r.obsCh, true, observationFilter))
-	lp.SetSnapshotHook(g.snapshotNow)
-	if rf.State() == raft.Leader {
-		r.queueReport(g) // elected before the observer was registered
+	return rf, nil
+}
+
+// electEarly has the preferred replica start the first election now
+// (lowering the heartbeat timeout wakes raft's follower loop), then fits
+// the timing to the role it has.
+func (r *partitionReplicas) electEarly(g *partitionGroup, conf *raft.Config, timing raftconf.Timing) {
+	if err := g.raft.ReloadConfig(raft.ReloadableConfig{
+		TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
+		HeartbeatTimeout: timing.Heartbeat, ElectionTimeout: conf.ElectionTimeout,
+	}); err != nil {
+		r.logger.Warn("partition raft: could not start the first election early", "partition", g.tp.String(), "err", err)
 	}
-	if preferred {
-		if err := rf.ReloadConfig(raft.ReloadableConfig{
-			TrailingLogs: conf.TrailingLogs, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
-			HeartbeatTimeout: timing.Heartbeat, ElectionTimeout: conf.ElectionTimeout,
-		}); err != nil {
-			r.logger.Warn("partition raft: could not start the first election early", "partition", tp.String(), "err", err)
-		}
-		g.fitTiming(r.logger) // elected already: the reload above set a follower's timing
-	}
-	return nil
+	g.fitTiming(r.logger) // elected already: the reload above set a follower's timing
 }
 
 // fitTiming gives g's raft the heartbeat timeout of its role: a leader
