@@ -60,18 +60,19 @@ func TestRestartedBrokerCatchesUpAfterLongOutage(t *testing.T) {
 		t.Helper()
 		writes++
 		var err error
-		for try := 0; try < 50; try++ {
+		if !testwait.UntilEvery(5*time.Second, 100*time.Millisecond, func() bool {
 			for _, b := range q.brokers {
 				if b == nil {
 					continue
 				}
 				if err = b.SetBrokerConfigs(ctx, "", map[string]string{"log.retention.ms": strconv.Itoa(3600000 + writes)}, false); err == nil {
-					return
+					return true
 				}
 			}
-			time.Sleep(100 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("write %d: %v", writes, err)
 		}
-		t.Fatalf("write %d: %v", writes, err)
 	}
 	for end := time.Now().Add(outage); time.Now().Before(end); {
 		write()
@@ -92,19 +93,18 @@ func TestRestartedBrokerCatchesUpAfterLongOutage(t *testing.T) {
 	startTook := time.Since(started)
 	b := q.brokers[victim]
 	atStart := b.img.Load().applied
-	for b.img.Load().applied < target && time.Since(started) < 30*time.Second {
-		time.Sleep(time.Millisecond)
-	}
+	// Timed to the millisecond; the bounds below fail the test.
+	testwait.UntilEvery(30*time.Second, time.Millisecond, func() bool { return b.img.Load().applied >= target })
 	metaTook := time.Since(started)
 	var replicaEnd int64
-	for time.Since(started) < 30*time.Second {
-		if lp := b.logs.Get(log.TopicPartition{Topic: topic, Partition: 0}); lp != nil {
-			if replicaEnd = lp.Offsets().LogEnd; replicaEnd >= logEnd {
-				break
-			}
+	testwait.UntilEvery(30*time.Second-time.Since(started), time.Millisecond, func() bool {
+		lp := b.logs.Get(log.TopicPartition{Topic: topic, Partition: 0})
+		if lp == nil {
+			return false
 		}
-		time.Sleep(time.Millisecond)
-	}
+		replicaEnd = lp.Offsets().LogEnd
+		return replicaEnd >= logEnd
+	})
 	partTook := time.Since(started)
 	t.Logf("outage %v, %d metadata writes, %d batches; restart took %v; %d metadata commands applied at start, %d on the controller before the restart; metadata caught up after %v, the partition (%d of %d) after %v",
 		outage, writes, logEnd, startTook.Round(time.Millisecond), atStart, target, metaTook.Round(time.Millisecond),

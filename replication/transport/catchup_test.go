@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-io/strata/internal/testwait"
 	"github.com/strata-io/strata/replication/internal/raftharness"
-	"github.com/strata-io/strata/replication/transport"
 )
 
 // countingHandler counts the log records whose message contains substr.
@@ -143,9 +143,9 @@ func TestHarnessWaitForDownFollowerHoldsNothing(t *testing.T) {
 		r.Apply([]byte("alone"), 100*time.Millisecond) // cannot commit: waits on the way
 	}
 	// Until an AppendEntries to it is waiting in the transport.
-	transport.WaitFor(t, 5*time.Second, "an AppendEntries waiting for the disconnected follower", func() bool {
+	testwait.For(t, 5*time.Second, func() bool {
 		return h.Mux(leader).WaitersFor(h.Server(third).Address) > 0
-	})
+	}, "an AppendEntries waiting for the disconnected follower")
 	start = time.Now()
 	if err := r.Shutdown().Error(); err != nil {
 		t.Fatal(err)

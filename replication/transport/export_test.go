@@ -19,6 +19,3 @@ func (m *Mux) WaitersFor(target raft.ServerAddress) int {
 	defer p.reach.mu.Unlock()
 	return len(p.reach.waiters)
 }
-
-// WaitFor is waitFor (mux_test.go).
-var WaitFor = waitFor

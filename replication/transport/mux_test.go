@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 func testHeader(id string) raft.RPCHeader {
@@ -257,11 +258,7 @@ func TestMuxHeartbeatTakesTheFastPath(t *testing.T) {
 	// All ten reach the handler; once the group is steady they are
 	// answered at once and travel in the next round
 	// (TestMuxVouchesForSteadyHeartbeats), so wait for that round.
-	for deadline := time.Now().Add(2 * time.Second); beats.Load() != 10; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d heartbeats on the fast path, want 10", beats.Load())
-		}
-	}
+	testwait.For(t, 2*time.Second, func() bool { return beats.Load() == 10 }, "%d heartbeats on the fast path, want 10", beats.Load())
 	if n := len(gb.Consumer()); n != 0 {
 		t.Fatalf("%d heartbeats queued for the raft loop", n)
 	}
@@ -620,11 +617,7 @@ func TestMuxVouchesForSteadyHeartbeats(t *testing.T) {
 	if a.beatsVouched.Load() != 1 {
 		t.Fatalf("%d heartbeats vouched for, want 1", a.beatsVouched.Load())
 	}
-	for deadline := time.Now().Add(2 * time.Second); heard.Load() < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the vouched heartbeat never reached the follower (%d heard)", heard.Load())
-		}
-	}
+	testwait.For(t, 2*time.Second, func() bool { return heard.Load() >= 2 }, "the vouched heartbeat never reached the follower")
 	// A new term waits.
 	if _, d, err := beat(4); err != nil || d < heartbeatCoalesce/2 {
 		t.Fatalf("heartbeat of a new term answered after %v (%v); want its round", d, err)
@@ -644,10 +637,7 @@ func TestMuxVouchesForSteadyHeartbeats(t *testing.T) {
 		t.Fatalf("steady again: %+v, %v", resp, err)
 	}
 	b.Close()
-	time.Sleep(100 * time.Millisecond)
-	if _, _, err := beat(4); err == nil {
-		t.Fatal("heartbeat to a closed peer succeeded")
-	}
+	testwait.For(t, 3*time.Second, func() bool { _, _, err := beat(4); return err != nil }, "heartbeats to a closed peer still succeed")
 }
 
 // Entries' data travel without being copied into the frame when large
@@ -719,8 +709,9 @@ func TestMuxCarriesLargeEntriesIntact(t *testing.T) {
 			}
 		}()
 	}
+	// Every check on the receiving side runs before its RPC is answered,
+	// so all errors are in once the senders are done.
 	wg.Wait()
-	time.Sleep(50 * time.Millisecond)
 	close(errs)
 	for err := range errs {
 		t.Error(err)
@@ -807,7 +798,7 @@ func TestMuxClosedGroupsEndRPCsAtOnce(t *testing.T) {
 		errc <- ga.RequestVote("b", b.Addr(), &raft.RequestVoteRequest{RPCHeader: testHeader("a"), Term: 3}, &rv)
 	}()
 	// Close once the request is pending on the connection.
-	waitFor(t, 2*time.Second, "the vote to be in flight", func() bool {
+	testwait.For(t, 2*time.Second, func() bool {
 		a.mu.Lock()
 		p := a.peers[b.Addr()]
 		a.mu.Unlock()
@@ -823,7 +814,7 @@ func TestMuxClosedGroupsEndRPCsAtOnce(t *testing.T) {
 		l.cc.mu.Lock()
 		defer l.cc.mu.Unlock()
 		return len(l.cc.pending) > 0
-	})
+	}, "the vote to be in flight")
 	ga.Close()
 	select {
 	case err := <-errc:
@@ -852,17 +843,5 @@ func TestMuxClosedGroupsEndRPCsAtOnce(t *testing.T) {
 	}
 	if d := time.Since(start); d > unknownGroupWait/2 {
 		t.Fatalf("refused after %v: the peer waited for a group it had closed", d)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", limit, what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }

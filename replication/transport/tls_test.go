@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/internal/auth"
+	"github.com/strata-io/strata/internal/testwait"
 )
 
 // testCA is a cluster CA for transport tests.
@@ -195,7 +196,7 @@ func TestMuxTLSRefusesForgedPeers(t *testing.T) {
 				t.Errorf("%s: connection not closed", tc.name)
 			}
 		}
-		waitFor(t, 10*time.Second, tc.name+": log line", func() bool { return strings.Contains(logs.String()[before:], tc.log) })
+		testwait.For(t, 10*time.Second, func() bool { return strings.Contains(logs.String()[before:], tc.log) }, "%s: log line", tc.name)
 		select {
 		case rpc := <-g.Consumer():
 			t.Fatalf("%s: raft was handed %T", tc.name, rpc.Command)
