@@ -8,7 +8,7 @@ import (
 )
 
 // diskSettings: what a broker does when its disk fills (replication's
-// disk_space.go). Kafka has no such setting: it takes a log directory
+// partition_disk_space.go). Kafka has no such setting: it takes a log directory
 // offline once a write to it fails.
 var diskSettings = []setting{
 	{"strata.log.dir.min.free.bytes", "268435456", "Below this many usable bytes on the file system holding the data directory (checked every 500 ms), produce answers KAFKA_STORAGE_ERROR, the directory is reported offline (DescribeLogDirs, kafka_log_logmanager_offlinelogdirectorycount) and this broker's partition and controller leaderships move to other replicas; reads go on, and produce resumes by itself once the usable bytes are back above the threshold plus 10%. Replication to this broker and internal writes go on into the margin. 0 disables the check (Strata-specific). 0..2^63-1."},

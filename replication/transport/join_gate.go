@@ -164,7 +164,7 @@ func (g *Group) joinCampaign() error {
 // followerMatch is how far a follower's log matched the leader's at its
 // last successful append, as this leader's transport saw it: the
 // reassignment promotes a replica added as a non-voter once it has
-// caught up (replication's reassign.go).
+// caught up (replication's partition_reassign.go).
 type followerMatch struct {
 	mu sync.Mutex
 	m  map[raft.ServerAddress]uint64 // protected by mu
