@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-io/strata/internal/testwait"
+	"github.com/strata-io/strata/log"
 )
 
 // raftLeaders is, for each partition of topic, the running broker whose
@@ -277,5 +278,55 @@ func TestLostLeaderReportSentAgain(t *testing.T) {
 	t.Logf("reported again after %v", time.Since(start).Round(time.Millisecond))
 	if !strings.Contains(logs.String(), "still not in the metadata; reporting them again") {
 		t.Fatalf("no log line for the report sent again:\n%s", logs.String())
+	}
+}
+
+// A follower whose heartbeats failed in one term is not left out of the
+// ISR in the next. hashicorp/raft reports a follower's heartbeats resuming
+// only from the heartbeat goroutine that saw them fail, and that goroutine
+// ends with its term: the simulated 50-broker cluster (internal/sim) saw
+// a partition's ISR stay short for minutes, under load, after its leader
+// lost and regained the leadership.
+func TestISRFreshEachTerm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-broker cluster")
+	}
+	const topic = "isr"
+	q := newTestQuorum(t)
+	q.controller()
+	testwait.For(t, 5*time.Second, func() bool { return len(q.brokers[0].Brokers()) == 3 }, "three registered brokers")
+	if _, err := q.brokers[0].CreateTopic(context.Background(), CreateTopicRequest{Name: topic, NumPartitions: 1, ReplicationFactor: 3}); err != nil {
+		t.Fatal(err)
+	}
+	lead, pi := q.leaderOf(0, topic, 0)
+	tp := log.TopicPartition{Topic: topic}
+	isrOf := func() []int32 {
+		ti, _ := q.brokers[0].Topic(topic)
+		return ti.Partitions[0].ISR
+	}
+	testwait.For(t, 10*time.Second, func() bool { return len(isrOf()) == 3 }, "ISR %v, want all 3 replicas", isrOf())
+	// The leader's heartbeats to one follower fail, as raft reports them.
+	var follower int32
+	for _, n := range pi.Replicas {
+		if int(n-1) != lead {
+			follower = n
+			break
+		}
+	}
+	g := q.brokers[lead].group(tp)
+	g.setFailed(serverID(follower), true)
+	q.brokers[lead].queueReport(g)
+	testwait.For(t, 10*time.Second, func() bool { return !containsNode(isrOf(), follower) }, "ISR %v still holds broker %d", isrOf(), follower)
+	// The leadership moves away and back: a new term, in which every
+	// heartbeat to the follower succeeds.
+	q.moveLeadershipsTo(int(follower-1), topic, 1)
+	q.moveLeadershipsTo(lead, topic, 1)
+	var back PartitionInfo
+	if !testwait.Until(10*time.Second, func() bool {
+		ti, _ := q.brokers[0].Topic(topic)
+		back = ti.Partitions[0]
+		return int(back.Leader-1) == lead && len(back.ISR) == 3
+	}) {
+		t.Fatalf("after the leadership came back: leader %d, ISR %v; want broker %d and all 3 replicas", back.Leader, back.ISR, lead+1)
 	}
 }

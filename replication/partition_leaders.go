@@ -51,6 +51,9 @@ func (r *partitionReplicas) observe() {
 			case raft.RaftState:
 				g.fitTiming(r.logger)
 				if d == raft.Leader {
+					// A new term: its heartbeat goroutines report failures
+					// afresh, and only they report a follower resuming.
+					g.clearFailed()
 					// Leader moves are what clients see (NOT_LEADER_OR_FOLLOWER,
 					// a metadata refresh): one line each, as Kafka logs them.
 					r.logger.Info("partition leader elected here", "partition", g.tp.String(), "leader_epoch", o.Raft.CurrentTerm())
@@ -263,6 +266,17 @@ func (g *partitionGroup) setFailed(peer raft.ServerID, failed bool) {
 	} else {
 		delete(g.failed, peer)
 	}
+}
+
+// clearFailed forgets the followers whose heartbeats failed. Called when
+// g's raft becomes leader: hashicorp/raft reports a follower's heartbeats
+// resuming only from the heartbeat goroutine that saw them fail, and that
+// goroutine ends with its term, so a mark from an earlier term would keep
+// the follower out of the ISR for good (TestISRFreshEachTerm).
+func (g *partitionGroup) clearFailed() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.failed)
 }
 
 // isr is the in-sync replicas as the leader sees them: itself and every
