@@ -15,7 +15,8 @@ import (
 // __consumer_offsets (created on first use) and is answered with that
 // partition's leader; a transaction key (type 1) the same way with
 // __transaction_state (txncoord). Share keys get COORDINATOR_NOT_AVAILABLE:
-// Strata has no share coordinator yet.
+// Strata has no share coordinator, by design (share-partition state lives
+// in each partition's Raft group, package sharepart).
 //
 // Version notes:
 //   - v1: coordinator type, error message; v2: no change; v3: flexible

@@ -386,8 +386,8 @@ func (k *partitionSink) appendBatches(p []byte) error {
 		k.pending = append(k.pending, p...)
 		data = k.pending
 	}
-	for len(data) >= 12 {
-		size := int64(int32(binary.BigEndian.Uint32(data[8:12]))) + 12
+	for len(data) >= segment.LogOverhead {
+		size := int64(int32(binary.BigEndian.Uint32(data[segment.OffBatchLength:]))) + segment.LogOverhead
 		if size < segment.HeaderSize || size > maxInstallBatch {
 			return fmt.Errorf("%w: install stream batch of %d bytes", errPartitionStore, size)
 		}
