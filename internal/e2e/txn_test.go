@@ -167,12 +167,17 @@ func testPipeline(t *testing.T, args []string) {
 			}()
 			// Killed (or failed): the client goes away without ending its
 			// transaction; a fresh instance with the same transactional
-			// ID takes over after a moment.
+			// ID takes over after a moment (the scenario's restart delay,
+			// from the seed), or not at all once the test stops.
 			sess.Close()
 			if !again {
 				return
 			}
-			time.Sleep(time.Duration(50+rng.Intn(200)) * time.Millisecond)
+			select {
+			case <-time.After(time.Duration(50+rng.Intn(200)) * time.Millisecond):
+			case <-stop:
+				return
+			}
 		}
 	}
 	for i := range workers {
