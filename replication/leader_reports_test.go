@@ -330,3 +330,37 @@ func TestISRFreshEachTerm(t *testing.T) {
 		t.Fatalf("after the leadership came back: leader %d, ISR %v; want broker %d and all 3 replicas", back.Leader, back.ISR, lead+1)
 	}
 }
+
+// An ISR the metadata records differently from what the leader sees is
+// reported again by the sweep: the report raft's observation queued is
+// dropped when the image it is compared with still waits for an earlier
+// report in flight (seen in internal/sim: an ISR short for minutes).
+func TestStaleISRReportedAgain(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	b := startBroker(t, cfg)
+	defer b.Close()
+	if _, err := b.CreateTopic(context.Background(), CreateTopicRequest{Name: "isr", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t0, _ := b.Topic("isr")
+	want := t0.Partitions[0]
+	if want.LeaderEpoch <= 0 || len(want.ISR) != 1 {
+		t.Fatalf("after CreateTopic: %+v", want)
+	}
+	img := b.img.Load().clone()
+	img.withTopics(func(topics map[string]*TopicInfo, byID map[[16]byte]*TopicInfo) {
+		nt := *topics["isr"]
+		nt.Partitions = append([]PartitionInfo(nil), nt.Partitions...)
+		nt.Partitions[0].ISR = nil
+		topics[nt.Name], byID[nt.ID] = &nt, &nt
+	})
+	b.img.Store(img)
+	var got PartitionInfo
+	if !testwait.Until(4*leaderSweepInterval+5*time.Second, func() bool {
+		ti, _ := b.Topic("isr")
+		got = ti.Partitions[0]
+		return equalNodes(got.ISR, want.ISR) && got.LeaderEpoch == want.LeaderEpoch
+	}) {
+		t.Fatalf("the ISR of isr-0 was never reported again: %+v, want %+v", got, want)
+	}
+}

@@ -186,9 +186,15 @@ func (r *partitionReplicas) sweepLeaders(prev map[log.TopicPartition]uint64) map
 			continue // deleted, or not in this image yet: nothing to report
 		}
 		cur := t.Partitions[tp.Partition]
-		if int64(cur.LeaderEpoch) > int64(term) ||
-			(cur.Leader == r.cfg.NodeID && int64(cur.LeaderEpoch) == int64(term)) {
-			continue // recorded (or a later leader is: this one steps down)
+		if int64(cur.LeaderEpoch) > int64(term) {
+			continue // a later leader is recorded: this one steps down
+		}
+		// Recorded, with the ISR this leader sees. An ISR change is
+		// reported when raft observes it, but that report is dropped when
+		// the image it is compared with still waits for an earlier report
+		// in flight (report): the sweep sends it again.
+		if cur.Leader == r.cfg.NodeID && int64(cur.LeaderEpoch) == int64(term) && equalNodes(cur.ISR, recordedISR(cur, g.isr(r.cfg.NodeID))) {
+			continue
 		}
 		if !containsNode(cur.members(), r.cfg.NodeID) {
 			continue // no longer a replica: applyLeaders would skip the report
@@ -211,6 +217,18 @@ func (r *partitionReplicas) sweepLeaders(prev map[log.TopicPartition]uint64) map
 		}
 	}
 	return missing
+}
+
+// recordedISR is isr as the metadata records it for cur's leader
+// (applyLeaders): the leader and the members it names.
+func recordedISR(cur PartitionInfo, isr []int32) []int32 {
+	out := []int32{cur.Leader}
+	for _, n := range cur.members() {
+		if n != cur.Leader && containsNode(isr, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (r *partitionReplicas) queueReportQuiet(g *partitionGroup) {

@@ -357,7 +357,7 @@ func TestSimulatedCluster(t *testing.T) {
 	// broker's image says. Over the idle window no partition may change
 	// leader (an idle cluster keeping its leaders is what is measured).
 	view := c.Brokers[0].Broker
-	testwait.For(t, leadersBound, func() bool {
+	if !testwait.Until(leadersBound, func() bool {
 		ti, ok := view.Topic(topic)
 		if !ok {
 			return false
@@ -368,7 +368,9 @@ func TestSimulatedCluster(t *testing.T) {
 			}
 		}
 		return true
-	}, "not every replica in sync after the leaders were elected")
+	}) {
+		t.Fatalf("waited %v: not every replica in sync after the leaders were elected:\n%s", leadersBound, outOfSync(c, topic))
+	}
 	leaderEpochs := func() []int32 {
 		ti, _ := view.Topic(topic)
 		out := make([]int32, len(ti.Partitions))
@@ -598,4 +600,35 @@ func TestSimulatedCluster(t *testing.T) {
 		100*cpu.Seconds()/wall.Seconds(), mib(loaded.rss), mib(loaded.heap), loadedConns, loaded.goroutines, median(applied).Round(100*time.Microsecond),
 		maxDur(applied).Round(100*time.Microsecond), maxDur(reLedAt).Round(time.Millisecond), maxDur(movedAt).Round(time.Millisecond),
 		agreed.Round(time.Millisecond), writeOK.Round(time.Millisecond))
+}
+
+// outOfSync lists the partitions whose ISR is short in the first broker's
+// image, with what their leader's and the controllers' images say.
+func outOfSync(c *Cluster, topic string) string {
+	byID := map[int32]*Node{}
+	for _, n := range append(append([]*Node(nil), c.Controllers...), c.Brokers...) {
+		byID[n.ID] = n
+	}
+	say := func(n *Node, p int32) string {
+		if n == nil || n.Broker == nil {
+			return "no node"
+		}
+		ti, ok := n.Broker.Topic(topic)
+		if !ok || int(p) >= len(ti.Partitions) {
+			return "no topic"
+		}
+		pi := ti.Partitions[p]
+		return fmt.Sprintf("leader %d epoch %d ISR %v", pi.Leader, pi.LeaderEpoch, pi.ISR)
+	}
+	var b strings.Builder
+	ti, _ := c.Brokers[0].Broker.Topic(topic)
+	for _, pi := range ti.Partitions {
+		if pi.Leader >= 0 && len(pi.ISR) == len(pi.Replicas) {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s-%d replicas %v: first broker %s; leader's own image %s; controller %d's image %s\n",
+			topic, pi.Partition, pi.Replicas, say(c.Brokers[0], pi.Partition), say(byID[pi.Leader], pi.Partition),
+			c.Controllers[0].ID, say(c.Controllers[0], pi.Partition))
+	}
+	return b.String()
 }
