@@ -317,8 +317,13 @@
 // report just committed to be applied here) is reported again and logged
 // ("still not in the metadata; reporting them again"), so a report lost
 // any other way is not lost for good. The sweep reads a few atomics and
-// one map entry per group led; it compares leader and epoch, not the ISR
-// (heartbeat observations report ISR changes).
+// one map entry per group led, and compares leader, epoch and the ISR as
+// the metadata would record it: heartbeat observations report ISR
+// changes, but such a report is dropped when the image it is compared
+// with still waits for an earlier report in flight, and the sweep sends
+// it again. A leader forgets the followers it marked failed when it
+// becomes leader: raft reports a follower resuming only from the
+// heartbeat goroutine of the term that saw it fail.
 //
 // Snapshots and catch-up (partition_snapshots.go). A partition snapshot
 // at index i is the position "every batch below offset o is in the
